@@ -91,8 +91,8 @@ class PrivacyLoss(ABC):
         tot = m_p.sum()
         if tot <= 0:
             return a, 0.0
-        mean = float(np.dot(m_p, points) / tot)
-        var = float(np.dot(m_p, (points - mean) ** 2) / tot)
+        mean = float((m_p * points).sum() / tot)
+        var = float((m_p * (points - mean) ** 2).sum() / tot)
         return mean, max(var, ((b - a) / 4000) ** 2 / 12)
 
 
@@ -269,8 +269,8 @@ class DiscreteLoss(PrivacyLoss):
     @cached_property
     def moments(self) -> tuple[float, float]:
         tot = self.p_mass.sum()
-        mean = float(np.dot(self.p_mass, self.values) / tot)
-        var = float(np.dot(self.p_mass, (self.values - mean) ** 2) / tot)
+        mean = float((self.p_mass * self.values).sum() / tot)
+        var = float((self.p_mass * (self.values - mean) ** 2).sum() / tot)
         return mean, var
 
 

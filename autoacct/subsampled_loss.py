@@ -139,8 +139,8 @@ def _moments_of(rep: Representation) -> tuple[float, float]:
     tot = float(m_p.sum())
     if tot <= 0.0:
         return 0.0, 0.0
-    mean = float(np.dot(m_p, values) / tot)
-    var = float(np.dot(m_p, (values - mean) ** 2) / tot)
+    mean = float((m_p * values).sum() / tot)
+    var = float((m_p * (values - mean) ** 2).sum() / tot)
     return mean, max(var, 0.0)
 
 

@@ -32,6 +32,8 @@ from .profile_ops import DiscreteProfile
 #: 0.1% of the certified lower bound, hence of the truth.
 DEFAULT_TOL = 1e-3
 _MAX_REFINE = 4
+#: Share of tol * delta that the predicted FFT rounding error may take when the tilt is chosen.
+_ROUNDING_SHARE = 1e-2
 
 
 @dataclass(frozen=True)
@@ -91,12 +93,13 @@ class FFTAccountant:
             self._comp_cache[key] = out
         return self._comp_cache[key]
 
-    def profiles(self, h: float, log_eta: float,
-                 eps_target: float | None = None) -> list[tuple[DiscreteProfile, DiscreteProfile]]:
-        """(upper, lower) composed profiles of each direction, tilted towards ``eps_target``."""
+    def profiles(self, h: float, log_eta: float, eps_target: float | None = None,
+                 log_budget: float | None = None) -> list[tuple[DiscreteProfile, DiscreteProfile]]:
+        """(upper, lower) composed profiles of each direction, tilted towards ``eps_target``
+        (see :func:`choose_tilt` for the rounding-error budget ``log_budget``)."""
         out = []
         for d, comps in enumerate(self.components(h, log_eta)):
-            lam = choose_tilt(comps, eps_target)
+            lam = choose_tilt(comps, eps_target, h, log_eta, log_budget)
             key = (h, log_eta, lam, d)
             if key not in self._cache:
                 self._cache[key] = compose(comps, h, log_eta, lam)
@@ -150,16 +153,18 @@ class FFTAccountant:
     def epsilon(self, delta: float, eps_scale: float, tol: float = DEFAULT_TOL) -> tuple[float, float]:
         """Certified (lower, upper) bounds on eps(delta), refined until within ``tol``."""
         log_eta = _log_eta(delta, tol)
+        # Rounding may cost delta a small fraction of what an eps error of tol allows.
+        log_budget = math.log(_ROUNDING_SHARE * tol * delta)
         grid_tol = tol
         target = eps_scale
         for _ in range(_MAX_REFINE + 1):
             h = self.spacing(eps_scale, grid_tol)
-            profs = self.profiles(h, log_eta, target)
+            profs = self.profiles(h, log_eta, target, log_budget)
             lower, upper = self._best_epsilon(delta)
             if math.isfinite(upper) and not _inside(profs, upper):
                 # The tilt aimed away from the answer: aim at the answer found and retry.
                 target = upper
-                profs = self.profiles(h, log_eta, target)
+                profs = self.profiles(h, log_eta, target, log_budget)
                 lower, upper = self._best_epsilon(delta)
             gap = upper - lower
             if gap <= tol * upper or upper == 0.0:

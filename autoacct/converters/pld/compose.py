@@ -23,8 +23,8 @@ Errors, all accounted (every term has the form C e^{-lam eps} at the query eps):
 * Rounding of the FFTs and powers: each entry of the tilted result is within
   E of the exact value, where E is bounded from the spectra (forward FFT error
   of a unit-mass vector <= c u log2 N per frequency, propagated through the
-  powers by |d(z^k)| <= k |z|^(k-1) |dz| with |z| <= 1, plus the inverse FFT's
-  error); summed against delta's weights it costs at most
+  product of powers by |d prod z_i^k_i| <= prod M_i^k_i sum_i k_i |dz_i| / M_i
+  with M_i >= |z_i| bounded by 1, plus the inverse FFT's error); summed against delta's weights it costs at most
   E e^{K - lam eps} / (1 - e^{-lam h}) (at most N points when lam = 0).
 """
 
@@ -44,8 +44,11 @@ from .profile_ops import DiscreteProfile
 #: Largest FFT length the composer uses (2^22 points: with both bound rows, their
 #: spectra and the error bookkeeping, well under 1 GB of memory).
 N_MAX = 1 << 22
-#: Positive exponents at which cumulants are evaluated for tail bounds and tilts.
-THETAS = np.concatenate(([0.0], np.logspace(-3.0, 4.0, 36)))
+#: Positive exponents at which cumulants are evaluated for tail bounds and tilts
+#: (any exponent gives a valid Chernoff bound; this grid only decides how tight).
+THETAS = np.concatenate(([0.0], np.logspace(-3.0, 4.0, 25)))
+#: Exponents in units of 1/h: they bound the mass of the last few lattice points.
+_LATTICE_THETAS = np.logspace(0.0, 4.0, 5)
 _U = np.finfo(float).eps
 
 
@@ -66,6 +69,16 @@ def _side(c: Component, side: str) -> DiscretePLD:
     return c.upper if side == "upper" else c.lower
 
 
+def exponents(h: float) -> np.ndarray:
+    """The exponents (both signs, and 0) at which every component's cumulant is tabulated.
+
+    Tilts are chosen among them, and every tail bound uses them, so each
+    component's log-MGF is evaluated once per exponent, whatever the tilt.
+    """
+    pos = np.unique(np.concatenate((THETAS[1:], _LATTICE_THETAS / h)))
+    return np.concatenate((-pos[::-1], [0.0], pos))
+
+
 def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.ndarray:
     """K(theta) = sum_i k_i log E[e^{theta L_i}; L_i finite] for each theta."""
     theta = np.atleast_1d(np.asarray(theta, dtype=float))
@@ -75,36 +88,82 @@ def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.nda
     return total
 
 
-def choose_tilt(comps: Sequence[Component], eps_target: float | None) -> float:
-    """The exponent lam >= 0 minimising the Chernoff bound K(lam) - lam eps_target.
+def _chernoff(grid: np.ndarray, k: np.ndarray, lam: float, k_lam: float, a: float, above: bool) -> float:
+    """log of the Chernoff bound on the law tilted by lam beyond ``a``: above a (exponents > lam of
+    the table) or below it (exponents < lam), from the tabulated cumulant k on ``grid``."""
+    sel = grid > lam if above else grid < lam
+    t = grid[sel] - lam
+    if t.size == 0:
+        return 0.0
+    return min(float(np.min(k[sel] - k_lam - t * a)), 0.0)
 
-    The target is first pulled inside the composed support (at most 80% of the
-    way from the mean to the largest finite loss), so that the tilt never
-    piles all mass onto the last lattice point.
+
+def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, log_eta: float,
+                log_budget: float | None = None) -> float:
+    """The tilt lam >= 0 for a query near ``eps_target``.
+
+    The Chernoff-optimal exponent lam* (minimising K(lam) - lam eps_target)
+    makes rounding errors relative to delta, but widens the window when the
+    steps' loss has a heavy right tail. Among the tabulated exponents in
+    [0, lam*], the one with the narrowest window is taken whose predicted
+    rounding error at the target, e^{K(lam) - lam eps} k u log2(N) p_max
+    min(N, 1/(lam h)) with p_max the tilted law's largest cell mass (normal
+    approximation), stays below e^log_budget; lam* when none does, and lam*
+    when no budget is given. The target is first pulled inside the composed
+    support (at most 80% of the way from the mean to the largest finite loss),
+    so that the tilt never piles all mass onto the last lattice point.
     """
     if eps_target is None:
         return 0.0
-    mean = sum(c.count * float(np.dot(c.upper.masses, c.upper.losses)) for c in comps)
+    mean = sum(c.count * float((c.upper.masses * c.upper.losses).sum()) for c in comps)
     top = _support_top(comps, "upper")
     target = min(eps_target, mean + 0.8 * (top - mean))
     if target <= mean:
         return 0.0
-    k = cumulant(comps, "upper", THETAS)
-    return float(THETAS[int(np.argmin(k - THETAS * target))])
+    grid = exponents(h)
+    k = cumulant(comps, "upper", grid)
+    pos = grid >= 0
+    best = int(np.argmin(np.where(pos, k - grid * target, np.inf)))
+    lam_star = float(grid[best])
+    if log_budget is None:
+        return lam_star
+    k_tot = sum(c.count for c in comps)
+    curv = np.gradient(k, grid)
+    curv = np.gradient(curv, grid)
+    choice, width = lam_star, np.inf
+    for i in np.flatnonzero(pos & (grid <= lam_star)):
+        lam = float(grid[i])
+        lo, hi = _window_from(grid, k, lam, h, log_eta, comps)
+        n = hi - lo + 1
+        p_max = min(1.0, h / math.sqrt(2.0 * math.pi * max(float(curv[i]), 1e-300)))
+        geometric = n if lam <= 0 else min(n, 1.0 / -math.expm1(-lam * h))
+        log_err = (float(k[i]) - lam * target
+                   + math.log(k_tot * 8.0 * _U * (math.log2(max(n, 2)) + 2.0) * p_max * geometric))
+        if log_err <= log_budget and n < width:
+            choice, width = lam, n
+    return choice
 
 
-def _window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> tuple[int, int]:
-    """Lattice indices outside which the tilted law has mass at most e^log_eta on each side."""
-    t = THETAS[1:]
-    k0 = cumulant(comps, "upper", np.array([lam]))[0]
-    k_pos = cumulant(comps, "upper", lam + t) - k0
-    k_neg = cumulant(comps, "upper", lam - t) - k0
-    hi = float(np.min((k_pos - log_eta) / t))
-    lo = float(np.max((log_eta - k_neg) / t))
+def _window_from(grid: np.ndarray, k: np.ndarray, lam: float, h: float, log_eta: float,
+                 comps: Sequence[Component]) -> tuple[int, int]:
+    """Lattice indices outside which the law tilted by lam has mass at most e^log_eta on each side."""
+    k_lam = float(k[np.flatnonzero(grid == lam)[0]]) if np.any(grid == lam) else float(
+        cumulant(comps, "upper", np.array([lam]))[0])
+    above, below = grid > lam, grid < lam
+    t_up = grid[above] - lam
+    t_dn = lam - grid[below]
+    hi = float(np.min((k[above] - k_lam - log_eta) / t_up)) if t_up.size else np.inf
+    lo = float(np.max((log_eta - (k[below] - k_lam)) / t_dn)) if t_dn.size else -np.inf
     support_lo = sum(c.count * c.upper.start for c in comps) * h
     support_hi = sum(c.count * (c.upper.start + len(c.upper.masses) - 1) for c in comps) * h
     lo, hi = max(lo, support_lo), min(hi, support_hi)
     return math.floor(lo / h), max(math.ceil(hi / h), math.floor(lo / h) + 1)
+
+
+def _window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> tuple[int, int]:
+    """Lattice indices outside which the tilted law has mass at most e^log_eta on each side."""
+    grid = exponents(h)
+    return _window_from(grid, cumulant(comps, "upper", grid), lam, h, log_eta, comps)
 
 
 def compose(comps: Sequence[Component], h: float, log_eta: float,
@@ -124,8 +183,11 @@ def compose(comps: Sequence[Component], h: float, log_eta: float,
     spec = None
     log_k = np.zeros(2)
     offset = 0
-    k_sum = 0
-    shrink = None
+    # Error propagation: with M_i >= |z_i|, |z^_i| and |dz_i| <= e_i, the product of powers
+    # moves by at most sum_i k_i e_i M_i^(k_i - 1) prod_{j != i} M_j^(k_j)
+    # = prod_j M_j^(k_j) * sum_i k_i e_i / M_i, which is small wherever any factor is.
+    bound = None
+    weight = 0.0
     for c in comps:
         rows = []
         for j, pld in enumerate((c.upper, c.lower)):
@@ -133,45 +195,45 @@ def compose(comps: Sequence[Component], h: float, log_eta: float,
             log_k[j] += c.count * log_m
             rows.append(_fold(tilted, n))
         s = sfft.rfft(np.stack(rows), axis=-1)
-        # |z| + rho bounds the computed spectrum's modulus; its power bounds the
-        # propagation of the forward error through the other factors.
-        mod = np.minimum(np.abs(s) + rho, 1.0) ** max(c.count - 1, 0)
-        shrink = mod if shrink is None else np.minimum(shrink, mod)
-        s = s ** c.count if c.count > 1 else s
+        mag = np.minimum(np.abs(s) + rho, 1.0)
+        power = _power(mag, c.count, mag) if c.count > 1 else mag
+        bound = power if bound is None else bound * power
+        # Forward error rho plus the rounding of the power and the product (4u per factor).
+        weight = weight + (c.count + 1) * (rho + 4 * _U) / mag
+        s = _power(s, c.count, mag) if c.count > 1 else s
         spec = s if spec is None else spec * s
         offset += c.count * c.upper.start
-        k_sum += c.count
     dens = sfft.irfft(spec, n=n, axis=-1)
     dens = np.roll(dens, -((j_lo - offset) % n), axis=-1)
 
     # Per-entry error bound of the tilted result (both rows).
-    spec_err = (k_sum + len(comps)) * (rho + 4 * _U) * shrink
+    spec_err = bound * weight
     fold = 2.0 * spec_err[:, 1:].sum(axis=-1) + spec_err[:, 0]
     err = fold / n + rho * (2.0 * np.abs(spec[:, 1:]).sum(axis=-1) + np.abs(spec[:, 0])) / n
+    # Powers set to zero where they underflow (see _power) move each entry by at most this.
+    err = err + 2.0 * len(comps) * math.exp(_LOG_TINY)
     geometric = n if lam <= 0 else min(n, 1.0 / -math.expm1(-lam * h))
 
     top = (j_lo + n) * h
     bottom = (j_lo - 1) * h
-    # Exponents for the tail bounds: the default grid and one scaled to the lattice.
-    t = np.unique(np.concatenate((THETAS[1:], THETAS[1:] / (1e-2 * h))))
+    grid = exponents(h)
     out = []
     for j, side in enumerate(("upper", "lower")):
         k_lam = log_k[j]
+        k_grid = cumulant(comps, side, grid)
         s_top = _support_top(comps, side)
         s_bottom = _support_bottom(comps, side)
         # Beyond the composed support there is no mass at all.
         if top > s_top:
             tilted_above, log_above = 0.0, -np.inf
         else:
-            k_pos = cumulant(comps, side, lam + t) - k_lam
-            tilted_above = math.exp(min(float(np.min(k_pos - t * top)), 0.0))
+            tilted_above = math.exp(_chernoff(grid, k_grid, lam, k_lam, top, above=True))
             # Untilted P(S >= top): Chernoff at the plain exponents.
-            log_above = min(float(np.min(cumulant(comps, side, t) - t * top)), 0.0)
+            log_above = _chernoff(grid, k_grid, 0.0, 0.0, top, above=True)
         if bottom < s_bottom:
             tilted_below = 0.0
         else:
-            k_neg = cumulant(comps, side, lam - t) - k_lam
-            tilted_below = math.exp(min(float(np.min(k_neg + t * bottom)), 0.0))
+            tilted_below = math.exp(_chernoff(grid, k_grid, lam, k_lam, bottom, above=False))
         log_fin = sum(c.count * math.log1p(-min(_side(c, side).p_inf, 1.0 - 1e-300)) for c in comps)
         inf_mass = -math.expm1(log_fin)
         with np.errstate(divide="ignore"):
@@ -189,6 +251,20 @@ def compose(comps: Sequence[Component], h: float, log_eta: float,
                                    c0=c0, log_c1=log_c1, upper=side == "upper",
                                    support_top=s_top, inf_mass=inf_mass))
     return out[0], out[1]
+
+
+def _power(z: np.ndarray, k: int, mag: np.ndarray) -> np.ndarray:
+    """z ** k, computed only where it does not underflow: |z| <= ``mag`` and mag^k < 1e-300
+    elsewhere (a self-composed spectrum is negligible at most frequencies)."""
+    with np.errstate(divide="ignore"):
+        live = k * np.log(mag) > _LOG_TINY
+    out = np.zeros_like(z)
+    out[live] = z[live] ** k
+    return out
+
+
+#: Powers below e^_LOG_TINY (about 1e-300) are set to zero.
+_LOG_TINY = -690.0
 
 
 def _support_top(comps: Sequence[Component], side: str) -> float:

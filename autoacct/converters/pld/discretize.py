@@ -26,7 +26,9 @@ delta_w; applying this factor by factor orders the composed profiles.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -50,18 +52,43 @@ class DiscretePLD:
         return (self.start + np.arange(len(self.masses))) * self.h
 
     def log_mgf(self, lam: np.ndarray) -> np.ndarray:
-        """log E[e^{lam L}; L finite] for each entry of ``lam``."""
+        """log E[e^{lam L}; L finite] for each entry of ``lam``.
+
+        The tail bounds and tilts of the composer ask for the same exponents many
+        times; each distinct exponent is computed once per law (vectorised over
+        blocks of exponents) and remembered.
+        """
         lam = np.atleast_1d(np.asarray(lam, dtype=float))
+        cache = self._mgf_cache
+        missing = np.unique(lam[[t not in cache for t in lam.ravel().tolist()]]) if lam.size else lam
+        if missing.size:
+            cache.update(zip(missing.tolist(), self._log_mgf_uncached(missing).tolist()))
+        return np.array([cache[t] for t in lam.ravel().tolist()]).reshape(lam.shape)
+
+    @cached_property
+    def _mgf_cache(self) -> dict[float, float]:
+        return {}
+
+    @cached_property
+    def _log_support(self) -> tuple[np.ndarray, np.ndarray]:
+        """log-masses and losses of the points with positive mass."""
         pos = self.masses > 0
-        logw = np.log(self.masses[pos])
-        x = self.losses[pos]
+        return np.log(self.masses[pos]), self.losses[pos]
+
+    def _log_mgf_uncached(self, lam: np.ndarray) -> np.ndarray:
+        logw, x = self._log_support
         if logw.size == 0:
             return np.full(lam.shape, -np.inf)
         out = np.empty(lam.shape)
-        for i, t in enumerate(lam):
-            z = logw + t * x
-            zmax = z.max()
-            out[i] = zmax + np.log(np.exp(z - zmax).sum())
+        buf = np.empty_like(x)
+        # One exponent at a time, in place: the scratch vector stays in cache.
+        for i, t in enumerate(lam.tolist()):
+            np.multiply(x, t, out=buf)
+            buf += logw
+            zmax = float(buf.max())
+            buf -= zmax
+            np.exp(buf, out=buf)
+            out[i] = zmax + math.log(float(buf.sum()))
         return out
 
 

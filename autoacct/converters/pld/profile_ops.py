@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+from scipy.signal import lfilter
 
 _ULP = 8 * np.finfo(float).eps
 
@@ -50,18 +51,21 @@ class DiscreteProfile:
         return (self.start + np.arange(len(self.tilted))) * self.h
 
     @cached_property
-    def log_p(self) -> np.ndarray:
-        """log of the untilted masses (-inf where the computed mass is not positive)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.tilted > 0, np.log(np.where(self.tilted > 0, self.tilted, 1.0)),
-                            -np.inf) + self.log_k - self.lam * self.x
-
-    @cached_property
     def _suffix(self) -> tuple[np.ndarray, np.ndarray]:
-        """log A_i = log sum_{j >= i} p_j and log B_i = log sum_{j >= i} p_j e^{-x_j}; index N is empty."""
-        la = np.concatenate((np.logaddexp.accumulate(self.log_p[::-1])[::-1], [-np.inf]))
-        lb = np.concatenate((np.logaddexp.accumulate((self.log_p - self.x)[::-1])[::-1], [-np.inf]))
-        return la, lb
+        """log A_i = log sum_{j >= i} p_j and log B_i = log sum_{j >= i} p_j e^{-x_j}; index N is empty.
+
+        With p_j = p~_j e^{K - lam x_j}, A_i = e^{K - lam x_i} S_i where
+        S_i = p~_i + e^{-lam h} S_{i+1} is a stable backward recursion of sums of
+        at most the total tilted mass (a linear filter), and likewise for B with
+        lam + 1; only their logs are taken.
+        """
+        w = np.maximum(self.tilted, 0.0)[::-1]
+        out = []
+        for rate in (self.lam, self.lam + 1.0):
+            s = lfilter([1.0], [1.0, -np.exp(-rate * self.h)], w)[::-1]
+            with np.errstate(divide="ignore"):
+                out.append(np.concatenate((np.log(s) + self.log_k - rate * self.x, [-np.inf])))
+        return out[0], out[1]
 
     def floor(self, eps: np.ndarray) -> np.ndarray:
         """The part of the bound that a finer grid does not shrink: accounted rounding and
