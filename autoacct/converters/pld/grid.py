@@ -28,15 +28,18 @@ def choose_spacing(parts: Sequence[tuple[PrivacyLoss, int]], eps_scale: float, t
     common = _common_lattice(parts)
     if common is not None:
         return common
+    step_sds = [math.sqrt(loss.moments[1]) for loss, _ in parts if loss.moments[1] > 0]
+    if not step_sds:
+        # Every law is a point mass: no grid resolves anything finer than another.
+        return _snap(parts, _MAX_SPACING)
     k_tot = sum(k for _, k in parts)
     mean = sum(k * loss.moments[0] for loss, k in parts)
     var = sum(k * loss.moments[1] for loss, k in parts)
-    sd = math.sqrt(max(var, 1e-300))
+    sd = math.sqrt(var)
     scale = max(eps_scale, 0.05 * sd, 1e-6)
     z = max(1.0, (scale - mean) / sd)
     h = math.sqrt(2.0 * tol * scale / (k_tot * (1.0 + z / sd)))
-    step_sd = min(math.sqrt(max(loss.moments[1], 1e-300)) for loss, _ in parts)
-    h = min(h, 2.0 * step_sd, 0.05)
+    h = max(min(h, 2.0 * min(step_sds), _MAX_SPACING), _MIN_SPACING)
     h = 2.0 ** (math.floor(4.0 * math.log2(h)) / 4.0)
     return _snap(parts, h)
 
@@ -64,7 +67,7 @@ def _snap(parts: Sequence[tuple[PrivacyLoss, int]], h: float) -> float:
     if lattice_parts:
         _, ell = max(lattice_parts)
         m0 = math.ceil(ell / h - 1e-9)
-        candidates = ell / np.arange(m0, 3 * m0 + 1)
+        candidates = ell / (m0 + np.arange(min(2 * m0, _MAX_CANDIDATES) + 1))
     else:
         candidates = h * (1.0 - np.arange(0, 120) / 240.0)
     values, weights = [], []
@@ -84,6 +87,12 @@ def _snap(parts: Sequence[tuple[PrivacyLoss, int]], h: float) -> float:
     return float(candidates[np.flatnonzero(cost <= best * 1.05 + 1e-300)[0]])
 
 
+#: Coarsest and finest spacings ever used (the finest only matters for nearly
+#: degenerate laws, whose loss barely varies).
+_MAX_SPACING = 0.05
+_MIN_SPACING = 1e-12
+#: Most lattice divisors compared when snapping.
+_MAX_CANDIDATES = 240
 #: Laws with more atoms than this are treated as continuous when snapping.
 _MAX_ATOMS = 64
 
