@@ -58,11 +58,19 @@ def positive_int(name: str, value: Any) -> int:
 def real_array(name: str, value: Any, *, low: float = -math.inf, high: float = math.inf,
                low_open: bool = False, high_open: bool = False,
                allow_inf: bool = False) -> np.ndarray:
-    """Vectorised :func:`real`: a float array whose every entry lies in the interval."""
+    """Vectorised :func:`real`: a float array whose every entry lies in the interval.
+
+    Only integer and floating-point entries are accepted: booleans, strings,
+    complex numbers and other objects raise ``TypeError``.
+    """
     try:
-        arr = np.asarray(value, dtype=float)
+        raw = np.asarray(value)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a real number or array of them, got {value!r}") from exc
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real number or array of them, got {value!r} "
+                        f"(dtype {raw.dtype})")
+    arr = raw.astype(float)
     if np.isnan(arr).any():
         raise ValueError(f"{name} must not contain NaN, got {value!r}")
     if not allow_inf and np.isinf(arr).any():

@@ -40,6 +40,8 @@ from .loss import PrivacyLoss, gaussian_delta
 ROUTES = ("auto", "exact", "pld", "rdp", "phi")
 _PRIMITIVES = ("_gdp_mu", "_pld_parts", "_rdp")
 _EXACT_REL = 1e-9  # covers rounding of the closed form where its two terms nearly cancel
+#: Smallest delta a query accepts: below it (subnormal floats) profiles lose their precision.
+MIN_DELTA = 1e-300
 
 
 class Neighboring(enum.Enum):
@@ -51,6 +53,12 @@ class Neighboring(enum.Enum):
 
     ADD_REMOVE = "add/remove"
     REPLACE_ONE = "replace-one"
+
+
+def _public_delta(val: Any) -> Any:
+    """A delta as returned to users: a float for a scalar, else an array; never negative, never -0.0."""
+    out = np.maximum(np.asarray(val, dtype=float), 0.0) + 0.0
+    return float(out) if out.ndim == 0 else out
 
 
 class RouteUnavailableError(ValueError):
@@ -201,12 +209,12 @@ class Mechanism(ABC):
     def epsilon(self, delta: float, via: str = "auto", tol: float | None = None) -> float:
         """Certified upper bound on the smallest eps such that the mechanism is (eps, delta)-DP.
 
-        ``via``: "auto" (the tightest route, to within ``tol``), "exact" (closed
+        ``delta`` lies in [MIN_DELTA, 1) (MIN_DELTA = 1e-300). ``via``: "auto" (the tightest route, to within ``tol``), "exact" (closed
         form), "pld" (FFT accountant), "phi" (characteristic-function
         accountant, upper bounds only), "rdp" (RDP conversion). ``tol``: relative
         accuracy of the PLD route (default 1e-3: within 0.1% of the truth).
         """
-        d = check.real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+        d = check.real("delta", delta, low=MIN_DELTA, high=1.0, high_open=True)
         t = self._tol(tol)
         route = self._route(via)
         if route == "auto":
@@ -215,7 +223,7 @@ class Mechanism(ABC):
 
     def epsilon_bounds(self, delta: float, tol: float | None = None) -> tuple[float, float]:
         """(lower, upper) with lower <= the true eps(delta) <= upper."""
-        d = check.real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+        d = check.real("delta", delta, low=MIN_DELTA, high=1.0, high_open=True)
         return self._auto_epsilon(d, self._tol(tol))
 
     def delta(self, epsilon: Any, via: str = "auto", tol: float | None = None) -> Any:
@@ -227,15 +235,13 @@ class Mechanism(ABC):
         t = self._tol(tol)
         route = self._route(via)
         val = self._auto_delta(e, t)[1] if route == "auto" else self._delta_by(route, e, t)[1]
-        return float(val) if np.ndim(val) == 0 else val
+        return _public_delta(val)
 
     def delta_bounds(self, epsilon: Any, tol: float | None = None) -> tuple[Any, Any]:
         """(lower, upper) with lower <= the true delta(eps) <= upper."""
         e = check.real_array("epsilon", epsilon, low=0.0)
         lo, up = self._auto_delta(e, self._tol(tol))
-        if np.ndim(lo) == 0:
-            return float(lo), float(up)
-        return lo, up
+        return _public_delta(lo), _public_delta(up)
 
     def _auto_epsilon(self, delta: float, tol: float) -> tuple[float, float]:
         """Tightest certified bounds: the closed form if there is one; else the PLD when it
@@ -334,8 +340,12 @@ class Mechanism(ABC):
         elif route == "phi":
             val = self._phi().tradeoff(a)
         else:
-            eps_grid = np.concatenate(([0.0], np.logspace(-3, 2.5, 300)))
-            val = tradeoff_from_profile(lambda e: rdp_to_delta(self._rdp_curve, e), a, eps_grid)
+            # Up to where the RDP profile is negligible, so that small fpr are covered too.
+            top = rdp_to_epsilon(self._rdp_curve, 1e-15)
+            top = max(top, 1.0) if np.isfinite(top) else 10.0 ** 2.5
+            eps_grid = np.concatenate(([0.0], np.geomspace(1e-3, top, 300)))
+            val = tradeoff_from_profile(lambda e: rdp_to_delta(self._rdp_curve, e, polish=False),
+                                        a, eps_grid)
         val = np.clip(val, 0.0, 1.0 - a)
         return float(val) if np.ndim(val) == 0 else val
 

@@ -56,8 +56,10 @@ def tradeoff_from_profile(delta_fn: ProfileFn, alpha: np.ndarray, eps_grid: np.n
     eps_grid = np.asarray(eps_grid, dtype=float)
     d = np.asarray(delta_fn(eps_grid), dtype=float)
     a = alpha[..., None]
-    with np.errstate(over="ignore"):
-        first = 1.0 - d - np.exp(eps_grid) * a
+    # e^eps * alpha as exp(eps + log alpha): e^eps overflows for eps > 709, and inf * 0 at
+    # alpha = 0 would be NaN; this form gives 0 there and +inf (a term never chosen) elsewhere.
+    with np.errstate(over="ignore", divide="ignore"):
+        first = 1.0 - d - np.exp(eps_grid + np.log(a))
         second = np.exp(-eps_grid) * (1.0 - d - a)
     best = np.maximum(first, second).max(axis=-1)
     return np.clip(best, 0.0, 1.0)

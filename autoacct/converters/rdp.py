@@ -28,6 +28,10 @@ RdpCurve = Callable[[np.ndarray], np.ndarray]
 ALPHAS = np.unique(np.concatenate((1.0 + np.logspace(-4, -0.05, 12), np.arange(2.0, 65.0),
                                    np.round(np.logspace(np.log10(70.0), 4.0, 24)))))
 
+#: Smallest delta the conversion returns: exp of a very negative log-delta underflows to 0,
+#: and a certified upper bound must stay positive (the closed-form route uses the same floor).
+DELTA_FLOOR = 1e-300
+
 
 def _eps_at(rdp_vals: np.ndarray, alpha: np.ndarray, delta: float) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -39,6 +43,15 @@ def _log_delta_at(rdp_vals: np.ndarray, alpha: np.ndarray, eps: float) -> np.nda
     with np.errstate(divide="ignore", invalid="ignore"):
         val = (alpha - 1.0) * (rdp_vals - eps + np.log1p(-1.0 / alpha)) - np.log(alpha)
     return np.where(np.isnan(val), np.inf, val)
+
+
+def _delta_from_log(log_delta: float) -> float:
+    """exp(log_delta) rounded up into [DELTA_FLOOR, 1]: 1 when no order is finite or the
+    bound exceeds 1, and at least DELTA_FLOOR where the exponential would underflow (an
+    upper bound must not round a positive delta down to 0)."""
+    if np.isnan(log_delta) or log_delta >= 0.0:
+        return 1.0
+    return max(float(np.exp(log_delta)), DELTA_FLOOR)
 
 
 def rdp_to_epsilon(rdp: RdpCurve, delta: float) -> float:
@@ -59,17 +72,23 @@ def rdp_to_epsilon(rdp: RdpCurve, delta: float) -> float:
     return max(best, 0.0)
 
 
-def rdp_to_delta(rdp: RdpCurve, eps: np.ndarray) -> np.ndarray:
-    """Certified delta at each ``eps`` from an RDP curve, capped at 1."""
+def rdp_to_delta(rdp: RdpCurve, eps: np.ndarray, *, polish: bool = True) -> np.ndarray:
+    """Certified delta at each ``eps`` from an RDP curve, in [DELTA_FLOOR, 1].
+
+    The best order of the grid ``ALPHAS`` is found for all ``eps`` at once; with
+    ``polish`` it is then refined per eps by a bounded scalar search (tighter,
+    slower). Either way every value is a valid bound.
+    """
     eps = np.asarray(eps, dtype=float)
     rv = np.asarray(rdp(ALPHAS), dtype=float)
     flat = eps.ravel()
+    ld = _log_delta_at(rv[None, :], ALPHAS[None, :], flat[:, None])
+    idx = np.argmin(ld, axis=1) if flat.size else np.zeros(0, dtype=int)
     out = np.empty(flat.shape)
     for k, e in enumerate(flat):
-        ld = _log_delta_at(rv, ALPHAS, float(e))
-        i = int(np.argmin(ld))
-        best = float(ld[i])
-        if np.isfinite(best):
+        i = int(idx[k])
+        best = float(ld[k, i])
+        if polish and np.isfinite(best):
             lo = ALPHAS[max(i - 1, 0)]
             hi = ALPHAS[min(i + 1, len(ALPHAS) - 1)]
             res = optimize.minimize_scalar(
@@ -78,5 +97,5 @@ def rdp_to_delta(rdp: RdpCurve, eps: np.ndarray) -> np.ndarray:
                 bounds=(lo, hi), method="bounded", options={"xatol": 1e-10 * hi})
             if res.success and np.isfinite(res.fun):
                 best = min(best, float(res.fun))
-        out[k] = min(np.exp(best), 1.0) if np.isfinite(best) else 1.0
+        out[k] = _delta_from_log(best)
     return out.reshape(eps.shape)

@@ -63,12 +63,43 @@ class Laplace(Mechanism):
         return [(loss, loss, 1)]
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        b = self.b
-        t1 = np.log(alpha / (2 * alpha - 1)) + (alpha - 1) / b
-        t2 = np.log((alpha - 1) / (2 * alpha - 1)) - alpha / b
-        v = np.logaddexp(t1, t2) / (alpha - 1)
-        v = np.minimum(v, 1.0 / b)
+        # With beta = alpha - 1 and x = 1/b the bracket minus 1 is
+        # (alpha g(beta x) + beta g(-alpha x)) / (2 alpha - 1), g(y) = e^y - 1 - y >= 0:
+        # a sum of non-negative terms, so no cancellation near alpha = 1 or for large b.
+        alpha = np.asarray(alpha, dtype=float)
+        x = 1.0 / self.b
+        beta = alpha - 1.0
+        with np.errstate(divide="ignore", over="ignore"):
+            log_num = np.logaddexp(np.log(alpha) + _log_g(beta * x), np.log(beta) + _log_g(-alpha * x))
+            log_den = np.log(alpha) + np.log(2.0 - 1.0 / alpha)
+        v = np.logaddexp(0.0, log_num - log_den) / beta
+        v = np.clip(v, 0.0, x)
         return np.stack([v, v])
+
+
+def _log_g(y: np.ndarray) -> np.ndarray:
+    """log(e^y - 1 - y), elementwise, to a few ulps for every real y (-inf at 0, +inf at +-inf).
+
+    g(y) = e^y - 1 - y is non-negative. Near 0 it is y^2/2 + y^3/6 + ..., where the
+    difference would cancel, so |y| < 0.1 uses that series (truncated at y^12/12!,
+    relative error below 1e-17); beyond 700 the exponential is factored out.
+    """
+    y = np.asarray(y, dtype=float)
+    small = np.abs(y) < 0.1
+    ys = np.where(small, y, 0.0)
+    term = ys * ys / 2.0
+    series = term
+    for n in range(3, 13):
+        term = term * ys / n
+        series = series + term
+    huge = y >= 700.0
+    mid = np.where(small | huge, 1.0, y)
+    top = np.where(huge & np.isfinite(y), y, 700.0)
+    with np.errstate(divide="ignore", over="ignore"):
+        out = np.where(small, np.log(series),
+                       np.where(huge, top + np.log1p(-(1.0 + top) * np.exp(-top)),
+                                np.log(np.expm1(mid) - mid)))
+    return np.where(np.isposinf(y), np.inf, out)
 
 
 def _rr_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
@@ -76,10 +107,20 @@ def _rr_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
 
     D_alpha = log(p^alpha (1-p)^(1-alpha) + (1-p)^alpha p^(1-alpha)) / (alpha - 1),
     p = e^eps / (1 + e^eps), in log space.
+
+    The bracket is p e^{beta eps} + q e^{-beta eps} with beta = alpha - 1, q = 1 - p;
+    minus 1 it is p g(beta eps) + q g(-beta eps) + beta eps (p - q) with
+    g(y) = e^y - 1 - y >= 0 and p - q = tanh(eps/2): non-negative terms, so the
+    value keeps its relative precision for tiny eps and for alpha near 1.
     """
+    alpha = np.asarray(alpha, dtype=float)
+    beta = alpha - 1.0
     lp = -np.logaddexp(0.0, -eps)
     lq = -np.logaddexp(0.0, eps)
-    v = np.logaddexp(alpha * lp + (1 - alpha) * lq, alpha * lq + (1 - alpha) * lp) / (alpha - 1)
+    with np.errstate(divide="ignore", over="ignore"):
+        log_excess = np.logaddexp(np.logaddexp(lp + _log_g(beta * eps), lq + _log_g(-beta * eps)),
+                                  np.log(beta * eps) + np.log(np.tanh(eps / 2.0)))
+    v = np.logaddexp(0.0, log_excess) / beta
     return np.clip(v, 0.0, eps)
 
 
