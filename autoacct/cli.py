@@ -8,7 +8,9 @@ Subcommands::
 
 A run is described either by (--sample-rate, --steps) or by (--dataset-size,
 --batch-size, --epochs). Bad input exits with status 2 and a one-line message
-on stderr.
+on stderr; a numerical failure inside the accountant (an overflow, or a numpy
+warning that would make a printed number untrustworthy) exits with status 1 and
+a one-line message; warnings are printed on one line each.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -281,6 +285,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
+    folder = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(folder):
+        raise UsageError(f"--output {args.output!r}: directory {folder!r} does not exist")
     mech = _mechanism(args, args.noise_multiplier)
     import matplotlib  # noqa: PLC0415 - only this subcommand needs it
 
@@ -313,14 +320,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     prog = f"autoacct {args.command}"
+
+    def show_warning(message: Warning | str, category: type[Warning], *_: Any,
+                     **__: Any) -> None:
+        sys.stderr.write(f"{prog}: warning: {' '.join(str(message).split())}\n")
+
     try:
-        return _COMMANDS[args.command](args)
+        with warnings.catch_warnings():
+            # A numpy RuntimeWarning means a number may be wrong: fail rather than print it.
+            warnings.simplefilter("error", RuntimeWarning)
+            warnings.showwarning = show_warning
+            return _COMMANDS[args.command](args)
     except (UsageError, ValueError) as exc:
         msg = " ".join(str(exc).split())
         sys.stderr.write(f"{prog}: error: {msg}\n")
         return 2
     except OSError as exc:
         sys.stderr.write(f"{prog}: error: {exc}\n")
+        return 1
+    except (ArithmeticError, RuntimeWarning) as exc:
+        msg = " ".join(str(exc).split())
+        sys.stderr.write(f"{prog}: error: numerical failure for these inputs "
+                         f"({type(exc).__name__}: {msg}); no certified value to report\n")
         return 1
 
 

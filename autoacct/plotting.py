@@ -66,6 +66,20 @@ def _legend(ax: Any, n: int) -> None:
     ax.legend(loc="best", fontsize="small", framealpha=0.85, ncol=1 if n <= 6 else 2)
 
 
+def _log_limits(ax: Any, values: np.ndarray) -> None:
+    """Set y limits a log axis can show: a decade around constant data, a default when empty.
+
+    Matplotlib cannot autoscale a log axis with no positive data, and warns
+    on identical limits when every value is the same.
+    """
+    if values.size == 0:
+        ax.set_ylim(1e-3, 1e3)
+        return
+    low, high = float(np.min(values)), float(np.max(values))
+    if high <= low * (1.0 + 1e-9):
+        ax.set_ylim(low / 10.0, high * 10.0)
+
+
 def plot_tradeoff(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] | None = None,
                   via: str | Sequence[str] = "auto", fpr: Any = None) -> Any:
     """Plot the f-DP tradeoff curve (type II error against type I error) of each mechanism.
@@ -149,10 +163,16 @@ def plot_rdp(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] | Non
     if alphas is None:
         alphas = np.geomspace(1.1, 1000.0, 100)
     a = np.asarray(alphas, dtype=float)
+    drawn: list[np.ndarray] = []
     for m, name in zip(mechanisms, names):
         r = np.asarray(m.rdp(a), dtype=float)
-        shown = np.where(np.isfinite(r) & (r > 0), r, np.nan)
-        ax.plot(a, shown, label=name)
+        finite = np.isfinite(r) & (r > 0)
+        shown = np.where(finite, r, np.nan)
+        drawn.append(r[finite])
+        ax.plot(a, shown, label=name if finite.any() else f"{name} (RDP infinite or 0)")
+    _log_limits(ax, np.concatenate(drawn))
+    if a.size and float(np.min(a)) < float(np.max(a)):
+        ax.set_xlim(float(np.min(a)), float(np.max(a)))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(r"order $\alpha$")

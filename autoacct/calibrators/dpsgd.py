@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .. import _validation as check
 from ..core import Mechanism
 from .gaussian import gdp_mu
 from .search import DEFAULT_RTOL, CalibrationResult, calibrate_result
@@ -47,6 +48,21 @@ def _spread(sampling: str) -> float:
     return 2.0 if sampling == "without-replacement" else 1.0
 
 
+def _check_noise_needed(epsilon: float, delta: float, q: float, k: float) -> None:
+    """Raise ValueError when every noise multiplier meets the budget.
+
+    Each step uses a given record with probability q, so its pair is at total
+    variation distance at most q, and k steps at most 1 - (1 - q)^k. When that
+    is <= delta, epsilon(delta) = 0 for every noise multiplier: there is
+    nothing to calibrate.
+    """
+    reach = -math.expm1(k * math.log1p(-q)) if q < 1.0 else 1.0
+    if reach <= delta:
+        raise ValueError(f"every noise_multiplier meets epsilon={epsilon:g} at delta={delta:g}: "
+                         f"with sample_rate={q:g} and {k:g} steps, delta(0) <= 1 - (1 - q)^k = "
+                         f"{reach:.6g} <= delta whatever the noise, so no noise is needed")
+
+
 def calibrate_dpsgd_result(epsilon: float, delta: float, sample_rate: float | None = None,
                            steps: int | None = None, sampling: str = "poisson", *,
                            dataset_size: int | None = None, batch_size: int | None = None,
@@ -58,6 +74,7 @@ def calibrate_dpsgd_result(epsilon: float, delta: float, sample_rate: float | No
     _dpsgd(noise_multiplier=1.0, **run)  # validates the run's description
     mu = gdp_mu(epsilon, delta)
     q, k = _shape(sample_rate, steps, dataset_size, batch_size, epochs)
+    _check_noise_needed(epsilon, delta, q, k)
     c = _spread(sampling)
     ratio = mu * mu / (q * q * k)
     x0 = c / math.sqrt(math.log1p(ratio)) if ratio > 0 else 1.0
@@ -85,7 +102,9 @@ def calibrate_dpsgd(epsilon: float, delta: float, sample_rate: float | None = No
     Raises
     ------
     ValueError
-        Bad run description, epsilon <= 0, delta outside (0, 1).
+        Bad run description, epsilon <= 0, delta outside (0, 1), or a run
+        with 1 - (1 - q)^k <= delta, for which every noise multiplier meets
+        the budget.
     """
     return calibrate_dpsgd_result(epsilon, delta, sample_rate, steps, sampling,
                                   dataset_size=dataset_size, batch_size=batch_size, epochs=epochs,
@@ -113,6 +132,7 @@ def calibrate_dpsgd_steps(epsilon: float, delta: float, sample_rate: float | Non
     """
     if noise_multiplier is None:
         raise ValueError("noise_multiplier is required")
+    max_steps = check.positive_int("max_steps", max_steps)
     if sample_rate is None and (dataset_size is None or batch_size is None):
         raise ValueError("give sample_rate, or dataset_size and batch_size")
     run = dict(sample_rate=sample_rate, noise_multiplier=noise_multiplier,

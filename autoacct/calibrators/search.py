@@ -65,6 +65,9 @@ class InfeasibleBudgetError(ValueError):
 
     ``achievable`` is the smallest certified epsilon(delta) found in the range
     (at the most private end of it), ``at`` the parameter value giving it.
+    ``achievable`` is ``inf`` when epsilon(delta) is infinite for every value
+    tried (delta below the mechanism's reach); the message then gives the
+    smallest delta reachable at the target epsilon.
     """
 
     def __init__(self, message: str, achievable: float, at: float) -> None:
@@ -301,6 +304,8 @@ class _Search:
             if not p.valid or p.up is None or p.up == p0.up:
                 continue
             return 1 if (p.up > p0.up) == (p.x > p0.x) else -1
+        if p0.up == math.inf:
+            self._infeasible_everywhere()
         raise ValueError(f"the certified epsilon(delta={self.delta:g}) does not change with "
                          f"{self.name} around {self._show(p0.x)} (it is {p0.up:.6g} there); "
                          "cannot tell which way to search: pass increasing= or x0=")
@@ -461,6 +466,30 @@ class _Search:
             f"epsilon reachable with {self.name} {rel} {self._show(edge.x)} is {edge.up:.6g} "
             f"(certified upper bound; lower bound {max(edge.low, 0.0):.6g})",
             achievable=edge.up, at=int(edge.x) if self.integer else edge.x)
+
+    def _infeasible_everywhere(self) -> None:
+        """Every value tried has an infinite certified epsilon(delta): delta is below reach.
+
+        epsilon(delta) is infinite when delta is below the mechanism's delta at
+        eps -> inf (e.g. the delta of an (eps, delta)-DP part), so no value of the
+        parameter near the ones tried meets the budget. The message reports the
+        smallest certified delta(epsilon) found, which is what is achievable.
+        """
+        tried = [p for p in self.points.values() if p.valid]
+        best_delta, best_x = math.inf, tried[0].x
+        for p in tried:
+            assert p.mech is not None
+            d = float(p.mech.delta(self.target))
+            if d < best_delta:
+                best_delta, best_x = d, p.x
+        lo, hi = min(p.x for p in tried), max(p.x for p in tried)
+        raise InfeasibleBudgetError(
+            f"epsilon={self.target:g} is not reachable at delta={self.delta:g}: the certified "
+            f"epsilon(delta={self.delta:g}) is infinite for every {self.name} tried in "
+            f"[{self._show(lo)}, {self._show(hi)}]; the smallest delta reachable at "
+            f"epsilon={self.target:g} there is {best_delta:.6g} (certified upper bound, at "
+            f"{self.name}={self._show(best_x)})",
+            achievable=math.inf, at=int(best_x) if self.integer else best_x)
 
     # refinement --------------------------------------------------------------------
     def _next_step(self, s: _Point, n: _Point) -> tuple[float, float | None] | None:
