@@ -212,8 +212,6 @@ def test_infeasible_delta_below_approx_dp_floor():
     assert info.value.achievable == math.inf
 
 
-@pytest.mark.xfail(strict=True, reason="epsilon_bounds lower is finite (1.2) when the delta "
-                   "at eps=inf exceeds delta (true epsilon inf), so the optimum is uncertified")
 def test_integer_optimum_behind_approx_dp_floor_is_certified():
     # 1 - (1 - 1e-6)^k <= 1e-5 exactly for k <= 10: k = 10 is the optimum.
     with warnings.catch_warnings():
@@ -224,8 +222,6 @@ def test_integer_optimum_behind_approx_dp_floor_is_certified():
     assert res.certified
 
 
-@pytest.mark.xfail(strict=True, reason="lower epsilon bound above the truth for a Gaussian "
-                   "with huge sigma composed with PureDP")
 def test_lower_bound_of_huge_sigma_gaussian_with_pure_dp():
     m = Composition()([Gaussian(6.05125e13), PureDP(0.5)], [1, 1])
     lo, up = m.epsilon_bounds(1e-5)

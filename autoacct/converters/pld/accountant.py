@@ -167,7 +167,7 @@ class FFTAccountant:
                 profs = self.profiles(h, log_eta, target, log_budget)
                 lower, upper = self._best_epsilon(delta)
             gap = upper - lower
-            if gap <= tol * upper or upper == 0.0:
+            if lower == upper or gap <= tol * upper:
                 return self._certified_lower(lower), upper
             if not math.isfinite(upper):
                 break
@@ -205,7 +205,9 @@ class FFTAccountant:
 
     def _certified_lower(self, lower: float | np.ndarray) -> float | np.ndarray:
         """The lower bound if the pairs are attained (see ``tight``), else 0."""
-        return lower if self.tight else lower * 0.0
+        if self.tight:
+            return lower
+        return np.zeros_like(lower) if isinstance(lower, np.ndarray) else 0.0
 
     def tradeoff(self, alpha: np.ndarray, eps_scale: float, tol: float = DEFAULT_TOL) -> np.ndarray:
         """Lower bound on the tradeoff function: the smaller of the directions' curves."""

@@ -155,10 +155,17 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
             rounded[np.clip(bad + shift, 0, n - 2)] = True
     else:
         return None
-    deficit = float(np.sum(np.maximum(-masses, 0.0)))
-    masses = np.maximum(masses, 0.0)
     masses[:-1] += np.where(rounded, m_p[1:-1], 0.0)
-    return DiscretePLD(h, j_lo, masses, loss.p_inf, deficit)
+    # Left of the first grid point the lower profile is the line through its first
+    # segment; the true profile there lies above the line P(L >= g_0) - gamma Q(L >= g_0).
+    # Both lines agree at gamma = 0 unless the masses outweigh the law: an excess at
+    # rounding level is given back like the clipped mass, a larger one means the
+    # construction failed (a law within a cell or two) and rounding down takes over.
+    excess = max(float(masses.sum()) - float(m_p[1:].sum()), 0.0)
+    if excess > _EXCESS * float(m_p[1:].sum()):
+        return None
+    deficit = float(np.sum(np.maximum(-masses, 0.0))) + excess
+    return DiscretePLD(h, j_lo, np.maximum(masses, 0.0), loss.p_inf, deficit)
 
 
 def _second_order(gam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
@@ -231,6 +238,8 @@ def _second_order(gam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
 
 
 _ROUNDS = 60
+#: Relative excess of the lower masses over the law's mass still treated as rounding.
+_EXCESS = 1e-12
 _HULL_EDGES = 64
 
 

@@ -20,6 +20,7 @@ the error term frozen at the cell's safe end.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -128,6 +129,9 @@ class DiscreteProfile:
         return out.reshape(delta.shape) if delta.shape else out[0]
 
     def _solve(self, target: float) -> float:
+        if not self.upper and self.c0 - math.exp(min(self.log_c1, 700.0)) > target:
+            # The mass at +inf alone (less the largest error term) exceeds the target.
+            return math.inf
         eps = self._solve_on_grid(target)
         if self.upper and target >= self.inf_mass:
             eps = min(eps, max(self.support_top, 0.0))
