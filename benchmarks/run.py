@@ -6,6 +6,7 @@ Run from the repository root::
     python benchmarks/run.py --quick         # a few cases, a few minutes
     python benchmarks/run.py --no-others     # autoacct only
     python benchmarks/run.py --json out.json # also write every measurement as JSON
+    python benchmarks/run.py --reuse-others out.json  # rerun autoacct only, others from out.json
 
 The compared accountants are test-only extras, never runtime dependencies::
 
@@ -681,6 +682,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="copy the autoacct package (and this script) to a temporary directory "
                     "first and benchmark that copy, so that concurrent edits cannot change the "
                     "code mid-run")
+    ap.add_argument("--reuse-others", metavar="JSON",
+                    help="take dp_accounting and prv_accountant measurements of the same cases "
+                    "from an earlier --json output instead of rerunning them (their code does not "
+                    "change when autoacct does; the table marks reused rows with their date)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -718,11 +723,27 @@ def main(argv: list[str] | None = None) -> int:
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
     results: dict[str, Any] = {"meta": meta}
 
+    reused: dict[tuple[str, str], dict] = {}
+    if args.reuse_others:
+        with open(args.reuse_others) as fh:
+            old = json.load(fh)
+        meta["others_reused_from"] = {"file": args.reuse_others, "date": old["meta"]["date"]}
+        print(f"dp_accounting / prv_accountant rows reused from {args.reuse_others} "
+              f"(measured {old['meta']['date']})")
+        for section in ("matrix", "hetero", "sweep"):
+            for row in old.get(section, []):
+                for acct in ("dp_accounting", "prv"):
+                    if acct in row:
+                        reused[(row["label"], acct)] = row[acct]
+
     def run_cases(cases: list[dict]) -> list[dict]:
         rows = []
         for case in cases:
             row = {"label": case_label(case), "case": case}
             for acct in accts:
+                if acct != "autoacct" and (row["label"], acct) in reused:
+                    row[acct] = reused[(row["label"], acct)]
+                    continue
                 r = run_worker({"task": "measure", "acct": acct, "case": case}, args)
                 row[acct] = r
                 msg = r.get("error") or f"eps={r['eps']:.6g} t={r['time']:.3g}s"
