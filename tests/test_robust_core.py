@@ -497,24 +497,20 @@ def test_integral_counts_are_accepted_as_integers():
     assert m.epsilon(1e-5) == Gaussian(1.0).epsilon(1e-5)
 
 
-# ----- known bugs outside this file's modules (strict xfails flip when fixed) -------------------
+# ----- once-broken cases of the phi and PLD routes ----------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="phi route: PureDP(100) asks for a 65 GiB frequency array")
 def test_phi_route_on_large_pure_dp():
     assert PureDP(100.0).delta(0.0, via="phi") >= rr_delta_closed(100.0, 1, 0.0)
 
 
-@pytest.mark.xfail(strict=True, reason="phi route: zero privacy loss (eps0 = 0) crashes")
 def test_phi_route_on_zero_loss():
     assert PureDP(0.0).epsilon(1e-5, via="phi") == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="phi route: ApproxDP(1, 0.5).epsilon(0.5) is inf, truth 1")
 def test_phi_route_on_leaky_randomized_response():
     assert ApproxDP(1.0, 0.5).epsilon(0.5, via="phi") < math.inf
 
 
-@pytest.mark.xfail(strict=True, reason="phi: PhiAccuracyWarning is not an autoacct.AccuracyWarning")
 def test_phi_accuracy_warning_is_an_accuracy_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -77,6 +77,7 @@ import numpy as np
 from scipy import optimize, special
 
 from ..loss import LaplaceLoss, PrivacyLoss
+from .pld import AccuracyWarning
 from .profile import tradeoff_from_profile
 
 #: Default relative accuracy (on the epsilon scale), as for the PLD accountant.
@@ -91,10 +92,16 @@ M_MAX = 1 << 18
 #: Discrete laws with at most this many atoms keep their exact closed form.
 _EXACT_ATOMS = 256
 _U = np.finfo(float).eps
+#: Smallest normal double: a Chernoff excess below it settles delta without a spectrum.
+_TINY = np.finfo(float).tiny
 _CHUNK = 1 << 14
+#: Compositions of atom laws with at most this many distinct composed atoms are enumerated.
+N_ENUMERATE = 1 << 18
+#: Largest pairwise sum table formed while enumerating.
+_PAIR_MAX = 1 << 22
 
 
-class PhiAccuracyWarning(UserWarning):
+class PhiAccuracyWarning(AccuracyWarning):
     """The phi accountant could not reach the requested accuracy; its bounds remain valid."""
 
 
@@ -512,6 +519,20 @@ class _Direction:
             any(getattr(loss, "has_atoms", False) for loss, _ in self.generic)
         self._cache: dict[tuple, _Damped] = {}
         self._lattices: dict[float, list[tuple[_Law, int]]] = {}
+        self._enum: list[_Enumerated | None] = []
+
+    @property
+    def enumerated(self) -> _Enumerated | None:
+        """This direction's composed law atom by atom, when it is small and purely atomic.
+
+        Its profile is then exact (up to rounding, bounded from above): no spectrum,
+        no smoothing. Spectral sizing follows the loss's spread, which fails for atoms
+        of very unequal scales (a rare atom far from a heavy one).
+        """
+        if not self._enum:
+            self._enum.append(None if (self.generic or self.gauss_mu2 > 0)
+                              else _enumerate(self.exact))
+        return self._enum[0]
 
     # ----- sizing ----------------------------------------------------------------------------
     def budget(self, eps_ref: float, tol: float) -> tuple[float, float]:
@@ -689,12 +710,12 @@ class _Direction:
     def _n_terms(self, dt: float, mu2: float) -> int:
         if mu2 <= 0:
             return K_MAX
-        n = max(8, int(math.ceil(math.sqrt(2.0 * 30.0 / mu2) / dt)))
+        n = min(max(8, int(math.ceil(math.sqrt(2.0 * 30.0 / mu2) / dt))), K_MAX)
         while self._tail(dt, n, mu2) > _ETA_TAIL:
-            n *= 2
             if n >= K_MAX:
                 _warn(f"the phi accountant needs more than {K_MAX} frequencies; truncating")
                 return K_MAX
+            n = min(2 * n, K_MAX)
         lo, hi = n // 2, n
         while hi - lo > max(1, hi // 64):
             mid = (lo + hi) // 2
@@ -748,13 +769,25 @@ class _Direction:
         """Upper bound on this direction's delta at each eps (one spectrum per damping exponent)."""
         eps = np.asarray(eps, dtype=float)
         flat = eps.ravel()
-        alphas = self.alphas(budget, flat)
-        out = np.ones(flat.size)
-        for a in np.unique(alphas):
-            sel = alphas == a
-            sp = self.spectrum(float(a), float(flat[sel].min()), float(flat[sel].max()), budget, tol)
-            out[sel] = self.delta_upper(sp, flat[sel])
-        out = np.minimum(out, self.chernoff(budget, flat))
+        if self.enumerated is not None:
+            return self.enumerated.delta(eps)
+        chern = self.chernoff(budget, flat)
+        # Where the Chernoff bound is already within tol/1000 of the atom at +inf (a lower
+        # bound on delta), or its excess underflows, it is the answer: no spectrum is built.
+        # This also spares the spectrum an alias window growing with eps past the support.
+        _, _, p_inf = self.composed(budget)
+        open_ = chern - p_inf > max(1e-3 * tol * p_inf, _TINY)
+        out = chern.copy()
+        if np.any(open_):
+            sub = flat[open_]
+            alphas = self.alphas(budget, sub)
+            found = np.ones(sub.size)
+            for a in np.unique(alphas):
+                sel = alphas == a
+                sp = self.spectrum(float(a), float(sub[sel].min()), float(sub[sel].max()), budget,
+                                   tol)
+                found[sel] = self.delta_upper(sp, sub[sel])
+            out[open_] = np.minimum(found, chern[open_])
         return out.reshape(eps.shape)
 
     def chernoff_epsilon(self, delta: float, budget: tuple[float, float]) -> float:
@@ -776,6 +809,136 @@ class _Direction:
             vals = (kk - math.log(delta - p_inf)) / lam
         vals = vals[np.isfinite(vals)]
         return float(max(vals.min(), 0.0)) if vals.size else np.inf
+
+
+@dataclass
+class _Enumerated:
+    """A composition of atom laws held atom by atom: sorted values and their log P-masses.
+
+    ``values`` and ``logp`` are already raised by bounds on their rounding
+    errors, so the profile read off them is an upper bound.
+    """
+
+    values: np.ndarray
+    logp: np.ndarray
+    p_inf: float
+    #: Relative rounding bound of p_inf (0 when it is one law's own atom).
+    p_inf_rel: float = 4.0 * _U
+
+    def delta(self, eps: np.ndarray) -> np.ndarray:
+        """p_inf + sum_j p_j (1 - e^{eps - x_j})_+, term by term in log space (no cancellation)."""
+        eps = np.asarray(eps, dtype=float)
+        flat = eps.ravel()
+        out = np.empty(flat.size)
+        n = self.values.size
+        step = max(1, (1 << 22) // max(n, 1))
+        for i in range(0, flat.size, step):
+            e = flat[i:i + step, None]
+            with np.errstate(divide="ignore", over="ignore"):
+                terms = self.logp[None, :] + np.log(-np.expm1(np.minimum(e - self.values[None, :], 0.0)))
+            terms = np.where(self.values[None, :] > e, terms, -np.inf)
+            top = terms.max(axis=1, initial=-np.inf)
+            safe = np.where(np.isfinite(top), top, 0.0)
+            with np.errstate(under="ignore"):
+                total = np.exp(terms - safe[:, None]).sum(axis=1) * np.exp(safe)
+            out[i:i + step] = np.where(np.isfinite(top), total, 0.0)
+        upper = self.p_inf * (1.0 + self.p_inf_rel) + out * (1.0 + (2.0 * n + 16.0) * _U)
+        return np.clip(upper, 0.0, 1.0).reshape(eps.shape)
+
+    @property
+    def top(self) -> float:
+        """The largest finite value (0 without atoms): delta is p_inf from there on."""
+        return float(self.values[-1]) if self.values.size else 0.0
+
+
+_Table = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _merge(values: np.ndarray, logp: np.ndarray, absum: np.ndarray, rel: float) -> _Table:
+    """Sort atoms and merge runs whose values agree to within their rounding bounds into one
+    atom at the run's largest value (moving P-mass up can only raise the profile).
+
+    ``absum`` is the sum of |x| of the atoms each value was summed from; its error is at
+    most ``rel`` times that, and the merged atom keeps the run's largest ``absum``.
+    """
+    order = np.argsort(values, kind="stable")
+    values, logp, absum = values[order], logp[order], absum[order]
+    if values.size == 0:
+        return values, logp, absum
+    gap = 2.0 * rel * np.maximum(absum[1:], absum[:-1])
+    starts = np.flatnonzero(np.concatenate(([True], np.diff(values) > gap)))
+    ends = np.concatenate((starts[1:], [values.size])) - 1
+    return values[ends], np.logaddexp.reduceat(logp, starts), np.maximum.reduceat(absum, starts)
+
+
+def _convolve(a: _Table, b: _Table, rel: float) -> _Table | None:
+    if a[0].size * b[0].size > _PAIR_MAX:
+        return None
+    out = _merge(*((u[:, None] + v[None, :]).ravel() for u, v in zip(a, b)), rel)
+    return out if out[0].size <= N_ENUMERATE else None
+
+
+def _power(x: np.ndarray, lw: np.ndarray, k: int, rel: float) -> _Table | None:
+    """The k-fold composition of the atoms (x, lw); binomial closed form for two atoms."""
+    if x.size == 1 or k == 1:
+        return x * k, lw * k, np.abs(x) * k
+    if x.size == 2:
+        if k + 1 > N_ENUMERATE:
+            return None
+        j = np.arange(k + 1, dtype=float)
+        log_binom = special.gammaln(k + 1.0) - special.gammaln(j + 1.0) - special.gammaln(k - j + 1.0)
+        return _merge(j * x[1] + (k - j) * x[0], log_binom + j * lw[1] + (k - j) * lw[0],
+                      j * abs(x[1]) + (k - j) * abs(x[0]), rel)
+    acc: _Table | None = None
+    base: _Table | None = (x, lw, np.abs(x))
+    while k:
+        if base is None:
+            return None
+        if k & 1:
+            acc = base if acc is None else _convolve(acc, base, rel)
+            if acc is None:
+                return None
+        k >>= 1
+        if k:
+            base = _convolve(base, base, rel)
+    return acc
+
+
+def _enumerate(laws: Sequence[tuple[_Law, int]]) -> _Enumerated | None:
+    """The composition of atom laws, enumerated, or None (another kind of law, or too many atoms).
+
+    Rounding: a composed value is a sum of sum_i k_i atoms formed along a tree of depth
+    at most ``depth``, so it is off by at most depth u times the sum of the |x| it was
+    formed from; log masses likewise. Both are raised by (four times) that bound, which
+    also covers the merging of values equal up to rounding. One law taken once is exact.
+    """
+    if not laws or not all(isinstance(law, _Atoms) for law, _ in laws):
+        return None
+    parts = []
+    for law, k in laws:
+        keep = np.isfinite(law.logw_p)
+        parts.append((law.x[keep], law.logw_p[keep], k))
+    single = len(laws) == 1 and laws[0][1] == 1
+    p_inf = min(max(laws[0][0].p_inf if single else _composed_masses(laws)[2], 0.0), 1.0)
+    p_inf_rel = 0.0 if single else 4.0 * _U
+    if any(x.size == 0 for x, _, _ in parts):
+        return _Enumerated(values=np.zeros(0), logp=np.zeros(0), p_inf=p_inf, p_inf_rel=p_inf_rel)
+    depth = 0 if single else sum(2 * k.bit_length() + 2 for _, _, k in parts) + 2 * len(parts)
+    rel = 4.0 * depth * _U
+    l_scale = sum(k * float(np.max(np.abs(lw))) for _, lw, k in parts)
+    l_err = 0.0 if single else 4.0 * (depth + 64) * _U * (l_scale + 1.0)
+    acc: _Table | None = None
+    for x, lw, k in parts:
+        one = _power(x, lw, k, rel)
+        if one is None:
+            return None
+        acc = one if acc is None else _convolve(acc, one, rel)
+        if acc is None:
+            return None
+    values, logp, absum = acc
+    keep = np.isfinite(logp)
+    return _Enumerated(values=values[keep] + rel * absum[keep], logp=logp[keep] + l_err,
+                       p_inf=p_inf, p_inf_rel=p_inf_rel)
 
 
 def _composed_masses(laws: Sequence[tuple[_Law, int]]) -> tuple[float, float, float]:
@@ -866,6 +1029,12 @@ class PhiAccountant:
         found, to relative precision 1e-10, at which the certified profile is
         <= delta.
         """
+        exact = [d.enumerated for d in self._directions]
+        if all(e is not None for e in exact):
+            if max(float(e.delta(np.array(e.top))) for e in exact) > delta:
+                return np.inf
+            return self._solve(lambda x: max(float(e.delta(np.array(x))) for e in exact), delta,
+                               max(max(e.top, 0.0) for e in exact))
         cap = self._eps_cap(delta, tol)
         if not np.isfinite(cap):
             return np.inf

@@ -224,7 +224,7 @@ class NoisyGD(Mechanism):
         ss = tuple(check.real(f"sigmas[{i}]", s, low=0.0, low_open=True) for i, s in enumerate(sigmas))
         params = {f"{name}.sigmas[{i}]": s for i, s in enumerate(ss)}
         super().__init__(name=name, params=params, neighboring=neighboring)
-        mu = math.sqrt(math.fsum(1.0 / (s * s) for s in ss))
+        mu = math.sqrt(math.fsum(1.0 / s / s for s in ss))  # s * s could underflow to 0
         if not math.isfinite(mu):
             raise ValueError(f"sigmas give mu = {mu!r}; the noise multipliers are too small")
         object.__setattr__(self, "sigmas", ss)
