@@ -234,7 +234,8 @@ def compose(comps: Sequence[Component], h: float, log_eta: float,
             tilted_below = 0.0
         else:
             tilted_below = math.exp(_chernoff(grid, k_grid, lam, k_lam, bottom, above=False))
-        log_fin = sum(c.count * math.log1p(-min(_side(c, side).p_inf, 1.0 - 1e-300)) for c in comps)
+        log_fin = sum(c.count * (math.log1p(-_side(c, side).p_inf) if _side(c, side).p_inf < 1.0
+                                 else -math.inf) for c in comps)
         inf_mass = -math.expm1(log_fin)
         with np.errstate(divide="ignore"):
             log_err = math.log(err[j] * geometric) if err[j] > 0 else -np.inf
