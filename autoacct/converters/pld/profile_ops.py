@@ -28,6 +28,8 @@ import numpy as np
 from scipy.signal import lfilter
 
 _ULP = 8 * np.finfo(float).eps
+#: Points of the coarse scan that brackets a crossing before bisection.
+_SCAN = 257
 
 
 @dataclass(frozen=True)
@@ -52,21 +54,30 @@ class DiscreteProfile:
         return (self.start + np.arange(len(self.tilted))) * self.h
 
     @cached_property
-    def _suffix(self) -> tuple[np.ndarray, np.ndarray]:
-        """log A_i = log sum_{j >= i} p_j and log B_i = log sum_{j >= i} p_j e^{-x_j}; index N is empty.
+    def _sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """S_i = sum_{j >= i} p~_j e^{-lam (x_j - x_i)} and T_i, the same with lam + 1 (index N: 0).
 
-        With p_j = p~_j e^{K - lam x_j}, A_i = e^{K - lam x_i} S_i where
-        S_i = p~_i + e^{-lam h} S_{i+1} is a stable backward recursion of sums of
-        at most the total tilted mass (a linear filter), and likewise for B with
-        lam + 1; only their logs are taken.
+        A stable backward recursion S_i = p~_i + e^{-lam h} S_{i+1} (a linear
+        filter) of sums of at most the total tilted mass.
         """
         w = np.maximum(self.tilted, 0.0)[::-1]
-        out = []
-        for rate in (self.lam, self.lam + 1.0):
-            s = lfilter([1.0], [1.0, -np.exp(-rate * self.h)], w)[::-1]
-            with np.errstate(divide="ignore"):
-                out.append(np.concatenate((np.log(s) + self.log_k - rate * self.x, [-np.inf])))
+        out = [np.append(lfilter([1.0], [1.0, -np.exp(-rate * self.h)], w)[::-1], 0.0)
+               for rate in (self.lam, self.lam + 1.0)]
         return out[0], out[1]
+
+    def _log_suffix(self, i: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """log A_i = log sum_{j >= i} p_j and log B_i = log sum_{j >= i} p_j e^{-x_j}
+        (p_j = p~_j e^{K - lam x_j}), at the indices ``i`` only."""
+        sa, sb = self._sums
+        x = (self.start + np.asarray(i)) * self.h
+        with np.errstate(divide="ignore"):
+            return (np.log(sa[i]) + self.log_k - self.lam * x,
+                    np.log(sb[i]) + self.log_k - (self.lam + 1.0) * x)
+
+    @cached_property
+    def _suffix(self) -> tuple[np.ndarray, np.ndarray]:
+        """log A and log B at every index 0..N."""
+        return self._log_suffix(np.arange(len(self.tilted) + 1))
 
     def floor(self, eps: np.ndarray) -> np.ndarray:
         """The part of the bound that a finer grid does not shrink: accounted rounding and
@@ -80,10 +91,10 @@ class DiscreteProfile:
 
     def _raw(self, i: np.ndarray, eps: np.ndarray, err_at: np.ndarray) -> np.ndarray:
         """delta at ``eps`` using suffix sums from index i and the error term evaluated at ``err_at``."""
-        la, lb = self._suffix
+        la, lb = self._log_suffix(i)
         with np.errstate(over="ignore", invalid="ignore"):
-            a = np.exp(la[i])
-            core = a - np.exp(np.minimum(eps + lb[i], 700.0))
+            a = np.exp(la)
+            core = a - np.exp(np.minimum(eps + lb, 700.0))
         core = np.maximum(np.where(np.isfinite(core), core, 0.0), 0.0)
         if self.upper:
             val = core + _ULP * a + self.c0 + self._err(err_at)
@@ -137,11 +148,50 @@ class DiscreteProfile:
             eps = min(eps, max(self.support_top, 0.0))
         return eps
 
+    def _first_below(self, target: float) -> int:
+        """An index i with delta(x_i) <= target < delta(x_{i-1}) (n when delta(x_{n-1}) > target).
+
+        A coarse scan of the pointwise values, then bisection between the two scanned
+        points around the crossing, without evaluating the whole window. The scan
+        takes the first crossing for an upper profile and the last one for a lower
+        profile, whose values drop to 0 at the far left where the error term
+        (growing like e^{-lam x}) swamps them. Either way the answer is safe: an
+        upper eps only needs delta(x_i) <= target, a lower eps only needs
+        delta(x_{i-1}) > target (the true profile is non-increasing).
+        """
+        n = len(self.tilted)
+
+        def values(j: np.ndarray) -> np.ndarray:
+            x = (self.start + j) * self.h
+            return self._raw(j + 1, x, x)
+
+        scan = np.unique(np.linspace(0, n - 1, _SCAN).astype(int))
+        above = values(scan) > target
+        if self.upper:
+            below = np.flatnonzero(~above)
+            if below.size == 0:
+                return n
+            if below[0] == 0:
+                return 0
+            lo, hi = int(scan[below[0] - 1]), int(scan[below[0]])
+        else:
+            high = np.flatnonzero(above)
+            if high.size == 0:
+                return 0
+            if high[-1] == scan.size - 1:
+                return n
+            lo, hi = int(scan[high[-1]]), int(scan[high[-1] + 1])
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if values(np.array([mid]))[0] > target:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
     def _solve_on_grid(self, target: float) -> float:
-        g = self.grid_deltas
-        n = len(g)
-        # First grid point whose (monotone) delta is <= target.
-        i = int(np.searchsorted(-g, -target, side="left"))
+        n = len(self.tilted)
+        i = self._first_below(target)
         if i >= n:
             if self.upper:
                 return np.inf
@@ -151,18 +201,18 @@ class DiscreteProfile:
             # safe upper answer; nothing is known below the window for a lower one.
             return max(float(self.x[0]), 0.0) if self.upper else 0.0
         lo_x = float(self.x[i - 1])
-        la, lb = self._suffix
+        la, lb = (float(v[0]) for v in self._log_suffix(np.array([i])))
         err = float(self._err(np.array(lo_x)))
         const = self.c0 + err if self.upper else self.c0 - err
         # On [x_{i-1}, x_i): delta = A_i - e^eps B_i + const (error frozen at the left end).
-        a_i = float(np.exp(la[i]))
+        a_i = math.exp(la)
         num = a_i + const - target
         if self.upper:
             num += _ULP * a_i
-        if num <= 0 or not np.isfinite(lb[i]):
+        if num <= 0 or not np.isfinite(lb):
             eps = lo_x
         else:
-            eps = float(np.log(num) - lb[i])
+            eps = float(np.log(num) - lb)
             eps = min(max(eps, lo_x), float(self.x[i]))
         eps += (_ULP if self.upper else -_ULP) * (abs(eps) + 1.0)
         return max(eps, 0.0)
