@@ -70,10 +70,10 @@ def _side(c: Component, side: str) -> DiscretePLD:
 
 
 def exponents(h: float) -> np.ndarray:
-    """The exponents (both signs, and 0) at which every component's cumulant is tabulated.
+    """The exponents (both signs, and 0) at which component cumulants may be evaluated.
 
-    Tilts are chosen among them, and every tail bound uses them, so each
-    component's log-MGF is evaluated once per exponent, whatever the tilt.
+    Tilts are chosen among them and every tail bound searches them; each
+    component's log-MGF is evaluated at most once per exponent, whatever the tilt.
     """
     pos = np.unique(np.concatenate((THETAS[1:], _LATTICE_THETAS / h)))
     return np.concatenate((-pos[::-1], [0.0], pos))
@@ -88,14 +88,55 @@ def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.nda
     return total
 
 
-def _chernoff(grid: np.ndarray, k: np.ndarray, lam: float, k_lam: float, a: float, above: bool) -> float:
-    """log of the Chernoff bound on the law tilted by lam beyond ``a``: above a (exponents > lam of
-    the table) or below it (exponents < lam), from the tabulated cumulant k on ``grid``."""
-    sel = grid > lam if above else grid < lam
-    t = grid[sel] - lam
-    if t.size == 0:
+class _Cumulant:
+    """K on the exponent grid of spacing h, evaluated only where a search asks for it."""
+
+    def __init__(self, comps: Sequence[Component], side: str, h: float) -> None:
+        self.comps, self.side = comps, side
+        self.grid = exponents(h)
+        self.zero = int(np.flatnonzero(self.grid == 0.0)[0])
+        self._values = np.full(self.grid.size, np.nan)
+
+    def __call__(self, idx: np.ndarray) -> np.ndarray:
+        idx = np.atleast_1d(np.asarray(idx, dtype=int))
+        missing = np.unique(idx[np.isnan(self._values[idx])])
+        if missing.size:
+            self._values[missing] = cumulant(self.comps, self.side, self.grid[missing])
+        return self._values[idx]
+
+    def index(self, theta: float) -> int:
+        """Index of a tabulated exponent."""
+        return int(np.flatnonzero(self.grid == theta)[0])
+
+
+def _best(f, lo: int, hi: int) -> int:
+    """An index in [lo, hi] where f (vectorised over index arrays) is smallest, assuming f is
+    unimodal there: every third index first, then the neighbours of the best of those.
+
+    Any index gives a valid Chernoff-type bound; unimodality only makes it the best one.
+    """
+    coarse = np.arange(lo, hi + 1, _STRIDE)
+    j = int(coarse[int(np.argmin(f(coarse)))])
+    fine = np.arange(max(lo, j - _STRIDE + 1), min(hi, j + _STRIDE - 1) + 1)
+    return int(fine[int(np.argmin(f(fine)))])
+
+
+#: Stride of the coarse pass of :func:`_best`.
+_STRIDE = 3
+
+
+def _chernoff(k: _Cumulant, lam: float, k_lam: float, a: float, above: bool) -> float:
+    """log of the Chernoff bound on the law tilted by lam (log-normaliser k_lam) beyond ``a``:
+    above a (exponents > lam) or below it (exponents < lam)."""
+    i_lam = k.index(lam)
+    lo, hi = (i_lam + 1, k.grid.size - 1) if above else (0, i_lam - 1)
+    if lo > hi:
         return 0.0
-    return min(float(np.min(k[sel] - k_lam - t * a)), 0.0)
+
+    def f(i: np.ndarray) -> np.ndarray:
+        return k(i) - k_lam - (k.grid[i] - lam) * a
+
+    return min(float(f(np.array([_best(f, lo, hi)]))[0]), 0.0)
 
 
 def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, log_eta: float,
@@ -104,14 +145,15 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
 
     The Chernoff-optimal exponent lam* (minimising K(lam) - lam eps_target)
     makes rounding errors relative to delta, but widens the window when the
-    steps' loss has a heavy right tail. Among the tabulated exponents in
-    [0, lam*], the one with the narrowest window is taken whose predicted
-    rounding error at the target, e^{K(lam) - lam eps} k u log2(N) p_max
-    min(N, 1/(lam h)) with p_max the tilted law's largest cell mass (normal
-    approximation), stays below e^log_budget; lam* when none does, and lam*
-    when no budget is given. The target is first pulled inside the composed
-    support (at most 80% of the way from the mean to the largest finite loss),
-    so that the tilt never piles all mass onto the last lattice point.
+    steps' loss has a heavy right tail. Among a few exponents in [0, lam*]
+    (lam* times 0, 1/64, 1/16, 1/4, 1/2 and 1, rounded to the grid), the one
+    with the narrowest window is taken whose predicted rounding error at the
+    target, e^{K(lam) - lam eps} k u log2(N) p_max min(N, 1/(lam h)) with p_max
+    the tilted law's largest cell mass (normal approximation), stays below
+    e^log_budget; lam* when none does, and lam* when no budget is given. The
+    target is first pulled inside the composed support (at most 80% of the way
+    from the mean to the largest finite loss), so that the tilt never piles all
+    mass onto the last lattice point.
     """
     if eps_target is None:
         return 0.0
@@ -120,40 +162,54 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     target = min(eps_target, mean + 0.8 * (top - mean))
     if target <= mean:
         return 0.0
-    grid = exponents(h)
-    k = cumulant(comps, "upper", grid)
-    pos = grid >= 0
-    best = int(np.argmin(np.where(pos, k - grid * target, np.inf)))
-    lam_star = float(grid[best])
-    if log_budget is None:
+    k = _Cumulant(comps, "upper", h)
+    grid = k.grid
+    i_star = _best(lambda i: k(i) - grid[i] * target, k.zero, grid.size - 1)
+    lam_star = float(grid[i_star])
+    if log_budget is None or i_star == k.zero:
         return lam_star
     k_tot = sum(c.count for c in comps)
-    curv = np.gradient(k, grid)
-    curv = np.gradient(curv, grid)
+    wanted = lam_star * np.array([0.0, 1 / 64, 1 / 16, 1 / 4, 1 / 2])
+    candidates = np.unique(np.append(np.searchsorted(grid, wanted), i_star))
     choice, width = lam_star, np.inf
-    for i in np.flatnonzero(pos & (grid <= lam_star)):
+    for i in candidates[(candidates >= k.zero) & (candidates <= i_star)]:
         lam = float(grid[i])
-        lo, hi = _window_from(grid, k, lam, h, log_eta, comps)
+        lo, hi = _window_from(k, lam, h, log_eta)
         n = hi - lo + 1
-        p_max = min(1.0, h / math.sqrt(2.0 * math.pi * max(float(curv[i]), 1e-300)))
+        # Curvature K''(lam) by the second divided difference on the (non-uniform) grid.
+        j = np.array([i - 1, i, i + 1])
+        kk, tt = k(j), grid[j]
+        curv = 2.0 * ((kk[2] - kk[1]) / (tt[2] - tt[1]) - (kk[1] - kk[0]) / (tt[1] - tt[0])) / (tt[2] - tt[0])
+        p_max = min(1.0, h / math.sqrt(2.0 * math.pi * max(float(curv), 1e-300)))
         geometric = n if lam <= 0 else min(n, 1.0 / -math.expm1(-lam * h))
-        log_err = (float(k[i]) - lam * target
+        log_err = (float(k(np.array([i]))[0]) - lam * target
                    + math.log(k_tot * 8.0 * _U * (math.log2(max(n, 2)) + 2.0) * p_max * geometric))
         if log_err <= log_budget and n < width:
             choice, width = lam, n
     return choice
 
 
-def _window_from(grid: np.ndarray, k: np.ndarray, lam: float, h: float, log_eta: float,
-                 comps: Sequence[Component]) -> tuple[int, int]:
-    """Lattice indices outside which the law tilted by lam has mass at most e^log_eta on each side."""
-    k_lam = float(k[np.flatnonzero(grid == lam)[0]]) if np.any(grid == lam) else float(
-        cumulant(comps, "upper", np.array([lam]))[0])
-    above, below = grid > lam, grid < lam
-    t_up = grid[above] - lam
-    t_dn = lam - grid[below]
-    hi = float(np.min((k[above] - k_lam - log_eta) / t_up)) if t_up.size else np.inf
-    lo = float(np.max((log_eta - (k[below] - k_lam)) / t_dn)) if t_dn.size else -np.inf
+def _window_from(k: _Cumulant, lam: float, h: float, log_eta: float) -> tuple[int, int]:
+    """Lattice indices outside which the law tilted by lam has mass at most e^log_eta on each side.
+
+    hi = min over t > 0 of (K(lam + t) - K(lam) - log_eta) / t is unimodal in t (the slope
+    from the point (lam, log_eta) to the convex curve K), and likewise lo.
+    """
+    grid = k.grid
+    i_lam = k.index(lam)
+    k_lam = float(k(np.array([i_lam]))[0])
+    hi, lo = np.inf, -np.inf
+    if i_lam + 1 < grid.size:
+        def up(i: np.ndarray) -> np.ndarray:
+            return (k(i) - k_lam - log_eta) / (grid[i] - lam)
+
+        hi = float(up(np.array([_best(up, i_lam + 1, grid.size - 1)]))[0])
+    if i_lam > 0:
+        def down(i: np.ndarray) -> np.ndarray:
+            return -(log_eta - (k(i) - k_lam)) / (lam - grid[i])
+
+        lo = -float(down(np.array([_best(down, 0, i_lam - 1)]))[0])
+    comps = k.comps
     support_lo = sum(c.count * c.upper.start for c in comps) * h
     support_hi = sum(c.count * (c.upper.start + len(c.upper.masses) - 1) for c in comps) * h
     lo, hi = max(lo, support_lo), min(hi, support_hi)
@@ -162,8 +218,7 @@ def _window_from(grid: np.ndarray, k: np.ndarray, lam: float, h: float, log_eta:
 
 def _window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> tuple[int, int]:
     """Lattice indices outside which the tilted law has mass at most e^log_eta on each side."""
-    grid = exponents(h)
-    return _window_from(grid, cumulant(comps, "upper", grid), lam, h, log_eta, comps)
+    return _window_from(_Cumulant(comps, "upper", h), lam, h, log_eta)
 
 
 def compose(comps: Sequence[Component], h: float, log_eta: float,
@@ -216,24 +271,23 @@ def compose(comps: Sequence[Component], h: float, log_eta: float,
 
     top = (j_lo + n) * h
     bottom = (j_lo - 1) * h
-    grid = exponents(h)
     out = []
     for j, side in enumerate(("upper", "lower")):
         k_lam = log_k[j]
-        k_grid = cumulant(comps, side, grid)
+        k_side = _Cumulant(comps, side, h)
         s_top = _support_top(comps, side)
         s_bottom = _support_bottom(comps, side)
         # Beyond the composed support there is no mass at all.
         if top > s_top:
             tilted_above, log_above = 0.0, -np.inf
         else:
-            tilted_above = math.exp(_chernoff(grid, k_grid, lam, k_lam, top, above=True))
+            tilted_above = math.exp(_chernoff(k_side, lam, k_lam, top, above=True))
             # Untilted P(S >= top): Chernoff at the plain exponents.
-            log_above = _chernoff(grid, k_grid, 0.0, 0.0, top, above=True)
+            log_above = _chernoff(k_side, 0.0, 0.0, top, above=True)
         if bottom < s_bottom:
             tilted_below = 0.0
         else:
-            tilted_below = math.exp(_chernoff(grid, k_grid, lam, k_lam, bottom, above=False))
+            tilted_below = math.exp(_chernoff(k_side, lam, k_lam, bottom, above=False))
         log_fin = sum(c.count * (math.log1p(-_side(c, side).p_inf) if _side(c, side).p_inf < 1.0
                                  else -math.inf) for c in comps)
         inf_mass = -math.expm1(log_fin)

@@ -59,10 +59,11 @@ class DiscretePLD:
         """
         lam = np.atleast_1d(np.asarray(lam, dtype=float))
         cache = self._mgf_cache
-        missing = np.unique(lam[[t not in cache for t in lam.ravel().tolist()]]) if lam.size else lam
-        if missing.size:
-            cache.update(zip(missing.tolist(), self._log_mgf_uncached(missing).tolist()))
-        return np.array([cache[t] for t in lam.ravel().tolist()]).reshape(lam.shape)
+        values = lam.ravel().tolist()
+        missing = sorted({t for t in values if t not in cache})
+        if missing:
+            cache.update(zip(missing, self._log_mgf_uncached(np.array(missing)).tolist()))
+        return np.array([cache[t] for t in values]).reshape(lam.shape)
 
     @cached_property
     def _mgf_cache(self) -> dict[float, float]:
