@@ -33,6 +33,9 @@ class PrivacyLoss(ABC):
 
     #: P(L = +inf): mass of P where Q vanishes.
     p_inf: float = 0.0
+    #: The part of ``p_inf`` that is finite-loss mass moved to +inf by truncating an
+    #: infinite support: sound for upper bounds, but a lower bound must not count it.
+    p_inf_truncated: float = 0.0
     #: Q(L = -inf): mass of Q where P vanishes.
     q_ninf: float = 0.0
     #: Spacing of a lattice containing every finite loss value, if there is one.

@@ -214,6 +214,7 @@ class PoissonRemoveLoss(PrivacyLoss):
         self.q = _check_q(q)
         self._phi = _Phi(self.q)
         self.p_inf = self.q * base.p_inf
+        self.p_inf_truncated = self.q * base.p_inf_truncated
         self.q_ninf = 0.0
         self.has_atoms = bool(base.has_atoms or base.q_ninf > 0)
 
@@ -392,6 +393,7 @@ class SymmetrizedLoss(PrivacyLoss):
                              f"symmetric pair (atom at 0 would be {a0:.3g})")
         self.a0 = max(a0, 0.0)
         self.p_inf = half.p_inf
+        self.p_inf_truncated = half.p_inf_truncated
         self.q_ninf = half.p_inf
         self.has_atoms = bool(self.a0 > 0 or half.has_atoms)
 
@@ -476,6 +478,7 @@ class MixtureLoss(PrivacyLoss):
         self.weights = w
         self.w_inf = float(w_inf)
         self.p_inf = float(np.dot(w, [c.p_inf for c in components])) + self.w_inf
+        self.p_inf_truncated = float(np.dot(w, [c.p_inf_truncated for c in components]))
         self.q_ninf = float(np.dot(w, [c.q_ninf for c in components])) + self.w_inf
         self.has_atoms = any(c.has_atoms for c in components)
 

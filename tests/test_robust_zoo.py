@@ -165,6 +165,13 @@ def test_discrete_gaussian_matches_hockey_stick(sigma, sens):
         check_against_truth(m, lambda e: dg_delta(sigma, sens, e), grid)
 
 
+def test_truncated_tails_do_not_raise_the_lower_bound():
+    """The truncated tails (mass 2e-40 moved to +inf for the upper bound) once made delta's
+    lower bound 1.6e-44 at eps = 100, where the truth and the RDP upper bound are 0."""
+    lo, up = DiscreteGaussian(6.0).delta_bounds(np.array([100.0, 1000.0]))
+    assert np.all(lo == 0.0) and np.all(lo <= up)
+
+
 @pytest.mark.parametrize("sigma, sens, delta", [(1.0, 2, 1e-15), (0.05, 1, 1e-15), (0.3, 3, 1e-12)])
 def test_discrete_gaussian_single_phi_route_is_exact(sigma, sens, delta):
     """One step of a discrete law is enumerated exactly on the phi route (any delta, fast)."""

@@ -90,14 +90,19 @@ class AtomLoss(DiscreteLoss):
         (p_mass = e^value q_mass).
     p_inf, q_ninf:
         P-mass at L = +inf and Q-mass at L = -inf.
+    p_inf_truncated:
+        The part of ``p_inf`` that is truncated finite-loss mass (see
+        :attr:`autoacct.loss.PrivacyLoss.p_inf_truncated`).
     lattice:
         Spacing h of a lattice hZ containing every value, or None.
     """
 
     def __init__(self, key: tuple, values: np.ndarray, p_mass: np.ndarray, q_mass: np.ndarray, *,
-                 p_inf: float = 0.0, q_ninf: float = 0.0, lattice: float | None = None) -> None:
+                 p_inf: float = 0.0, q_ninf: float = 0.0, lattice: float | None = None,
+                 p_inf_truncated: float = 0.0) -> None:
         super().__init__(values, p_mass, q_mass, p_inf=min(max(p_inf, 0.0), 1.0),
                          q_ninf=min(max(q_ninf, 0.0), 1.0))
+        self.p_inf_truncated = min(max(p_inf_truncated, 0.0), self.p_inf)
         # Set after the base class: truncated lattice laws are not treated as purely atomic.
         self.lattice = lattice
         self._key = key
@@ -426,8 +431,11 @@ def _binomial_losses(n: int, p: float, shift: int) -> tuple[PrivacyLoss, Privacy
         return lp - dist.logpmf(i + shift), lp
 
     vals, pm, qm = _atoms(f_lo, f_hi, fwd_fn)
+    # Of the mass put at +inf only i > n - shift is genuinely there; the rest is truncation.
+    fwd_inf = below(f_lo) + above(f_hi)
     fwd = AtomLoss(("binomial", n, p, shift, "forward", TAIL_MASS), vals, pm, qm,
-                   p_inf=below(f_lo) + above(f_hi), q_ninf=below(shift))
+                   p_inf=fwd_inf, q_ninf=below(shift),
+                   p_inf_truncated=fwd_inf - float(dist.sf(n - shift)) * (1.0 - 1e-9))
 
     # Backward: P = Bin, Q = Bin + shift; outcome k ~ Bin, finite loss for k >= shift.
     b_lo = max(i_lo, shift)
@@ -438,8 +446,10 @@ def _binomial_losses(n: int, p: float, shift: int) -> tuple[PrivacyLoss, Privacy
         return lp - dist.logpmf(k - shift), lp
 
     vals, pm, qm = _atoms(b_lo, b_hi, bwd_fn)
+    bwd_inf = below(b_lo) + above(b_hi)
     bwd = AtomLoss(("binomial", n, p, shift, "backward", TAIL_MASS), vals, pm, qm,
-                   p_inf=below(b_lo) + above(b_hi), q_ninf=above(n - shift))
+                   p_inf=bwd_inf, q_ninf=above(n - shift),
+                   p_inf_truncated=bwd_inf - float(dist.cdf(shift - 1)) * (1.0 - 1e-9))
     return fwd, bwd
 
 
@@ -618,7 +628,8 @@ class DiscreteGaussian(Mechanism):
         coarse = lattice >= 0.1 * d / s
         use_lattice = lattice if (coarse and len(vals) == hi - lo + 1) else None
         loss = AtomLoss(("discrete-gaussian", s, d, TAIL_MASS, MAX_ATOMS), vals, pm, qm,
-                        p_inf=2.0 * tail * (1.0 + 1e-9), lattice=use_lattice)
+                        p_inf=2.0 * tail * (1.0 + 1e-9), lattice=use_lattice,
+                        p_inf_truncated=2.0 * tail * (1.0 + 1e-9))
         self._cache["loss"] = loss
         return loss
 

@@ -118,7 +118,7 @@ def discretize(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> tuple[Discr
     upper = DiscretePLD(h, j_lo, up, min(1.0, loss.p_inf + above_p))
     if loss.purely_atomic and below_p == 0.0 and above_p == 0.0 and _atoms_on_grid(loss, h):
         # Every atom sits on a grid point: the split is exact and so is the PLD.
-        return upper, DiscretePLD(h, j_lo, inner.copy(), loss.p_inf)
+        return upper, DiscretePLD(h, j_lo, inner.copy(), _attained_inf(loss))
 
     atoms_q = _atoms_q(loss, g[1:]) if loss.has_atoms else np.zeros(n - 1)
     lower = _lower(loss, g, h, j_lo, m_p, m_q, atoms_q)
@@ -126,7 +126,7 @@ def discretize(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> tuple[Discr
         down = np.zeros(n)
         down[:-1] += inner_p
         down[-1] += above_p
-        lower = DiscretePLD(h, j_lo, down, loss.p_inf)
+        lower = DiscretePLD(h, j_lo, down, _attained_inf(loss))
     return upper, lower
 
 
@@ -171,7 +171,7 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
     if excess > _EXCESS * float(m_p[1:].sum()):
         return None
     deficit = float(np.sum(np.maximum(-masses, 0.0))) + excess
-    return DiscretePLD(h, j_lo, np.maximum(masses, 0.0), loss.p_inf, deficit)
+    return DiscretePLD(h, j_lo, np.maximum(masses, 0.0), _attained_inf(loss), deficit)
 
 
 def _second_order(gam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
@@ -284,6 +284,11 @@ def _masses_with_correction(inner: np.ndarray, gam: np.ndarray, c: np.ndarray, t
     masses = inner + gam * (s_right - s_left)
     masses[top + 1:] = 0.0
     return masses
+
+
+def _attained_inf(loss: PrivacyLoss) -> float:
+    """The mass a lower PLD may put at +inf: ``p_inf`` less what truncation moved there."""
+    return max(loss.p_inf - loss.p_inf_truncated, 0.0)
 
 
 def _atoms_on_grid(loss: PrivacyLoss, h: float) -> bool:
