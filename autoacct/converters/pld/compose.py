@@ -155,7 +155,7 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     from the mean to the largest finite loss), so that the tilt never piles all
     mass onto the last lattice point.
     """
-    if eps_target is None:
+    if eps_target is None or _single_step(comps):
         return 0.0
     mean = sum(c.count * float((c.upper.masses * c.upper.losses).sum()) for c in comps)
     top = _support_top(comps, "upper")
@@ -228,6 +228,8 @@ def compose(comps: Sequence[Component], h: float, log_eta: float,
     ``log_eta`` is the log of the tilted tail mass left outside the window;
     ``lam`` >= 0 is the tilt (see :func:`choose_tilt`).
     """
+    if _single_step(comps):
+        return _uncomposed(comps[0], h)
     j_lo, j_hi = _window(comps, h, lam, log_eta)
     n = sfft.next_fast_len(max(j_hi - j_lo + 1, 2), real=True)
     if n > N_MAX:
@@ -320,6 +322,37 @@ def _power(z: np.ndarray, k: int, mag: np.ndarray) -> np.ndarray:
 
 #: Powers below e^_LOG_TINY (about 1e-300) are set to zero.
 _LOG_TINY = -690.0
+
+
+def _single_step(comps: Sequence[Component]) -> bool:
+    return len(comps) == 1 and comps[0].count == 1
+
+
+def _uncomposed(c: Component, h: float) -> tuple[DiscreteProfile, DiscreteProfile]:
+    """Profiles of one step taken once: its discrete PLDs themselves, read off without an
+    FFT, so with no rounding or wrap-around term of the composer.
+
+    The masses carry the rounding of the laws' cell masses: exponentials of
+    log-probabilities (a few hundred ulps relative) and differences of tail
+    functions, whose absolute errors matter only where the profile is large. They
+    are covered by a relative margin of 1e-9 (the exact route's margin): the upper
+    masses are scaled by 1 + 1e-9 and the lower ones by 1 - 1e-9, which scales each
+    profile by the same factor.
+    """
+    out = []
+    for pld, upper, scale in ((c.upper, True, 1.0 + _LAW_REL), (c.lower, False, 1.0 - _LAW_REL)):
+        inf_mass = min(pld.p_inf, 1.0)
+        c0 = inf_mass if upper else inf_mass - pld.deficit
+        out.append(DiscreteProfile(h=h, start=pld.start, tilted=pld.masses * scale, log_k=0.0, lam=0.0,
+                                   c0=min(c0 * scale, 1.0) if c0 > 0 else c0 / scale,
+                                   log_c1=-math.inf, upper=upper,
+                                   support_top=_support_top([c], "upper" if upper else "lower"),
+                                   inf_mass=min(inf_mass * (1.0 + _LAW_REL), 1.0)))
+    return out[0], out[1]
+
+
+#: Relative rounding margin on a single step's discrete masses (see :func:`_uncomposed`).
+_LAW_REL = 1e-9
 
 
 def _support_top(comps: Sequence[Component], side: str) -> float:
