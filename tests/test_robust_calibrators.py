@@ -74,8 +74,10 @@ def test_calibrate_gaussian_sweep(le, ld, k):
     # meets the budget by the closed form and by the library's certified epsilon
     assert gaussian_delta_closed(mu, eps) <= delta * (1 + 1e-9)
     assert certified <= eps
-    # optimal: 1e-6 less noise violates the budget (closed form)
-    assert gaussian_delta_closed(math.sqrt(k) / (sigma * (1 - 1e-6)), eps) > delta
+    # optimal within the documented gap: sigma is at most DEFAULT_RTOL above the closed-form
+    # root (it is raised only to absorb the library's margin), so less noise than
+    # sigma / (1 + DEFAULT_RTOL) violates the budget by the closed form
+    assert gaussian_delta_closed(math.sqrt(k) / (sigma / (1 + DEFAULT_RTOL) * (1 - 1e-9)), eps) > delta
     # monotone: a larger epsilon needs less noise
     assert looser < sigma
 
