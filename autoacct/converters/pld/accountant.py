@@ -32,6 +32,9 @@ from .profile_ops import DiscreteProfile
 #: 0.1% of the certified lower bound, hence of the truth.
 DEFAULT_TOL = 1e-3
 _MAX_REFINE = 4
+#: Grid tolerance factor (spacing factor sqrt(16) = 4) of the first pass on a direction that
+#: is likely not the larger one.
+_COARSE = 16.0
 #: Share of tol * delta that the predicted FFT rounding error may take when the tilt is chosen.
 _ROUNDING_SHARE = 1e-2
 
@@ -69,36 +72,35 @@ class FFTAccountant:
         self._directions: list[list[tuple[PrivacyLoss, int]]] = [[(f, k) for f, _, k in self._parts]]
         if not symmetric:
             self._directions.append([(b, k) for _, b, k in self._parts])
-        self._comp_cache: dict[tuple[float, float], list[list[Component]]] = {}
+        self._comp_cache: dict[tuple[float, float, int], list[Component]] = {}
         self._cache: dict[tuple, tuple[DiscreteProfile, DiscreteProfile]] = {}
         # Every composed profile made so far, per direction. Answers take the best
         # certified value over all of them, so that eps(delta) and delta(eps) stay
         # consistent: delta(eps(d)) <= d whatever grids the two queries used.
         self._made: list[list[tuple[DiscreteProfile, DiscreteProfile]]] = [[] for _ in self._directions]
 
-    def components(self, h: float, log_eta: float) -> list[list[Component]]:
-        """Discretised components of each direction on the lattice hZ (cached)."""
-        key = (h, log_eta)
+    def components(self, h: float, log_eta: float, d: int) -> list[Component]:
+        """Discretised components of direction ``d`` on the lattice hZ (cached)."""
+        key = (h, log_eta, d)
         if key not in self._comp_cache:
             k_tot = sum(k for _, _, k in self._parts)
             eta = min(math.exp(log_eta), 1e-12) / (4.0 * k_tot)
-            out = []
-            for parts in self._directions:
-                comps = []
-                for loss, k in parts:
-                    j_lo, j_hi = index_range(loss, h, eta)
-                    up, low = discretize(loss, h, j_lo, j_hi)
-                    comps.append(Component(up, low, k))
-                out.append(comps)
-            self._comp_cache[key] = out
+            comps = []
+            for loss, k in self._directions[d]:
+                j_lo, j_hi = index_range(loss, h, eta)
+                up, low = discretize(loss, h, j_lo, j_hi)
+                comps.append(Component(up, low, k))
+            self._comp_cache[key] = comps
         return self._comp_cache[key]
 
     def profiles(self, h: float, log_eta: float, eps_target: float | None = None,
-                 log_budget: float | None = None) -> list[tuple[DiscreteProfile, DiscreteProfile]]:
-        """(upper, lower) composed profiles of each direction, tilted towards ``eps_target``
-        (see :func:`choose_tilt` for the rounding-error budget ``log_budget``)."""
+                 log_budget: float | None = None,
+                 directions: Sequence[int] | None = None) -> list[tuple[DiscreteProfile, DiscreteProfile]]:
+        """(upper, lower) composed profiles of the given directions (default: all), tilted
+        towards ``eps_target`` (see :func:`choose_tilt` for the rounding budget ``log_budget``)."""
         out = []
-        for d, comps in enumerate(self.components(h, log_eta)):
+        for d in range(len(self._directions)) if directions is None else directions:
+            comps = self.components(h, log_eta, d)
             lam = choose_tilt(comps, eps_target, h, log_eta, log_budget)
             key = (h, log_eta, lam, d)
             if key not in self._cache:
@@ -141,30 +143,56 @@ class FFTAccountant:
                   for a, b in [loss.quantile_range(1e-16)]]
         return max(widths, default=0.0)
 
-    def eps_scale(self, delta: float) -> float:
-        """A rough eps(delta) from a normal approximation of the composed loss; sizes grids only."""
-        best = 0.0
+    def _direction_scales(self, delta: float) -> list[float]:
+        """A rough eps(delta) of each direction from a normal approximation; sizes grids only."""
+        out = []
         for parts in self._directions:
             mean = sum(k * loss.moments[0] for loss, k in parts)
             var = sum(k * loss.moments[1] for loss, k in parts)
-            best = max(best, mean + math.sqrt(2.0 * var * math.log(1.0 / delta)))
-        return best
+            out.append(mean + math.sqrt(2.0 * var * math.log(1.0 / delta)))
+        return out
+
+    def eps_scale(self, delta: float) -> float:
+        """A rough eps(delta) from a normal approximation of the composed loss; sizes grids only."""
+        return max(0.0, *self._direction_scales(delta))
+
+    def _settled(self, d: int, delta: float) -> bool:
+        """Whether direction d's best upper eps is below another direction's best lower one:
+        then it cannot be the larger of the two, and needs no finer grid."""
+        up = min(float(u.epsilon(delta)) for u, _ in self._made[d]) if self._made[d] else math.inf
+        others = [float(lo.epsilon(delta)) for e, made in enumerate(self._made) if e != d for _, lo in made]
+        return up < max(others, default=-math.inf)
 
     def epsilon(self, delta: float, eps_scale: float, tol: float = DEFAULT_TOL) -> tuple[float, float]:
-        """Certified (lower, upper) bounds on eps(delta), refined until within ``tol``."""
+        """Certified (lower, upper) bounds on eps(delta), refined until within ``tol``.
+
+        With two directions, the one likely to be larger (by a normal approximation)
+        is composed on the fine grid first; the other is first composed on a grid
+        4 times coarser and only refined if its upper bound is not already below
+        the first one's lower bound (a direction below the other cannot set eps).
+        """
         log_eta = _log_eta(delta, tol)
         # Rounding may cost delta a small fraction of what an eps error of tol allows.
         log_budget = math.log(_ROUNDING_SHARE * tol * delta)
+        scales = self._direction_scales(delta)
+        order = sorted(range(len(self._directions)), key=lambda d: -scales[d])
         grid_tol = tol
         target = eps_scale
         for _ in range(_MAX_REFINE + 1):
             h = self.spacing(eps_scale, grid_tol)
-            profs = self.profiles(h, log_eta, target, log_budget)
+            fine = [order[0]]
+            self.profiles(h, log_eta, target, log_budget, fine)
+            for d in order[1:]:
+                if not self._settled(d, delta):
+                    self.profiles(self.spacing(eps_scale, grid_tol * _COARSE), log_eta, target, log_budget, [d])
+                if not self._settled(d, delta):
+                    fine.append(d)
+            profs = self.profiles(h, log_eta, target, log_budget, fine)
             lower, upper = self._best_epsilon(delta)
             if math.isfinite(upper) and not _inside(profs, upper):
                 # The tilt aimed away from the answer: aim at the answer found and retry.
                 target = upper
-                profs = self.profiles(h, log_eta, target, log_budget)
+                profs = self.profiles(h, log_eta, target, log_budget, fine)
                 lower, upper = self._best_epsilon(delta)
             gap = upper - lower
             if lower == upper or gap <= tol * upper:

@@ -99,8 +99,9 @@ class _Cumulant:
 
     def __call__(self, idx: np.ndarray) -> np.ndarray:
         idx = np.atleast_1d(np.asarray(idx, dtype=int))
-        missing = np.unique(idx[np.isnan(self._values[idx])])
-        if missing.size:
+        need = np.isnan(self._values[idx])
+        if need.any():
+            missing = np.array(sorted(set(idx[need].tolist())))
             self._values[missing] = cumulant(self.comps, self.side, self.grid[missing])
         return self._values[idx]
 
