@@ -8,7 +8,6 @@ tests/test_calibrators.py, tests/test_cli.py and tests/test_plotting.py.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import math
@@ -25,6 +24,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from closed_forms import (gaussian_delta_closed, gaussian_eps_closed,  # noqa: E402
                           rr_eps_closed)
+from warning_policy import strict_warnings  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -44,15 +44,6 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 log_eps = st.floats(min_value=math.log(1e-3), max_value=math.log(1000.0))
 log_delta = st.floats(min_value=math.log(1e-15), max_value=math.log(0.5))
 counts = st.integers(min_value=1, max_value=10**7)
-
-
-@contextlib.contextmanager
-def strict_warnings():
-    """Any warning is an error, except our documented AccuracyWarning."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        warnings.simplefilter("ignore", AccuracyWarning)
-        yield
 
 
 def gaussians(k: int):

@@ -19,6 +19,7 @@ import mpmath
 import numpy as np
 import pytest
 from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_delta_closed, rr_eps_closed
+from warning_policy import strict_warnings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
@@ -36,9 +37,7 @@ def sweep(n: int) -> settings:
 
 @pytest.fixture(autouse=True)
 def _warnings_are_errors():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        warnings.filterwarnings("ignore", category=AccuracyWarning)
+    with strict_warnings():
         yield
 
 

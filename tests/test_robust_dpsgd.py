@@ -19,21 +19,19 @@ leaking from numpy, ValueError naming the parameter for bad input.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import time
 import warnings
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
 from closed_forms import gaussian_delta_closed, gaussian_eps_closed
+from warning_policy import strict_warnings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import optimize, special
 
-from autoacct import AccuracyWarning
 from autoacct.converters.subsampled_rdp import sgm_rdp
 from autoacct.dpsgd import dpsgd, dpsgd_schedule
 from autoacct.zoo import Composition, Gaussian, Laplace
@@ -46,15 +44,6 @@ TOL = 1e-3
 
 def log_uniform(lo: float, hi: float) -> st.SearchStrategy[float]:
     return st.floats(min_value=math.log(lo), max_value=math.log(hi)).map(math.exp)
-
-
-@contextlib.contextmanager
-def strict() -> Iterator[None]:
-    """Every warning is an error, except our documented AccuracyWarning."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        warnings.simplefilter("ignore", AccuracyWarning)
-        yield
 
 
 def _check_pair(lo: float, up: float) -> None:
@@ -121,7 +110,7 @@ def test_q_one_is_the_gaussian_everywhere(sigma, k, delta, eps):
     mu = math.sqrt(k) / sigma
     truth = gaussian_eps_closed(mu, delta)
     truth_delta = gaussian_delta_closed(mu, eps)
-    with strict():
+    with strict_warnings():
         for m, scale in [(dpsgd(1.0, sigma, k), 1.0),
                          (dpsgd(1.0, 2.0 * sigma, k, sampling="without-replacement"), 1.0),
                          (Composition()([PoissonSubsample(1.0)(Gaussian(sigma))], [k]), 1.0)]:
@@ -149,7 +138,7 @@ def test_q_one_is_the_gaussian_everywhere(sigma, k, delta, eps):
 def test_single_step_against_closed_form(q, sigma, delta):
     truth = single_step_epsilon(q, sigma, delta)
     m = dpsgd(q, sigma, 1)
-    with strict():
+    with strict_warnings():
         lo, up = m.epsilon_bounds(delta)
         eps_rdp = m.epsilon(delta, via="rdp")
     _check_pair(lo, up)
@@ -166,7 +155,7 @@ def test_single_step_regressions(q, sigma, delta):
     """A single step, where accountants built for long runs are often loose or fail."""
     truth = single_step_epsilon(q, sigma, delta)
     m = PoissonSubsample(q)(Gaussian(sigma))
-    with strict():
+    with strict_warnings():
         lo, up = m.epsilon_bounds(delta)
         d_lo, d_up = m.delta_bounds(truth)
     _check_pair(lo, up)
@@ -179,7 +168,7 @@ def test_single_step_regressions(q, sigma, delta):
 def test_single_step_at_tiny_delta_is_tight_and_fast(q, sigma, delta):
     """One step is read off its discrete PLD without an FFT: once 20-40 s and 2-40% wide."""
     truth = single_step_epsilon(q, sigma, delta)
-    with strict():
+    with strict_warnings():
         lo, up = dpsgd(q, sigma, 1).epsilon_bounds(delta)
     assert lo <= truth <= up and up - lo <= 1e-3 * up
 
@@ -207,7 +196,7 @@ def test_single_step_tiny_delta_reaches_tolerance():
 def test_monotone_in_sigma_q_k_and_delta(q, sigma, k, delta):
     """eps decreases in sigma and delta and increases in q and k: the lower bound of the
     smaller truth never exceeds the upper bound of the larger one."""
-    with strict():
+    with strict_warnings():
         base = dpsgd(q, sigma, k).epsilon_bounds(delta)
         more_noise = dpsgd(q, 1.5 * sigma, k).epsilon_bounds(delta)
         more_q = dpsgd(min(2 * q, 1.0), sigma, k).epsilon_bounds(delta)
@@ -226,7 +215,7 @@ def test_monotone_in_sigma_q_k_and_delta(q, sigma, k, delta):
 def test_delta_curve_is_finite_monotone_and_in_range(q, sigma, k):
     eps = np.concatenate(([0.0], np.logspace(-3, 3, 13)))
     m = dpsgd(q, sigma, k)
-    with strict():
+    with strict_warnings():
         lo, up = m.delta_bounds(eps)
         d = m.delta(eps)
     assert np.all(np.isfinite(lo)) and np.all(np.isfinite(up))
@@ -261,7 +250,7 @@ def _dp_accounting_eps(q: float, sigma: float, k: int, delta: float, vdi: float)
 ])
 def test_against_dp_accounting(q, sigma, k, delta):
     opt, pess = _dp_accounting_eps(q, sigma, k, delta, 1e-4)
-    with strict():
+    with strict_warnings():
         lo, up = dpsgd(q, sigma, k).epsilon_bounds(delta)
     _check_pair(lo, up)
     # dp_accounting's optimistic estimate is below the truth up to its discretisation
@@ -281,7 +270,7 @@ def test_against_prv_accountant(q, sigma, k, delta):
     acc = Accountant(noise_multiplier=sigma, sampling_probability=q, delta=delta,
                      eps_error=0.05, max_compositions=k)
     prv_lo, _, prv_up = acc.compute_epsilon(num_compositions=k)
-    with strict():
+    with strict_warnings():
         lo, up = dpsgd(q, sigma, k).epsilon_bounds(delta)
     _check_pair(lo, up)
     assert up >= prv_lo and lo <= prv_up
@@ -298,7 +287,7 @@ def test_against_prv_accountant(q, sigma, k, delta):
 def test_huge_k_is_finite_sound_and_fast(q, sigma, k, delta):
     m = dpsgd(q, sigma, k)
     t0 = time.perf_counter()
-    with strict():
+    with strict_warnings():
         lo, up = m.epsilon_bounds(delta)
         eps_rdp = m.epsilon(delta, via="rdp")
     elapsed = time.perf_counter() - t0
@@ -313,7 +302,7 @@ def test_huge_sigma_tiny_epsilon():
     """sigma = 1e4: the subsampled step is almost the identity; bounds stay finite and positive
     where the truth is positive, and below the q = 1 Gaussian, which dominates it."""
     sigma, k, delta = 1e4, 1000, 1e-5
-    with strict():
+    with strict_warnings():
         lo, up = dpsgd(0.1, sigma, k).epsilon_bounds(delta)
     _check_pair(lo, up)
     assert up <= gaussian_eps_closed(math.sqrt(k) / sigma, delta) * (1 + 1e-9)
@@ -321,7 +310,7 @@ def test_huge_sigma_tiny_epsilon():
 
 def test_delta_near_one_and_epsilon_up_to_1000():
     m = dpsgd(0.01, 1.0, 1000)
-    with strict():
+    with strict_warnings():
         e_big = m.epsilon_bounds(1.0 - 1e-9)
         e_half = m.epsilon_bounds(0.5)
         d = m.delta(np.array([0.0, 10.0, 100.0, 1000.0]))
@@ -335,7 +324,7 @@ def test_delta_near_one_and_epsilon_up_to_1000():
 def test_rdp_of_dpsgd_is_k_times_sgm_rdp_and_finite_for_tiny_sigma():
     alpha = np.array([1.01, 2.0, 2.5, 64.0, 1000.0])
     for q, sigma, k in [(1e-3, 0.05, 10**5), (1e-6, 1e4, 10**7), (0.5, 1.0, 1)]:
-        with strict():
+        with strict_warnings():
             r = dpsgd(q, sigma, k).rdp(alpha)
         assert np.all(np.isfinite(r)) and np.all(r >= 0) and np.all(np.diff(r) >= 0)
         np.testing.assert_allclose(r, k * sgm_rdp(q, sigma, alpha), rtol=1e-12)
@@ -347,7 +336,7 @@ def test_without_replacement_and_with_replacement_are_sound_and_ordered():
     """Replace-one samplers dominate the add/remove Poisson step with the doubled sensitivity;
     with replacement (the record may be drawn twice) dominates without replacement."""
     q, sigma, k, delta = 0.01, 3.0, 300, 1e-6
-    with strict():
+    with strict_warnings():
         wor = dpsgd(q, sigma, k, sampling="without-replacement").epsilon_bounds(delta)
         pois2 = Composition()([PoissonSubsample(q)(Gaussian(sigma / 2))], [k]).epsilon_bounds(delta)
         swr = Composition()([SampleWithReplacement(10, 1000)(Gaussian(sigma / 2))], [k]).epsilon_bounds(delta)
@@ -359,7 +348,7 @@ def test_without_replacement_and_with_replacement_are_sound_and_ordered():
 
 def test_schedule_is_between_its_phases():
     phases = [(0.01, 1.0, 500), (0.02, 3.0, 500)]
-    with strict():
+    with strict_warnings():
         both = dpsgd_schedule(phases).epsilon_bounds(1e-6)
         first = dpsgd(*phases[0]).epsilon_bounds(1e-6)
         bigger = dpsgd(0.01, 1.0, 1000).epsilon_bounds(1e-6)

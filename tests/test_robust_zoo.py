@@ -14,20 +14,17 @@ cases other accountants are known to get wrong.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-import warnings
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
 from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_delta_closed
+from warning_policy import strict_warnings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
 
-from autoacct import AccuracyWarning
 from autoacct.zoo import (Binomial, Composition, DiscreteGaussian, DiscreteLaplace,
                           ExponentialMechanism, Gaussian, GaussianSVT, Laplace, LaplaceSVT, NoisyGD)
 
@@ -36,15 +33,6 @@ SETTINGS = settings(max_examples=6, deadline=None, derandomize=True,
 TOL = 1e-3
 REL = 1e-9      # rounding slack of a comparison with a truth computed in floating point
 DELTAS = (1e-15, 1e-10, 1e-5, 0.1, 0.5)
-
-
-@contextlib.contextmanager
-def strict_warnings() -> Iterator[None]:
-    """Every warning is an error, except autoacct's documented AccuracyWarning."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        warnings.simplefilter("ignore", AccuracyWarning)
-        yield
 
 
 def routes(m) -> list[str]:
