@@ -263,15 +263,30 @@ class Mechanism(ABC):
         """As :meth:`_auto_epsilon`, for delta at an array of eps."""
         if "exact" in self.routes:
             return self._delta_by("exact", eps, tol)
-        results = []
-        if "pld" in self.routes:
-            lo, up = self._delta_by("pld", eps, tol)
-            if np.all(up - lo <= tol * up):
-                return lo, up
-            results.append((lo, up))
-        if "rdp" in self.routes:
-            results.append(self._delta_by("rdp", eps, tol))
-        return np.max([r[0] for r in results], axis=0), np.min([r[1] for r in results], axis=0)
+        if "pld" not in self.routes:
+            return self._delta_by("rdp", eps, tol)
+        # The same query gets the same answer, whatever was asked in between (later
+        # queries can refine the PLD and so change which points need the RDP bound).
+        key = ("delta", eps.shape, eps.tobytes(), tol)
+        if key not in self._cache:
+            self._cache[key] = self._pld_delta_with_rdp(eps, tol)
+        lo, up = self._cache[key]
+        return lo.copy(), up.copy()
+
+    def _pld_delta_with_rdp(self, eps: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+        """PLD bounds on delta, with the RDP bound taken where they are not within tol."""
+        lo, up = (np.array(v, dtype=float) for v in self._delta_by("pld", eps, tol))
+        # Within tol on the eps scale (the accountant's target): the upper bound at eps is
+        # below the lower bound at eps (1 - tol), or within tol of the lower bound.
+        shrunk = np.asarray(self._accountant().best_delta(eps * (1.0 - tol))[0])
+        loose = ~((up <= shrunk) | (up - lo <= tol * up))
+        if np.any(loose) and "rdp" in self.routes:
+            # The RDP bound can only help where the PLD bounds are not within tol (and it
+            # costs an order optimisation per point, so it is asked only there).
+            r_lo, r_up = self._delta_by("rdp", eps[loose], tol)
+            lo[loose] = np.maximum(lo[loose], r_lo)
+            up[loose] = np.minimum(up[loose], r_up)
+        return lo, up
 
     @staticmethod
     def _tol(tol: float | None) -> float:

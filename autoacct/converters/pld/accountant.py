@@ -119,6 +119,11 @@ class FFTAccountant:
         lower = max(max(float(lo.epsilon(delta)) for _, lo in made) for made in self._made)
         return lower, upper
 
+    def best_delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Certified (lower, upper) delta(eps) from the profiles made so far (no new FFT)."""
+        lower, upper = self._best_delta(np.asarray(eps, dtype=float))
+        return self._certified_lower(lower), upper
+
     def _best_delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Best certified (lower, upper) delta(eps) over every profile made so far."""
         upper = np.max([np.min([u.delta(eps) for u, _ in made], axis=0) for made in self._made], axis=0)
@@ -213,18 +218,23 @@ class FFTAccountant:
         eps = np.asarray(eps, dtype=float)
         scale = max(eps_scale, float(np.max(eps, initial=0.0)))
         grid_tol = tol
+        target = float(eps.ravel()[0]) if eps.size == 1 else None
         for _ in range(_MAX_REFINE + 1):
             h = self.spacing(scale, grid_tol)
-            target = float(eps.ravel()[0]) if eps.size == 1 else None
-            self.profiles(h, log_eta, target)
+            profs = self.profiles(h, log_eta, target)
             lower, upper = self._best_delta(eps)
             shrunk = self._best_delta(eps * (1 - tol))[0]
             # Gaps made of rounding and truncation floors do not shrink with h.
-            floor = np.max([u.floor(eps) + lo.floor(eps) for u, lo in self.profiles(h, log_eta, target)],
-                           axis=0)
+            floor = np.max([u.floor(eps) + lo.floor(eps) for u, lo in profs], axis=0)
             gap = upper - lower
-            ok = (upper <= shrunk) | (gap <= tol * upper) | (gap <= 4.0 * floor + 1e3 * math.exp(log_eta))
+            within = (upper <= shrunk) | (gap <= tol * upper)
+            ok = within | (gap <= 4.0 * floor + 1e3 * math.exp(log_eta))
             if np.all(ok):
+                if target is None and not np.all(within):
+                    # An untilted curve's floor is absolute: tilt once towards the first eps
+                    # it leaves loose, so that the small deltas beyond get relative accuracy.
+                    self.profiles(h, log_eta, float(np.min(eps[~within])))
+                    lower, upper = self._best_delta(eps)
                 return self._certified_lower(lower), upper
             worst = float(np.max(np.where(ok, 0.0, (upper - lower) / np.maximum(upper, 1e-300))))
             grid_tol *= _shrink(worst, tol)
