@@ -210,11 +210,73 @@ class SubsampledMechanism(Mechanism, abstract=True):
         return self._cache[key]
 
 
-class PoissonSubsampledMechanism(SubsampledMechanism):
+class _RateSubsampledMechanism(SubsampledMechanism, abstract=True):
+    """Common part of the mechanisms subsampled at a rate q: checks, loss law, q = 1, RDP.
+
+    Subclasses set the transformer's name, the neighbouring relation they work
+    under (a base declared under the other one is rejected), the RDP bound for
+    general bases, and the pairs of the subsampled loss.
+    """
+
+    _SAMPLER: str
+    _RELATION: Neighboring
+    _OTHER: Neighboring
+    _RDP_BOUND: Callable
+    #: Whether a Gaussian base has its own exact RDP (then the general bound is not needed for it).
+    _EXACT_GAUSSIAN_RDP = False
+
+    def __init__(self, base: Mechanism, q: float) -> None:
+        base = _require_mechanism(base)
+        qq = check.real("q", q, low=0.0, high=1.0, low_open=True)
+        if base.neighboring is self._OTHER:
+            raise ValueError(f"mechanism {base.name!r} is declared under the {self._OTHER.value} relation; "
+                             f"{self._SAMPLER} needs a mechanism under {self._RELATION.value} (or a "
+                             "base mechanism without a declared relation)")
+        loss = None if qq == 1.0 else _single_symmetric_loss(base, self._SAMPLER)
+        super().__init__(base, name=f"{self._SAMPLER}({base.name})",
+                         params=_params(base, self._SAMPLER, {"q": qq}),
+                         neighboring=self._RELATION)
+        object.__setattr__(self, "q", qq)
+        object.__setattr__(self, "_loss", loss)
+        gaussian = base._gdp_mu() is not None
+        if qq < 1.0 and ((gaussian and not self._EXACT_GAUSSIAN_RDP) or (not gaussian and base._has_rdp())):
+            object.__setattr__(self, "_general_rdp",
+                               _SubsampledRdp(_base_curve(base), qq, type(self)._RDP_BOUND))
+
+    def _gdp_mu(self) -> float | None:
+        return self.base._gdp_mu() if self.q == 1.0 else None
+
+    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]] | None:
+        if self.q == 1.0:
+            return self.base._pld_parts()
+        if self._loss is None:
+            return None
+        return self._subsampled_parts()
+
+    def _subsampled_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
+        raise NotImplementedError
+
+    def _has_rdp(self) -> bool:
+        return self.base._gdp_mu() is not None or self.base._has_rdp()
+
+    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+        if self.q == 1.0:
+            return self.base._rdp(alpha)
+        mu = self.base._gdp_mu()
+        if mu is not None and self._EXACT_GAUSSIAN_RDP:
+            sigma = 1.0 / mu
+            return self._cached_rdp(alpha, lambda a: sgm_rdp(self.q, sigma, a))
+        if not self._has_rdp():
+            return super()._rdp(alpha)
+        return self._cached_rdp(alpha, self._general_rdp)
+
+
+class PoissonSubsampledMechanism(_RateSubsampledMechanism):
     """``base`` run on a Poisson sample: every record is kept independently with probability ``q``.
 
     Add/remove relation. Dominating pairs, for the base pair (P, Q): removal
     ((1-q) Q + q P, Q), addition (Q, (1-q) Q + q P). q = 1 is the base itself.
+    A Gaussian base has the exact subsampled-Gaussian RDP (seed 002).
 
     Parameters
     ----------
@@ -225,50 +287,17 @@ class PoissonSubsampledMechanism(SubsampledMechanism):
         Sampling probability, 0 < q <= 1.
     """
 
-    def __init__(self, base: Mechanism, q: float) -> None:
-        base = _require_mechanism(base)
-        qq = check.real("q", q, low=0.0, high=1.0, low_open=True)
-        if base.neighboring is Neighboring.REPLACE_ONE:
-            raise ValueError(f"mechanism {base.name!r} is declared under the replace-one relation; "
-                             "PoissonSubsample needs a mechanism under add/remove (or a base "
-                             "mechanism without a declared relation)")
-        loss = None if qq == 1.0 else _single_symmetric_loss(base, "PoissonSubsample")
-        super().__init__(base, name=f"PoissonSubsample({base.name})",
-                         params=_params(base, "PoissonSubsample", {"q": qq}),
-                         neighboring=Neighboring.ADD_REMOVE)
-        object.__setattr__(self, "q", qq)
-        object.__setattr__(self, "_loss", loss)
-        mu = base._gdp_mu()
-        if qq < 1.0 and mu is None and base._has_rdp():
-            object.__setattr__(self, "_general_rdp",
-                               _SubsampledRdp(_base_curve(base), qq, poisson_rdp_bound))
+    _SAMPLER = "PoissonSubsample"
+    _RELATION = Neighboring.ADD_REMOVE
+    _OTHER = Neighboring.REPLACE_ONE
+    _RDP_BOUND = staticmethod(poisson_rdp_bound)
+    _EXACT_GAUSSIAN_RDP = True
 
-    def _gdp_mu(self) -> float | None:
-        return self.base._gdp_mu() if self.q == 1.0 else None
-
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]] | None:
-        if self.q == 1.0:
-            return self.base._pld_parts()
-        if self._loss is None:
-            return None
+    def _subsampled_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
         return [(PoissonRemoveLoss(self._loss, self.q), PoissonAddLoss(self._loss, self.q), 1)]
 
-    def _has_rdp(self) -> bool:
-        return self.base._gdp_mu() is not None or self.base._has_rdp()
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        if self.q == 1.0:
-            return self.base._rdp(alpha)
-        mu = self.base._gdp_mu()
-        if mu is not None:
-            sigma = 1.0 / mu
-            return self._cached_rdp(alpha, lambda a: sgm_rdp(self.q, sigma, a))
-        if not self.base._has_rdp():
-            return super()._rdp(alpha)
-        return self._cached_rdp(alpha, self._general_rdp)
-
-
-class SampledWithoutReplacementMechanism(SubsampledMechanism):
+class SampledWithoutReplacementMechanism(_RateSubsampledMechanism):
     """``base`` run on a uniformly random subset of fixed size q n of the n records.
 
     Replace-one relation. For the base's replace-one dominating pair (P, Q) the
@@ -286,43 +315,14 @@ class SampledWithoutReplacementMechanism(SubsampledMechanism):
         Sampling ratio batch size / dataset size, 0 < q <= 1.
     """
 
-    def __init__(self, base: Mechanism, q: float) -> None:
-        base = _require_mechanism(base)
-        qq = check.real("q", q, low=0.0, high=1.0, low_open=True)
-        if base.neighboring is Neighboring.ADD_REMOVE:
-            raise ValueError(f"mechanism {base.name!r} is declared under the add/remove relation; "
-                             "SampleWithoutReplacement needs a mechanism under replace-one (or a "
-                             "base mechanism without a declared relation)")
-        loss = None if qq == 1.0 else _single_symmetric_loss(base, "SampleWithoutReplacement")
-        super().__init__(base, name=f"SampleWithoutReplacement({base.name})",
-                         params=_params(base, "SampleWithoutReplacement", {"q": qq}),
-                         neighboring=Neighboring.REPLACE_ONE)
-        object.__setattr__(self, "q", qq)
-        object.__setattr__(self, "_loss", loss)
-        if qq < 1.0 and (base._gdp_mu() is not None or base._has_rdp()):
-            object.__setattr__(self, "_general_rdp",
-                               _SubsampledRdp(_base_curve(base), qq, swor_rdp_bound))
+    _SAMPLER = "SampleWithoutReplacement"
+    _RELATION = Neighboring.REPLACE_ONE
+    _OTHER = Neighboring.ADD_REMOVE
+    _RDP_BOUND = staticmethod(swor_rdp_bound)
 
-    def _gdp_mu(self) -> float | None:
-        return self.base._gdp_mu() if self.q == 1.0 else None
-
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]] | None:
-        if self.q == 1.0:
-            return self.base._pld_parts()
-        if self._loss is None:
-            return None
+    def _subsampled_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
         law = SymmetrizedLoss(PoissonRemoveLoss(self._loss, self.q))
         return [(law, law, 1)]
-
-    def _has_rdp(self) -> bool:
-        return self.base._gdp_mu() is not None or self.base._has_rdp()
-
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        if self.q == 1.0:
-            return self.base._rdp(alpha)
-        if not self._has_rdp():
-            return super()._rdp(alpha)
-        return self._cached_rdp(alpha, self._general_rdp)
 
 
 class SampledWithReplacementMechanism(SubsampledMechanism):
