@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from zoo_cases import check_basic_conformance
 from scipy import special, stats
 
 from autoacct.zoo.composite import GaussianSVT, LaplaceSVT, NoisyGD
@@ -128,17 +129,7 @@ MECHANISMS = [
 
 @pytest.mark.parametrize("make", MECHANISMS)
 def test_conformance(make) -> None:
-    mech = make()
-    deltas = [1e-2, 1e-4, 1e-7]
-    eps = [mech.epsilon(d) for d in deltas]
-    assert all(a <= b for a, b in zip(eps, eps[1:]))  # deltas decrease: eps non-increasing in delta
-    for d, e in zip(deltas, eps):
-        lo, up = mech.epsilon_bounds(d)
-        assert lo <= up
-        assert up == pytest.approx(e)
-        assert mech.delta(e) <= d * (1 + 1e-9)
-    with pytest.raises(AttributeError):
-        mech.foo = 1
+    check_basic_conformance(make())
 
 
 BAD = [

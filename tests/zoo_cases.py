@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import pytest
 from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_delta_closed, rr_eps_closed
 
 from autoacct.core import Mechanism
@@ -50,3 +51,18 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("laplace-svt", lambda: LaplaceSVT(2.0, 4.0), None),
     ("noisy-gd", lambda: NoisyGD([1.0, 2.0, 3.0]), _gauss(math.sqrt(1 + 1 / 4 + 1 / 9))),
 ]
+
+
+def check_basic_conformance(mech: Mechanism) -> None:
+    """The conformance checks for mechanisms outside ZOO (parameter variants of its classes):
+    eps non-increasing in delta, lower <= upper, delta(eps(d)) <= d, immutability."""
+    deltas = [1e-2, 1e-4, 1e-7]
+    eps = [mech.epsilon(d) for d in deltas]
+    assert all(a <= b for a, b in zip(eps, eps[1:]))  # deltas decrease: eps non-increasing in delta
+    for d, e in zip(deltas, eps):
+        lo, up = mech.epsilon_bounds(d)
+        assert lo <= up
+        assert up == pytest.approx(e)
+        assert mech.delta(e) <= d * (1 + 1e-9)
+    with pytest.raises(AttributeError):
+        mech.foo = 1  # type: ignore[attr-defined]
