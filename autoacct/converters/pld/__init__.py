@@ -2,8 +2,8 @@
 
 Parts: ``grid`` (spacing and ranges), ``discretize`` (upper and lower discrete
 PLDs), ``compose`` (FFT composition with accounted wrap-around),
-``profile_ops`` (queries on a composed PLD) and ``accountant`` (orchestration,
-caching and refinement).
+``levels`` (multi-level self-composition), ``profile_ops`` (queries on a
+composed PLD) and ``accountant`` (orchestration, caching and refinement).
 """
 
 from .accountant import DEFAULT_TOL, FFTAccountant

@@ -9,7 +9,8 @@ composed once.
 
 An :class:`FFTAccountant` is built once per mechanism and caches every
 composed PLD it makes, keyed by the grid, so a delta(eps) curve or a second
-query at a nearby delta costs no new FFT.
+query at a nearby delta costs no new FFT. A direction that is one law composed
+very often is composed by :mod:`levels` when that is cheaper than one lattice.
 """
 
 from __future__ import annotations
@@ -17,16 +18,21 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 
 from ...loss import GaussianLoss, PrivacyLoss
-from .compose import N_MAX, AccuracyWarning, Component, choose_tilt, compose
+from . import levels
+from .compose import (N_MAX, AccuracyWarning, ChernoffProfile, Component, chernoff_profiles, choose_tilt,
+                      compose, window)
 from .discretize import discretize
 from .grid import choose_spacing, index_range
 from .profile_ops import DiscreteProfile
+
+#: A profile the accountant answers from.
+Profile = DiscreteProfile | ChernoffProfile
 
 #: Default relative accuracy of epsilon: the certified upper bound is within
 #: 0.1% of the certified lower bound, hence of the truth.
@@ -37,6 +43,8 @@ _MAX_REFINE = 4
 _COARSE = 16.0
 #: Share of tol * delta that the predicted FFT rounding error may take when the tilt is chosen.
 _ROUNDING_SHARE = 1e-2
+#: Share of tol * delta that the errors carried by levels may take.
+_LEVELS_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -73,11 +81,11 @@ class FFTAccountant:
         if not symmetric:
             self._directions.append([(b, k) for _, b, k in self._parts])
         self._comp_cache: dict[tuple[float, float, int], list[Component]] = {}
-        self._cache: dict[tuple, tuple[DiscreteProfile, DiscreteProfile]] = {}
+        self._cache: dict[tuple, tuple[Profile, Profile]] = {}
         # Every composed profile made so far, per direction. Answers take the best
         # certified value over all of them, so that eps(delta) and delta(eps) stay
         # consistent: delta(eps(d)) <= d whatever grids the two queries used.
-        self._made: list[list[tuple[DiscreteProfile, DiscreteProfile]]] = [[] for _ in self._directions]
+        self._made: list[list[tuple[Profile, Profile]]] = [[] for _ in self._directions]
 
     def components(self, h: float, log_eta: float, d: int) -> list[Component]:
         """Discretised components of direction ``d`` on the lattice hZ (cached)."""
@@ -94,20 +102,74 @@ class FFTAccountant:
         return self._comp_cache[key]
 
     def profiles(self, h: float, log_eta: float, eps_target: float | None = None,
-                 log_budget: float | None = None,
-                 directions: Sequence[int] | None = None) -> list[tuple[DiscreteProfile, DiscreteProfile]]:
+                 log_budget: float | None = None, directions: Sequence[int] | None = None,
+                 delta: float | None = None) -> list[tuple[DiscreteProfile, DiscreteProfile]]:
         """(upper, lower) composed profiles of the given directions (default: all), tilted
-        towards ``eps_target`` (see :func:`choose_tilt` for the rounding budget ``log_budget``)."""
+        towards ``eps_target`` (see :func:`choose_tilt` for the rounding budget ``log_budget``,
+        a share of tol * delta for a query eps(``delta``))."""
         out = []
         for d in range(len(self._directions)) if directions is None else directions:
-            comps = self.components(h, log_eta, d)
-            lam = choose_tilt(comps, eps_target, h, log_eta, log_budget)
+            # A law composed very often is discretised on the finest lattice of the levels
+            # it may be composed by; the tilt and the window are chosen there.
+            g = levels.fine(h) if levels.applies(self._directions[d]) else h
+            comps = self.components(g, log_eta, d)
+            lam = choose_tilt(comps, eps_target, g, log_eta, log_budget)
             key = (h, log_eta, lam, d)
             if key not in self._cache:
-                self._cache[key] = compose(comps, h, log_eta, lam)
+                # Errors that levels carry (see levels) may take up to half of tol, on the eps scale.
+                budget = None
+                if eps_target is not None and log_budget is not None and delta is not None:
+                    budget = (eps_target, delta, math.exp(log_budget) * _LEVELS_SHARE / _ROUNDING_SHARE)
+                self._cache[key] = self._compose(comps, g, h, log_eta, lam, d, budget)
                 self._made[d].append(self._cache[key])
             out.append(self._cache[key])
         return out
+
+    def _chernoff(self, d: int, h: float, log_eta: float) -> None:
+        """Add direction d's Chernoff profiles (no FFT; see :class:`ChernoffProfile`) to the
+        profiles made, from its laws on the lattice that :meth:`profiles` would use."""
+        key = ("chernoff", h, log_eta, d)
+        if key not in self._cache:
+            g = levels.fine(h) if levels.applies(self._directions[d]) else h
+            self._cache[key] = chernoff_profiles(self.components(g, log_eta, d), g)
+            self._made[d].append(self._cache[key])
+
+    def _compose(self, comps: list[Component], g: float, h: float, log_eta: float, lam: float,
+                 d: int, budget: tuple[float, float, float] | None = None) -> tuple[DiscreteProfile, DiscreteProfile]:
+        """Composed profiles of direction d at the accuracy of spacing h: by levels (see
+        :mod:`levels`; ``comps`` are then on their finest lattice g) when one lattice would
+        need a long window, else on the lattice hZ.
+
+        With ``budget`` = (target eps, delta, allowance), the errors the levels carry into
+        the upper profile must not move eps(delta) by more than the allowance moves it as
+        a share of delta, or one lattice is used (they are predicted at the target eps
+        first, then checked).
+        """
+        if g != h:
+            def width(counts: np.ndarray) -> np.ndarray:
+                return np.array([g * float(np.subtract(*window([replace(comps[0], count=int(c))], g, lam,
+                                                                log_eta)[::-1]) + 1) for c in counts])
+
+            max_leak = math.inf
+            if budget is not None:
+                target, delta, allowance = budget
+                log_k = comps[0].count * float(comps[0].upper.log_mgf(np.array([lam]))[0])
+                max_leak = math.exp(min(math.log(allowance) + lam * target - log_k, 0.0))
+            p = levels.plan(comps[0].count, h, width, max_leak)
+            step = None if p is None else comps[0] if p.fine == g else self.components(p.fine, log_eta, d)[0]
+            parts = levels.self_compose(step, p, log_eta, lam) if p is not None else None
+            if parts is not None:
+                out = compose(parts, p.coarse, log_eta, lam)
+                if budget is None:
+                    return out
+                # delta falls about like e^{-lam eps} near the answer, so an error term that is
+                # a share s of delta moves eps by about s / lam, i.e. s / (lam eps) relatively.
+                eps_up = float(out[0].epsilon(budget[1]))
+                scale = max(lam * eps_up, 1.0) if math.isfinite(eps_up) else 1.0
+                if out[0].log_c1 - lam * eps_up <= math.log(budget[2] * scale):
+                    return out
+            comps = self.components(h, log_eta, d)
+        return compose(comps, h, log_eta, lam)
 
     def _best_epsilon(self, delta: float) -> tuple[float, float]:
         """Best (lower, upper) eps(delta) over every profile made so far.
@@ -172,9 +234,10 @@ class FFTAccountant:
         """Certified (lower, upper) bounds on eps(delta), refined until within ``tol``.
 
         With two directions, the one likely to be larger (by a normal approximation)
-        is composed on the fine grid first; the other is first composed on a grid
-        4 times coarser and only refined if its upper bound is not already below
-        the first one's lower bound (a direction below the other cannot set eps).
+        is composed on the fine grid first. The other is first bounded by a Chernoff
+        bound, then composed on a grid 4 times coarser, then refined, each step only
+        if its upper bound is not already below the first one's lower bound (a
+        direction below the other cannot set eps).
         """
         log_eta = _log_eta(delta, tol)
         # Rounding may cost delta a small fraction of what an eps error of tol allows.
@@ -186,18 +249,21 @@ class FFTAccountant:
         for _ in range(_MAX_REFINE + 1):
             h = self.spacing(eps_scale, grid_tol)
             fine = [order[0]]
-            self.profiles(h, log_eta, target, log_budget, fine)
+            self.profiles(h, log_eta, target, log_budget, fine, delta)
             for d in order[1:]:
+                coarse = self.spacing(eps_scale, grid_tol * _COARSE)
                 if not self._settled(d, delta):
-                    self.profiles(self.spacing(eps_scale, grid_tol * _COARSE), log_eta, target, log_budget, [d])
+                    self._chernoff(d, coarse, log_eta)
+                if not self._settled(d, delta):
+                    self.profiles(coarse, log_eta, target, log_budget, [d], delta)
                 if not self._settled(d, delta):
                     fine.append(d)
-            profs = self.profiles(h, log_eta, target, log_budget, fine)
+            profs = self.profiles(h, log_eta, target, log_budget, fine, delta)
             lower, upper = self._best_epsilon(delta)
             if math.isfinite(upper) and not _inside(profs, upper):
                 # The tilt aimed away from the answer: aim at the answer found and retry.
                 target = upper
-                profs = self.profiles(h, log_eta, target, log_budget, fine)
+                profs = self.profiles(h, log_eta, target, log_budget, fine, delta)
                 lower, upper = self._best_epsilon(delta)
             gap = upper - lower
             if lower == upper or gap <= tol * upper:

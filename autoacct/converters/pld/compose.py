@@ -26,6 +26,13 @@ Errors, all accounted (every term has the form C e^{-lam eps} at the query eps):
   product of powers by |d prod z_i^k_i| <= prod M_i^k_i sum_i k_i |dz_i| / M_i
   with M_i >= |z_i| bounded by 1, plus the inverse FFT's error); summed against delta's weights it costs at most
   E e^{K - lam eps} / (1 - e^{-lam h}) (at most N points when lam = 0).
+* Leaks: a component that is itself a computed composition (see :mod:`levels`)
+  may fall short of the law it bounds by a measure whose moment generating
+  function at lam is at most ``leak`` times its own; k_i copies then cost the
+  upper profile e^{K - lam eps} ((1 + leak)^k_i - 1) more.
+
+:func:`convolve` is the FFT step on its own, which :mod:`levels` also uses;
+:class:`ChernoffProfile` bounds delta from the cumulants alone, with no FFT.
 """
 
 from __future__ import annotations
@@ -89,11 +96,12 @@ def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.nda
 
 
 class _Cumulant:
-    """K on the exponent grid of spacing h, evaluated only where a search asks for it."""
+    """K on the exponent grid of spacing h (and the tilt ``lam``, which a tilt chosen on
+    another grid need not be on), evaluated only where a search asks for it."""
 
-    def __init__(self, comps: Sequence[Component], side: str, h: float) -> None:
+    def __init__(self, comps: Sequence[Component], side: str, h: float, lam: float = 0.0) -> None:
         self.comps, self.side = comps, side
-        self.grid = exponents(h)
+        self.grid = np.union1d(exponents(h), [lam, -lam])
         self.zero = int(np.flatnonzero(self.grid == 0.0)[0])
         self._values = np.full(self.grid.size, np.nan)
 
@@ -138,6 +146,58 @@ def _chernoff(k: _Cumulant, lam: float, k_lam: float, a: float, above: bool) -> 
         return k(i) - k_lam - (k.grid[i] - lam) * a
 
     return min(float(f(np.array([_best(f, lo, hi)]))[0]), 0.0)
+
+
+@dataclass(frozen=True)
+class ChernoffProfile:
+    """A profile from moment generating functions alone, with no FFT.
+
+    As an upper profile: for the composed upper PLDs S (finite part, cumulant K) and
+    any theta > 0, delta(eps) <= E[(1 - e^{eps - S})_+] + p_inf
+    <= c(theta) e^{K(theta) - theta eps} + p_inf, with
+    c(theta) = max_{s > 0} (1 - e^{-s}) e^{-theta s} = (theta / (1 + theta))^theta / (1 + theta).
+    As a lower profile it says nothing: delta >= 0 and eps >= 0.
+    """
+
+    k: _Cumulant
+    inf_mass: float
+    upper: bool
+
+    def _log_terms(self, i: np.ndarray) -> np.ndarray:
+        theta = self.k.grid[i]
+        return self.k(i) + theta * np.log(theta / (1.0 + theta)) - np.log1p(theta)
+
+    def delta(self, eps: np.ndarray) -> np.ndarray:
+        eps = np.asarray(eps, dtype=float)
+        if not self.upper:
+            return np.zeros(eps.shape)
+        i = np.arange(self.k.zero + 1, self.k.grid.size)
+        log_t = self._log_terms(i)
+        theta = self.k.grid[i]
+        best = np.min(log_t[:, None] - theta[:, None] * eps.ravel()[None, :], axis=0).reshape(eps.shape)
+        return np.minimum(np.exp(np.minimum(best, 0.0)) + self.inf_mass, 1.0)
+
+    def epsilon(self, delta: float) -> float:
+        if not self.upper:
+            return 0.0
+        if delta <= self.inf_mass:
+            return math.inf
+        log_d = math.log(delta - self.inf_mass)
+
+        def f(i: np.ndarray) -> np.ndarray:
+            return (self._log_terms(i) - log_d) / self.k.grid[i]
+
+        i = _best(f, self.k.zero + 1, self.k.grid.size - 1)
+        return max(float(f(np.array([i]))[0]), 0.0)
+
+
+def chernoff_profiles(comps: Sequence[Component], h: float) -> tuple[ChernoffProfile, ChernoffProfile]:
+    """(upper, lower) :class:`ChernoffProfile` of the composition of ``comps``."""
+    log_fin = sum(c.count * (math.log1p(-c.upper.p_inf) if c.upper.p_inf < 1.0 else -math.inf)
+                  for c in comps)
+    k = _Cumulant(comps, "upper", h)
+    inf_mass = -math.expm1(log_fin)
+    return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)
 
 
 def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, log_eta: float,
@@ -217,25 +277,103 @@ def _window_from(k: _Cumulant, lam: float, h: float, log_eta: float) -> tuple[in
     return math.floor(lo / h), max(math.ceil(hi / h), math.floor(lo / h) + 1)
 
 
-def _window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> tuple[int, int]:
+def window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> tuple[int, int]:
     """Lattice indices outside which the tilted law has mass at most e^log_eta on each side."""
-    return _window_from(_Cumulant(comps, "upper", h), lam, h, log_eta)
+    return _window_from(_Cumulant(comps, "upper", h, lam), lam, h, log_eta)
 
 
-def compose(comps: Sequence[Component], h: float, log_eta: float,
-            lam: float = 0.0) -> tuple[DiscreteProfile, DiscreteProfile]:
-    """Upper and lower profiles of the composition of ``comps`` on the lattice hZ.
+@dataclass(frozen=True)
+class Convolution:
+    """The tilted composed masses of both bound rows on one window, with their error terms.
 
-    ``log_eta`` is the log of the tilted tail mass left outside the window;
-    ``lam`` >= 0 is the tilt (see :func:`choose_tilt`).
+    Row 0 composes the components' upper PLDs and row 1 their lower ones. Entry
+    i of a row is the tilted mass at loss (j_lo + i) h, within ``err`` of the
+    exact circular convolution; the circular convolution adds to the window the
+    tilted mass outside it (bounded by :meth:`tilted_above` and :meth:`tilted_below`).
     """
-    if _single_step(comps):
-        return _uncomposed(comps[0], h)
-    j_lo, j_hi = _window(comps, h, lam, log_eta)
+
+    comps: Sequence[Component]
+    h: float
+    lam: float
+    j_lo: int
+    dens: np.ndarray
+    #: Per-entry error bound of each row.
+    err: np.ndarray
+    #: log of each row's tilt normaliser K(lam) = sum_i k_i log M_i(lam).
+    log_k: np.ndarray
+
+    @property
+    def top(self) -> float:
+        """First loss above the window."""
+        return (self.j_lo + self.dens.shape[-1]) * self.h
+
+    @property
+    def bottom(self) -> float:
+        """Last loss below the window."""
+        return (self.j_lo - 1) * self.h
+
+    def _cumulant(self, row: int) -> _Cumulant:
+        """The row's cumulant table (one per row, so that searches share evaluations)."""
+        cache = self.__dict__.setdefault("_cumulants", {})
+        if row not in cache:
+            cache[row] = _Cumulant(self.comps, ("upper", "lower")[row], self.h, self.lam)
+        return cache[row]
+
+    def tilted_above(self, row: int) -> float:
+        """Bound on the row's tilted mass above the window."""
+        if self.top > _support_top(self.comps, ("upper", "lower")[row]):
+            return 0.0
+        return math.exp(_chernoff(self._cumulant(row), self.lam, float(self.log_k[row]), self.top,
+                                  above=True))
+
+    def log_above(self, row: int) -> float:
+        """log of a bound on the row's untilted mass P(S >= top) (Chernoff at the plain exponents)."""
+        if self.top > _support_top(self.comps, ("upper", "lower")[row]):
+            return -math.inf
+        return _chernoff(self._cumulant(row), 0.0, 0.0, self.top, above=True)
+
+    def tilted_below(self, row: int) -> float:
+        """Bound on the row's tilted mass below the window."""
+        if self.bottom < _support_bottom(self.comps, ("upper", "lower")[row]):
+            return 0.0
+        return math.exp(_chernoff(self._cumulant(row), self.lam, float(self.log_k[row]), self.bottom,
+                                  above=False))
+
+    def leak(self) -> float:
+        """Ratio of the moment generating function at lam of the measure the exact upper
+        composition may exceed the composed components by, to theirs (see DiscretePLD.leak)."""
+        total = 0.0
+        for c in self.comps:
+            if c.upper.leak > 0.0:
+                if c.upper.leak_lam != self.lam:
+                    raise RuntimeError("a component's leak was bounded at another tilt")
+                total += c.count * math.log1p(c.upper.leak)
+        return math.expm1(total)
+
+    def inf_mass(self, row: int) -> float:
+        """Mass of the composed row at +inf."""
+        side = ("upper", "lower")[row]
+        log_fin = sum(c.count * (math.log1p(-_side(c, side).p_inf) if _side(c, side).p_inf < 1.0
+                                 else -math.inf) for c in self.comps)
+        return -math.expm1(log_fin)
+
+    def clipped(self) -> float:
+        """Mass the lower row's steps added by clipping rounding-level negatives, compounded."""
+        return math.expm1(sum(c.count * math.log1p(c.lower.deficit) for c in self.comps))
+
+
+def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 0.0,
+             max_points: float = math.inf) -> Convolution | None:
+    """Tilted composition of ``comps`` on the lattice hZ by one FFT, on the window outside
+    which the tilted law has mass at most e^log_eta on each side; None if that window has
+    more than ``max_points`` points."""
+    j_lo, j_hi = window(comps, h, lam, log_eta)
+    if j_hi - j_lo + 1 > max_points:
+        return None
     n = sfft.next_fast_len(max(j_hi - j_lo + 1, 2), real=True)
     if n > N_MAX:
         warnings.warn(f"the PLD grid needs {n} points; capped at {N_MAX}, so the bounds "
-                      "are valid but looser than requested", AccuracyWarning, stacklevel=3)
+                      "are valid but looser than requested", AccuracyWarning, stacklevel=4)
         n = N_MAX
     rho = 4.0 * _U * (math.log2(n) + 2.0)
     spec = None
@@ -270,44 +408,41 @@ def compose(comps: Sequence[Component], h: float, log_eta: float,
     err = fold / n + rho * (2.0 * np.abs(spec[:, 1:]).sum(axis=-1) + np.abs(spec[:, 0])) / n
     # Powers set to zero where they underflow (see _power) move each entry by at most this.
     err = err + 2.0 * len(comps) * math.exp(_LOG_TINY)
-    geometric = n if lam <= 0 else min(n, 1.0 / -math.expm1(-lam * h))
+    return Convolution(comps=comps, h=h, lam=lam, j_lo=j_lo, dens=dens, err=err, log_k=log_k)
 
-    top = (j_lo + n) * h
-    bottom = (j_lo - 1) * h
+
+def compose(comps: Sequence[Component], h: float, log_eta: float,
+            lam: float = 0.0) -> tuple[DiscreteProfile, DiscreteProfile]:
+    """Upper and lower profiles of the composition of ``comps`` on the lattice hZ.
+
+    ``log_eta`` is the log of the tilted tail mass left outside the window;
+    ``lam`` >= 0 is the tilt (see :func:`choose_tilt`).
+    """
+    if _single_step(comps):
+        return _uncomposed(comps[0], h)
+    conv = convolve(comps, h, log_eta, lam)
+    assert conv is not None
+    n = conv.dens.shape[-1]
+    geometric = n if lam <= 0 else min(n, 1.0 / -math.expm1(-lam * h))
     out = []
     for j, side in enumerate(("upper", "lower")):
-        k_lam = log_k[j]
-        k_side = _Cumulant(comps, side, h)
-        s_top = _support_top(comps, side)
-        s_bottom = _support_bottom(comps, side)
-        # Beyond the composed support there is no mass at all.
-        if top > s_top:
-            tilted_above, log_above = 0.0, -np.inf
-        else:
-            tilted_above = math.exp(_chernoff(k_side, lam, k_lam, top, above=True))
-            # Untilted P(S >= top): Chernoff at the plain exponents.
-            log_above = _chernoff(k_side, 0.0, 0.0, top, above=True)
-        if bottom < s_bottom:
-            tilted_below = 0.0
-        else:
-            tilted_below = math.exp(_chernoff(k_side, lam, k_lam, bottom, above=False))
-        log_fin = sum(c.count * (math.log1p(-_side(c, side).p_inf) if _side(c, side).p_inf < 1.0
-                                 else -math.inf) for c in comps)
-        inf_mass = -math.expm1(log_fin)
+        k_lam = float(conv.log_k[j])
+        tilted_above, tilted_below = conv.tilted_above(j), conv.tilted_below(j)
+        inf_mass = conv.inf_mass(j)
+        err = float(conv.err[j])
         with np.errstate(divide="ignore"):
-            log_err = math.log(err[j] * geometric) if err[j] > 0 else -np.inf
+            log_err = math.log(err * geometric) if err > 0 else -np.inf
             log_alias = math.log(tilted_above + tilted_below) if tilted_above + tilted_below > 0 else -np.inf
         if side == "upper":
-            c0 = inf_mass + math.exp(log_above)
-            log_c1 = k_lam + log_err
+            c0 = inf_mass + math.exp(conv.log_above(j))
+            leak = conv.leak()
+            log_c1 = k_lam + (float(np.logaddexp(log_err, math.log(leak))) if leak > 0 else log_err)
         else:
-            # Mass added by clipping rounding-level negatives, compounded over the steps.
-            clipped = math.expm1(sum(c.count * math.log1p(c.lower.deficit) for c in comps))
-            c0 = inf_mass - clipped
+            c0 = inf_mass - conv.clipped()
             log_c1 = k_lam + float(np.logaddexp(log_err, log_alias))
-        out.append(DiscreteProfile(h=h, start=j_lo, tilted=dens[j], log_k=float(k_lam), lam=lam,
+        out.append(DiscreteProfile(h=h, start=conv.j_lo, tilted=conv.dens[j], log_k=k_lam, lam=lam,
                                    c0=c0, log_c1=log_c1, upper=side == "upper",
-                                   support_top=s_top, inf_mass=inf_mass))
+                                   support_top=_support_top(comps, side), inf_mass=inf_mass))
     return out[0], out[1]
 
 

@@ -45,6 +45,13 @@ class DiscretePLD:
     #: Total mass added by clipping rounding-level negative masses to zero; a lower
     #: bound built from these masses must give back (1 + deficit)^k - 1 after k steps.
     deficit: float = 0.0
+    #: For an upper PLD that is itself a computed composition (see :mod:`levels`): the
+    #: measure it bounds may exceed these masses by a measure whose moment generating
+    #: function at ``leak_lam`` is at most ``leak`` times theirs. Its part of delta(eps)
+    #: is then at most leak M(leak_lam) e^{-leak_lam eps}, and after k steps
+    #: ((1 + leak)^k - 1) times the composed M.
+    leak: float = 0.0
+    leak_lam: float = 0.0
 
     @property
     def losses(self) -> np.ndarray:
@@ -100,22 +107,8 @@ _MGF_BLOCK = 1 << 18
 def discretize(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> tuple[DiscretePLD, DiscretePLD]:
     """Upper and lower discrete PLDs of ``loss`` on the grid points j h, j_lo <= j <= j_hi."""
     n = j_hi - j_lo + 1
-    g = _grid_points(loss, h, j_lo, n)
-    edges = np.concatenate(([-np.inf], g, [np.inf]))
-    m_p, m_q = loss.cell_masses(edges)
+    g, m_p, m_q, inner, upper = _connect_the_dots(loss, h, j_lo, n)
     below_p, inner_p, above_p = m_p[0], m_p[1:-1], m_p[-1]
-    inner_q = m_q[1:-1]
-
-    # Connect-the-dots split of each inner cell (g_j, g_{j+1}].
-    w_left = _left_share(inner_p, inner_q, g[:-1], h)
-    w_right = inner_p - w_left
-    inner = np.zeros(n)
-    inner[:-1] += w_left
-    inner[1:] += w_right
-
-    up = inner.copy()
-    up[0] += below_p
-    upper = DiscretePLD(h, j_lo, up, min(1.0, loss.p_inf + above_p))
     if loss.purely_atomic and below_p == 0.0 and above_p == 0.0 and _atoms_on_grid(loss, h):
         # Every atom sits on a grid point: the split is exact and so is the PLD.
         return upper, DiscretePLD(h, j_lo, inner.copy(), _attained_inf(loss))
@@ -128,6 +121,29 @@ def discretize(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> tuple[Discr
         down[-1] += above_p
         lower = DiscretePLD(h, j_lo, down, _attained_inf(loss))
     return upper, lower
+
+
+def discretize_upper(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
+    """The upper discrete PLD of :func:`discretize` alone."""
+    return _connect_the_dots(loss, h, j_lo, j_hi - j_lo + 1)[-1]
+
+
+def _connect_the_dots(loss: PrivacyLoss, h: float, j_lo: int,
+                      n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, DiscretePLD]:
+    """Grid points, cell masses (P and Q, with the cells below and above the grid), the
+    connect-the-dots masses of the inner cells, and the upper PLD."""
+    g = _grid_points(loss, h, j_lo, n)
+    edges = np.concatenate(([-np.inf], g, [np.inf]))
+    m_p, m_q = loss.cell_masses(edges)
+    inner_p, inner_q = m_p[1:-1], m_q[1:-1]
+    # Connect-the-dots split of each inner cell (g_j, g_{j+1}].
+    w_left = _left_share(inner_p, inner_q, g[:-1], h)
+    inner = np.zeros(n)
+    inner[:-1] += w_left
+    inner[1:] += inner_p - w_left
+    up = inner.copy()
+    up[0] += m_p[0]
+    return g, m_p, m_q, inner, DiscretePLD(h, j_lo, up, min(1.0, loss.p_inf + m_p[-1]))
 
 
 def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarray,

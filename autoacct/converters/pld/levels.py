@@ -1,0 +1,226 @@
+"""Multi-level self-composition: k copies of one law on FFT windows that barely grow with k.
+
+On one lattice, the spacing an accuracy needs does not grow with k while the
+composed loss spreads like sqrt(k), so one FFT window grows like sqrt(k). Here
+the copies are composed in levels instead. Level j holds, on the lattice H_j Z
+with H_j = h_0 R^j, the upper and lower discrete PLDs of n_j = R^(2j) copies
+(C_j) and of a_j < n_j copies (A_j: k's base-R^2 digits below level j). Level
+j + 1 composes R^2 copies of C_j, and A_j with d_j copies of C_j, each by one
+FFT on H_j (:func:`compose.convolve`), and discretises both results again on
+H_(j+1) (:func:`discretize.discretize`). The top level hands C_L with count
+q = k // n_L, and A_L, to the final composition.
+
+Validity. A convolution's rows are turned into discrete measures. The upper row's
+positive part falls short of the exact composition of its components by at most
+the error bound per point and the tilted mass outside the window: a measure
+whose moment generating function at the tilt lam is bounded, and carried as the
+upper PLD's ``leak`` together with the components' own leaks (its share of
+delta(eps) is at most that function times e^{-lam eps}, and it composes by
+multiplication; see :mod:`compose`). The lower row less its error bound and less
+the tilted mass folded in from outside the window (a tilted mass folded from x to
+x' stands for e^{lam (x - x')} times the untilted mass it had) lies below the
+exact composition entry by entry. Profiles are monotone in the masses, the
+discretiser bounds any measure's profile from above and below (its lower PLD up
+to the deficit it reports, which is carried), and both orders survive
+composition (see :mod:`discretize`).
+
+Accuracy. Connect-the-dots costs each discretised variable about h^2 / 8 in
+bias and h^2 / 4 in variance (see :mod:`grid`). The k steps on h_0 and the
+k / n_j copies of C_j on H_j each cost about k h_0^2 / 8, so L levels with
+h_0 = h / sqrt(L + 1) cost what one lattice of spacing h costs. For light tilted
+tails each window then has about R sqrt(L + 1) n / sqrt(k) points instead of the
+n of that lattice; the plan samples the windows the law actually needs, and a
+plan whose windows come out much longer is given up for one lattice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ...loss import DiscreteLoss, PrivacyLoss
+from .compose import Component, Convolution, convolve, window
+from .discretize import discretize, discretize_upper
+
+#: One lattice is used when its window has at most this many points, or the count is below
+#: MIN_COUNT.
+_MIN_POINTS = 1 << 16
+MIN_COUNT = 10_000
+#: The top level's count is at least this: C_L's profile then matters where it is at least
+#: about delta^(1/16), far above the rounding floors of the discretiser.
+_MIN_TOP = 16
+_MAX_LEVELS = 4
+#: A window may be this many times longer than planned before the plan is given up.
+_SLACK = 4.0
+#: Typical per-point error bound of one convolution, as compose.convolve finds it (the
+#: composed result is checked afterwards: this only skips plans that cannot work).
+_FFT_ERROR = 2e-15
+#: Counts at which the window width is sampled to plan.
+_SAMPLES = 6
+#: Window length assumed when the tail mass a level may leave out is chosen.
+_POINTS = 1 << 15
+#: Cost of one convolution and re-discretisation beyond its FFT: per point, and fixed (in
+#: units of one point's share of an FFT).
+_PER_POINT = 40.0
+_OVERHEAD = 4e6
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How k copies are composed: spacing ratio R, finest spacing h_0, digits d_j, top count q."""
+
+    ratio: int
+    fine: float
+    digits: tuple[int, ...]
+    top_count: int
+    #: The longest window the plan expects.
+    points: float = math.inf
+
+    @property
+    def coarse(self) -> float:
+        """The top lattice's spacing H_L = h_0 R^L."""
+        return self.fine * self.ratio ** len(self.digits)
+
+
+def applies(parts: Sequence[tuple[PrivacyLoss, int]]) -> bool:
+    """Whether a direction's (law, count) parts may be composed by levels: one law without
+    atoms (laws with atoms sit on lattices that levels would not respect), composed at
+    least MIN_COUNT times."""
+    return len(parts) == 1 and parts[0][1] >= MIN_COUNT and not parts[0][0].has_atoms
+
+
+def fine(h: float) -> float:
+    """The finest spacing h_0 of a one-level plan for the accuracy of spacing h (plans with
+    more levels are finer still)."""
+    return h / math.sqrt(2.0)
+
+
+def plan(k: int, h: float, width: Callable[[np.ndarray], np.ndarray],
+         max_leak: float = math.inf) -> Plan | None:
+    """The cheapest plan for k copies at the accuracy of spacing h, or None when one lattice
+    is cheaper; ``width(counts)`` gives the window width, in loss units, that the
+    composition of each count of copies needs.
+
+    Each level's rounding leaks about n E_FFT per copy of its result (n window points,
+    E_FFT the per-point error of an FFT convolution); plans whose leak would exceed
+    ``max_leak`` (relative to the composition's moment generating function at the tilt)
+    are not taken.
+    """
+    if k < MIN_COUNT:
+        return None
+    counts = np.unique(np.round(np.logspace(math.log10(_MIN_TOP), math.log10(k), _SAMPLES)))
+    log_w = np.log(np.maximum(width(counts), 1e-300))
+
+    def points(count: np.ndarray, spacing: np.ndarray | float) -> np.ndarray:
+        return np.exp(np.interp(np.log(count), np.log(counts), log_w)) / spacing
+
+    n_single = float(points(np.array([k]), h)[0])
+    if n_single <= _MIN_POINTS:
+        return None
+    best, best_cost = None, _cost(n_single)
+    for levels in range(1, _MAX_LEVELS + 1):
+        h_0 = h / math.sqrt(levels + 1)
+        ratio = np.arange(2, int((k / _MIN_TOP) ** (1.0 / (2 * levels))) + 1).astype(float)
+        if ratio.size == 0:
+            break
+        # Level j composes R^(2j + 2) copies on the spacing h_0 R^j; the top all k on h_0 R^L.
+        n_levels = [points(ratio ** (2 * j + 2), h_0 * ratio ** j) for j in range(levels)]
+        n_top = points(np.full(ratio.shape, float(k)), h_0 * ratio ** levels)
+        cost = 2 * sum(_cost(n) for n in n_levels) + _cost(n_top)
+        leak = sum(k / ratio ** (2 * j + 2) * n * _FFT_ERROR for j, n in enumerate(n_levels))
+        cost = np.where(leak <= max_leak, cost, np.inf)
+        i = int(np.argmin(cost))
+        if cost[i] < best_cost:
+            block = int(ratio[i]) ** 2
+            digits = tuple((k // block ** j) % block for j in range(levels))
+            longest = max(float(n_top[i]), *(float(n[i]) for n in n_levels))
+            best = Plan(int(ratio[i]), h_0, digits, k // block ** levels, longest)
+            best_cost = float(cost[i])
+    return best
+
+
+def _cost(n: float | np.ndarray) -> float | np.ndarray:
+    """Rough cost of one convolution and re-discretisation on n points."""
+    return n * (np.log2(np.maximum(n, 2.0)) + _PER_POINT) + _OVERHEAD
+
+
+def self_compose(step: Component, p: Plan, log_eta: float, lam: float) -> list[Component] | None:
+    """Components on the lattice ``p.coarse`` whose composition bounds k copies of ``step``
+    (discretised on ``p.fine``), tilted by ``lam`` in every window; None when a window
+    would be much longer than planned (heavy tilted tails), a level's untilted masses would
+    leave the floating-point range, or its lower PLD is empty."""
+    block = p.ratio * p.ratio
+    k = p.top_count * block ** len(p.digits)
+    chain, acc = step, None
+    h = p.fine
+    limit = _SLACK * p.points
+    for j, d in enumerate(p.digits):
+        coarse = h * p.ratio
+        # Tail masses left outside a window end up in the final bounds once per copy of the
+        # level's result and, in the lower ones, once per window point.
+        level_eta = log_eta - math.log(4.0 * _POINTS * (k // block ** (j + 1)))
+        new_chain = _coarsen(convolve([replace(chain, count=block)], h, level_eta, lam, limit), coarse)
+        parts = ([acc] if acc is not None else []) + ([replace(chain, count=d)] if d else [])
+        new_acc = _coarsen(convolve(parts, h, level_eta, lam, limit), coarse) if parts else None
+        if new_chain is None or (parts and new_acc is None):
+            return None
+        chain, acc, h = new_chain, new_acc, coarse
+    out = [replace(chain, count=p.top_count)] + ([acc] if acc is not None else [])
+    j_lo, j_hi = window(out, h, lam, log_eta)
+    return out if j_hi - j_lo + 1 <= limit else None
+
+
+def _coarsen(conv: Convolution | None, coarse: float) -> Component | None:
+    """Upper and lower discrete PLDs on the lattice ``coarse`` (a multiple of conv.h) that
+    bound the composition ``conv`` computed, with count 1 (None without a convolution).
+
+    The upper measure is the upper row's positive part. The exact composition exceeds it
+    by at most the error bound per point and the tilted mass outside the window, besides
+    what the components' own leaks allow; all of it is carried as the upper PLD's leak.
+    The lower measure is the lower row less its error bound and less the tilted mass the
+    circular convolution folded in from either side (a tilted mass folded from x to x'
+    stands for e^{lam (x - x')} times the untilted mass it had).
+    """
+    if conv is None:
+        return None
+    n = conv.dens.shape[-1]
+    idx = conv.j_lo + np.arange(n)
+    upper = _measure(np.maximum(conv.dens[0], 0.0), idx, conv, row=0, p_inf=conv.inf_mass(0))
+    folded = conv.tilted_above(1) + conv.tilted_below(1)
+    lower = _measure(conv.dens[1] - conv.err[1] - folded, idx, conv, row=1, p_inf=conv.inf_mass(1))
+    if upper is None or lower is None:
+        return None
+    ratio = round(coarse / conv.h)
+    j_lo = math.floor(idx[0] / ratio)
+    j_hi = max(math.ceil(idx[-1] / ratio), j_lo + 3)
+    up = discretize_upper(upper, coarse, j_lo, j_hi)
+    _, low = discretize(lower, coarse, j_lo, j_hi)
+    if not np.any(low.masses > 0):
+        return None
+    # Missing moment generating function at lam, relative to the composed components' one
+    # (e^{log_k}), and then to the upper PLD's own.
+    missing = conv.leak() + n * float(conv.err[0]) + conv.tilted_above(0) + conv.tilted_below(0)
+    leak = missing * math.exp(float(conv.log_k[0]) - float(up.log_mgf(np.array([conv.lam]))[0]))
+    deficit = (1.0 + conv.clipped()) * (1.0 + low.deficit) - 1.0
+    return Component(replace(up, leak=leak, leak_lam=conv.lam), replace(low, deficit=deficit), 1)
+
+
+def _measure(tilted: np.ndarray, idx: np.ndarray, conv: Convolution, row: int,
+             p_inf: float) -> DiscreteLoss | None:
+    """The untilted measure p_i = tilted_i e^{K - lam x_i} on the points with tilted_i > 0,
+    as a discrete law; None when an upper mass would underflow or a Q-mass overflow."""
+    pos = tilted > 0
+    x = idx[pos] * conv.h
+    with np.errstate(divide="ignore"):
+        log_p = np.log(tilted[pos]) + float(conv.log_k[row]) - conv.lam * x
+    if log_p.size and (float((log_p - x).max()) > -_LOG_FLOOR
+                       or (row == 0 and float(log_p.min()) < _LOG_FLOOR)):
+        return None
+    return DiscreteLoss(x, np.exp(log_p), np.exp(log_p - x), p_inf=p_inf, lattice=conv.h)
+
+
+#: Smallest log-mass an upper measure may have (and minus the largest log Q-mass of either).
+_LOG_FLOOR = -700.0

@@ -1,0 +1,128 @@
+"""Multi-level self-composition (autoacct/converters/pld/levels.py, issue 4: time in k).
+
+Truth: k compositions of the Gaussian loss of (N(mu, 1), N(0, 1)) are the Gaussian
+loss with mu sqrt(k), in closed form (tests/closed_forms.py). The accountant composes
+Gaussian parts in closed form, so these tests hand it the same law without its
+closed-form marker: it then composes the law numerically, by levels once k is large.
+
+Through the public API, DP-SGD at large k composed by levels is compared with the same
+mechanism composed on one lattice (levels switched off): both brackets are certified,
+so they must overlap, and the levels bracket must meet the tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from closed_forms import gaussian_delta_closed, gaussian_eps_closed
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from warning_policy import strict_warnings
+
+from autoacct.converters.pld import levels
+from autoacct.converters.pld.accountant import FFTAccountant
+from autoacct.loss import GaussianLoss
+from autoacct.zoo import Composition, Gaussian, PoissonSubsample
+
+
+def _opaque_gaussian(mu: float) -> GaussianLoss:
+    """The Gaussian loss without its closed-form marker."""
+    loss = GaussianLoss(mu)
+    loss.gdp_mu = None
+    return loss
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[levels.Plan]:
+    """Record every plan the accountant composes by levels."""
+    used: list[levels.Plan] = []
+    inner = levels.self_compose
+
+    def spy(step, p, log_eta, lam):
+        used.append(p)
+        return inner(step, p, log_eta, lam)
+
+    monkeypatch.setattr(levels, "self_compose", spy)
+    return used
+
+
+def _accountant(mu_step: float, k: int) -> FFTAccountant:
+    loss = _opaque_gaussian(mu_step)
+    return FFTAccountant([(loss, loss, k)])
+
+
+@pytest.mark.parametrize("mu_step, k", [(0.01, 10 ** 6), (0.003, 10 ** 7), (2e-4, 10 ** 8)])
+@pytest.mark.parametrize("delta", [1e-5, 1e-10, 1e-15])
+def test_epsilon_brackets_the_closed_form(monkeypatch, mu_step, k, delta):
+    used = _counting(monkeypatch)
+    acc = _accountant(mu_step, k)
+    mu = mu_step * math.sqrt(k)
+    with strict_warnings():
+        lower, upper = acc.epsilon(delta, acc.eps_scale(delta))
+    truth = gaussian_eps_closed(mu, delta)
+    assert used, "the levels were not used"
+    assert lower <= truth <= upper
+    assert upper - lower <= 1e-3 * upper
+
+
+@pytest.mark.parametrize("mu_step, k", [(0.01, 10 ** 6), (2e-4, 10 ** 8)])
+def test_delta_curve_brackets_the_closed_form(monkeypatch, mu_step, k):
+    used = _counting(monkeypatch)
+    acc = _accountant(mu_step, k)
+    mu = mu_step * math.sqrt(k)
+    eps = np.linspace(0.0, mu * mu / 2 + 6 * mu, 40)
+    with strict_warnings():
+        lower, upper = acc.delta(eps, acc.eps_scale(1e-6))
+    truth = np.array([gaussian_delta_closed(mu, e) for e in eps])
+    assert used, "the levels were not used"
+    assert np.all(lower <= truth) and np.all(truth <= upper)
+    assert np.all(np.diff(upper) <= 0.0)
+
+
+@settings(max_examples=12, deadline=None)
+@given(log_k=st.floats(4.2, 8.0), mu=st.floats(0.3, 30.0), log_delta=st.floats(-14.0, -2.0))
+def test_never_below_the_truth(log_k, mu, log_delta):
+    k = int(10 ** log_k)
+    delta = 10 ** log_delta
+    mu_step = mu / math.sqrt(k)
+    acc = _accountant(mu_step, k)
+    with strict_warnings():
+        lower, upper = acc.epsilon(delta, acc.eps_scale(delta))
+    truth = gaussian_eps_closed(mu_step * math.sqrt(k), delta)
+    assert lower <= truth <= upper
+    assert math.isfinite(upper)
+
+
+@pytest.mark.parametrize("q, sigma, k, delta", [(0.01, 1.0, 10 ** 7, 1e-5), (1e-3, 0.8, 10 ** 6, 1e-10)])
+def test_dpsgd_levels_agree_with_one_lattice(monkeypatch, q, sigma, k, delta):
+    def bounds() -> tuple[float, float]:
+        m = Composition()([PoissonSubsample(q)(Gaussian(sigma))], [k])
+        with strict_warnings():
+            return m.epsilon_bounds(delta)
+
+    used = _counting(monkeypatch)
+    lo_levels, up_levels = bounds()
+    assert used, "the levels were not used"
+    monkeypatch.setattr(levels, "MIN_COUNT", 10 ** 12)
+    n_used = len(used)
+    lo_one, up_one = bounds()
+    assert len(used) == n_used, "the levels were not switched off"
+    assert max(lo_levels, lo_one) <= min(up_levels, up_one)
+    assert up_levels - lo_levels <= 1e-3 * up_levels
+
+
+def test_plan_is_none_when_one_lattice_is_cheap():
+    def gaussian_width(counts: np.ndarray) -> np.ndarray:
+        # About 12 standard deviations of a step whose loss has standard deviation 0.013.
+        return 12 * 0.013 * np.sqrt(counts)
+
+    assert levels.plan(10 ** 7, 1.0, gaussian_width) is None
+    assert levels.plan(100, 1e-6, gaussian_width) is None
+    p = levels.plan(10 ** 7, 4e-4, gaussian_width)
+    assert p is not None
+    count = p.top_count * p.ratio ** (2 * len(p.digits))
+    count += sum(d * p.ratio ** (2 * j) for j, d in enumerate(p.digits))
+    assert count == 10 ** 7
+    # The one-lattice window has 1.2e6 points; the plan's longest is far shorter.
+    assert p.points < 1e5
