@@ -23,7 +23,7 @@ from functools import cached_property
 import numpy as np
 
 from ...loss import GaussianLoss, PrivacyLoss
-from .compose import N_MAX, AccuracyWarning, Component, choose_tilt, compose
+from .compose import N_MAX, AccuracyWarning, Component, Components, choose_tilt, compose
 from .discretize import discretize
 from .grid import choose_spacing, index_range
 from .profile_ops import DiscreteProfile
@@ -90,7 +90,7 @@ class FFTAccountant:
                 j_lo, j_hi = index_range(loss, h, eta)
                 up, low = discretize(loss, h, j_lo, j_hi)
                 comps.append(Component(up, low, k))
-            self._comp_cache[key] = comps
+            self._comp_cache[key] = Components(comps)
         return self._comp_cache[key]
 
     def profiles(self, h: float, log_eta: float, eps_target: float | None = None,

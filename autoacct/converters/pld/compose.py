@@ -34,11 +34,12 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy import fft as sfft
 
-from .discretize import DiscretePLD
+from .discretize import DiscretePLD, log_mgfs
 from .profile_ops import DiscreteProfile
 
 #: Largest FFT length the composer uses (2^22 points: with both bound rows, their
@@ -72,8 +73,8 @@ def _side(c: Component, side: str) -> DiscretePLD:
 def exponents(h: float) -> np.ndarray:
     """The exponents (both signs, and 0) at which component cumulants may be evaluated.
 
-    Tilts are chosen among them and every tail bound searches them; each
-    component's log-MGF is evaluated at most once per exponent, whatever the tilt.
+    Tilts are chosen among them and every tail bound searches them; the cumulant of a
+    set of components is tabulated once at all of them (:class:`Components`), whatever the tilt.
     """
     pos = np.unique(np.concatenate((THETAS[1:], _LATTICE_THETAS / h)))
     return np.concatenate((-pos[::-1], [0.0], pos))
@@ -82,28 +83,55 @@ def exponents(h: float) -> np.ndarray:
 def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.ndarray:
     """K(theta) = sum_i k_i log E[e^{theta L_i}; L_i finite] for each theta."""
     theta = np.atleast_1d(np.asarray(theta, dtype=float))
-    total = np.zeros(theta.shape)
-    for c in comps:
-        total += c.count * _side(c, side).log_mgf(theta)
-    return total
+    table = log_mgfs([_side(c, side) for c in comps], theta)
+    counts = np.array([float(c.count) for c in comps])
+    # An empty law (log-MGF -inf) makes K = -inf; counts are positive, so no 0 * inf.
+    return (table * counts[:, None]).sum(axis=0)
+
+
+class Components(tuple):
+    """The components of one composition, all on one lattice, with what the composer derives
+    from them more than once (cumulants on the exponent grid, support ends), computed once."""
+
+    @cached_property
+    def _cumulants(self) -> dict[str, _Cumulant]:
+        return {}
+
+    def cumulant(self, side: str) -> _Cumulant:
+        """K of the ``side`` discrete PLDs on the exponent grid of their lattice."""
+        if side not in self._cumulants:
+            self._cumulants[side] = _Cumulant(self, side, self[0].upper.h)
+        return self._cumulants[side]
+
+    @cached_property
+    def _support(self) -> dict[str, tuple[float, float]]:
+        return {side: _support_ends(self, side) for side in ("upper", "lower")}
+
+    def support_top(self, side: str) -> float:
+        """Largest finite loss the composed discrete PLD of ``side`` can take."""
+        return self._support[side][1]
+
+    def support_bottom(self, side: str) -> float:
+        """Smallest finite loss the composed discrete PLD of ``side`` can take."""
+        return self._support[side][0]
+
+
+def _components(comps: Sequence[Component]) -> Components:
+    """``comps`` as :class:`Components` (itself when it already is one)."""
+    return comps if isinstance(comps, Components) else Components(comps)
 
 
 class _Cumulant:
-    """K on the exponent grid of spacing h, evaluated only where a search asks for it."""
+    """K on the exponent grid of spacing h, tabulated for every exponent at once."""
 
     def __init__(self, comps: Sequence[Component], side: str, h: float) -> None:
         self.comps, self.side = comps, side
         self.grid = exponents(h)
         self.zero = int(np.flatnonzero(self.grid == 0.0)[0])
-        self._values = np.full(self.grid.size, np.nan)
+        self._values = cumulant(comps, side, self.grid)
 
     def __call__(self, idx: np.ndarray) -> np.ndarray:
-        idx = np.atleast_1d(np.asarray(idx, dtype=int))
-        need = np.isnan(self._values[idx])
-        if need.any():
-            missing = np.array(sorted(set(idx[need].tolist())))
-            self._values[missing] = cumulant(self.comps, self.side, self.grid[missing])
-        return self._values[idx]
+        return self._values[np.asarray(idx, dtype=int)]
 
     def index(self, theta: float) -> int:
         """Index of a tabulated exponent."""
@@ -158,12 +186,13 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     """
     if eps_target is None or _single_step(comps):
         return 0.0
+    comps = _components(comps)
     mean = sum(c.count * float((c.upper.masses * c.upper.losses).sum()) for c in comps)
-    top = _support_top(comps, "upper")
+    top = comps.support_top("upper")
     target = min(eps_target, mean + 0.8 * (top - mean))
     if target <= mean:
         return 0.0
-    k = _Cumulant(comps, "upper", h)
+    k = comps.cumulant("upper")
     grid = k.grid
     i_star = _best(lambda i: k(i) - grid[i] * target, k.zero, grid.size - 1)
     lam_star = float(grid[i_star])
@@ -219,7 +248,7 @@ def _window_from(k: _Cumulant, lam: float, h: float, log_eta: float) -> tuple[in
 
 def _window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> tuple[int, int]:
     """Lattice indices outside which the tilted law has mass at most e^log_eta on each side."""
-    return _window_from(_Cumulant(comps, "upper", h), lam, h, log_eta)
+    return _window_from(_components(comps).cumulant("upper"), lam, h, log_eta)
 
 
 def compose(comps: Sequence[Component], h: float, log_eta: float,
@@ -231,6 +260,7 @@ def compose(comps: Sequence[Component], h: float, log_eta: float,
     """
     if _single_step(comps):
         return _uncomposed(comps[0], h)
+    comps = _components(comps)
     j_lo, j_hi = _window(comps, h, lam, log_eta)
     n = sfft.next_fast_len(max(j_hi - j_lo + 1, 2), real=True)
     if n > N_MAX:
@@ -277,9 +307,9 @@ def compose(comps: Sequence[Component], h: float, log_eta: float,
     out = []
     for j, side in enumerate(("upper", "lower")):
         k_lam = log_k[j]
-        k_side = _Cumulant(comps, side, h)
-        s_top = _support_top(comps, side)
-        s_bottom = _support_bottom(comps, side)
+        k_side = comps.cumulant(side)
+        s_top = comps.support_top(side)
+        s_bottom = comps.support_bottom(side)
         # Beyond the composed support there is no mass at all.
         if top > s_top:
             tilted_above, log_above = 0.0, -np.inf
@@ -347,7 +377,7 @@ def _uncomposed(c: Component, h: float) -> tuple[DiscreteProfile, DiscreteProfil
         out.append(DiscreteProfile(h=h, start=pld.start, tilted=pld.masses * scale, log_k=0.0, lam=0.0,
                                    c0=min(c0 * scale, 1.0) if c0 > 0 else c0 / scale,
                                    log_c1=-math.inf, upper=upper,
-                                   support_top=_support_top([c], "upper" if upper else "lower"),
+                                   support_top=_support_ends([c], "upper" if upper else "lower")[1],
                                    inf_mass=min(inf_mass * (1.0 + _LAW_REL), 1.0)))
     return out[0], out[1]
 
@@ -356,27 +386,15 @@ def _uncomposed(c: Component, h: float) -> tuple[DiscreteProfile, DiscreteProfil
 _LAW_REL = 1e-9
 
 
-def _support_top(comps: Sequence[Component], side: str) -> float:
-    """Largest finite loss the composed discrete PLD can take."""
-    top = 0.0
+def _support_ends(comps: Sequence[Component], side: str) -> tuple[float, float]:
+    """Smallest and largest finite losses the composed discrete PLD can take."""
+    bottom = top = 0.0
     for c in comps:
         pld = _side(c, side)
-        nz = np.flatnonzero(pld.masses > 0)
-        if nz.size == 0:
-            continue
-        top += c.count * float(pld.losses[nz[-1]])
-    return top
-
-
-def _support_bottom(comps: Sequence[Component], side: str) -> float:
-    """Smallest finite loss the composed discrete PLD can take."""
-    bottom = 0.0
-    for c in comps:
-        pld = _side(c, side)
-        nz = np.flatnonzero(pld.masses > 0)
-        if nz.size:
-            bottom += c.count * float(pld.losses[nz[0]])
-    return bottom
+        if pld.support is not None:
+            bottom += c.count * (pld.start + pld.support[0]) * pld.h
+            top += c.count * (pld.start + pld.support[1]) * pld.h
+    return bottom, top
 
 
 def _tilt(pld: DiscretePLD, lam: float) -> tuple[np.ndarray, float]:
