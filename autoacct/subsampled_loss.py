@@ -50,9 +50,16 @@ def _masses_between(loss: PrivacyLoss, t: np.ndarray) -> tuple[np.ndarray, np.nd
 
     ``t`` may repeat values (a repeated value makes an empty cell) and contain
     +-inf. The base law is asked once, on the distinct values only, so that it
-    always sees strictly increasing edges.
+    always sees strictly increasing edges: the cells (t_i, t_{i+1}] with t_i < t_{i+1}
+    are, in order, exactly the cells between consecutive distinct values.
     """
-    (m_p, m_q), = _masses_on(loss, [t])
+    t = np.asarray(t, dtype=float)
+    grows = t[1:] != t[:-1]
+    m_p, m_q = np.zeros(max(len(t) - 1, 0)), np.zeros(max(len(t) - 1, 0))
+    if grows.any():
+        mp_u, mq_u = loss.cell_masses(t[np.concatenate(([True], grows))])
+        m_p[grows] = mp_u
+        m_q[grows] = mq_u
     return m_p, m_q
 
 
