@@ -188,14 +188,16 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
             rounded[np.clip(bad + shift, 0, n - 2)] = True
     else:
         return None
-    masses[:-1] += np.where(rounded, m_p[1:-1], 0.0)
+    if rounded.any():
+        masses[:-1] += np.where(rounded, m_p[1:-1], 0.0)
     # Left of the first grid point the lower profile is the line through its first
     # segment; the true profile there lies above the line P(L >= g_0) - gamma Q(L >= g_0).
     # Both lines agree at gamma = 0 unless the masses outweigh the law: an excess at
     # rounding level is given back like the clipped mass, a larger one means the
     # construction failed (a law within a cell or two) and rounding down takes over.
-    excess = max(float(masses.sum()) - float(m_p[1:].sum()), 0.0)
-    if excess > _EXCESS * float(m_p[1:].sum()):
+    finite = float(m_p[1:].sum())
+    excess = max(float(masses.sum()) - finite, 0.0)
+    if excess > _EXCESS * finite:
         return None
     deficit = float(np.sum(np.maximum(-masses, 0.0))) + excess
     return DiscretePLD(h, j_lo, np.maximum(masses, 0.0), _attained_inf(loss), deficit)
@@ -222,24 +224,27 @@ def _second_order(gam: np.ndarray, g: np.ndarray, h: float, m_p: np.ndarray, m_q
     mass above the grid), plus those of the interpolant of c = v - u.
     """
     n = len(gam)
-    keep = ~rounded
-    cell_p = np.where(keep, m_p[1:-1], 0.0)
-    cell_q = np.where(keep, m_q[1:-1], 0.0)
-    cell_atoms = np.where(keep, atoms_q, 0.0)
     above_p, above_q = m_p[-1], m_q[-1]
     if rounded.any():
+        keep = ~rounded
+        cell_p = np.where(keep, m_p[1:-1], 0.0)
+        cell_q = np.where(keep, m_q[1:-1], 0.0)
+        cell_atoms = np.where(keep, atoms_q, 0.0)
         w_left = _left_share(cell_p, cell_q, g[:-1], h)
         inner = np.zeros(n)
         inner[:-1] += w_left
         inner[1:] += cell_p - w_left
     else:
-        inner = inner_all.copy()
-    sp = np.concatenate((np.cumsum(np.concatenate((cell_p, [above_p]))[::-1])[::-1], [0.0]))[:n]
-    sq = np.concatenate((np.cumsum(np.concatenate((cell_q, [above_q]))[::-1])[::-1], [0.0]))[:n]
+        cell_p, cell_q, cell_atoms, inner = m_p[1:-1], m_q[1:-1], atoms_q, inner_all
+    sp = _suffix_sums(cell_p, above_p)
+    sq = _suffix_sums(cell_q, above_q)
     f = np.maximum(sp - gam * sq, 0.0)
     with np.errstate(over="ignore", invalid="ignore"):
         lower_right = np.maximum(gam[1:] * cell_q - cell_p, 0.0)
-        lower_left = np.maximum(cell_p - gam[:-1] * cell_q - np.diff(gam) * cell_atoms, 0.0)
+        lower_left = cell_p - gam[:-1] * cell_q
+        if cell_atoms.any():
+            lower_left -= np.diff(gam) * cell_atoms
+        np.maximum(lower_left, 0.0, out=lower_left)
     # Right ends up to the heaviest cell, left ends after it: the one point lowered from
     # both sides sits where the masses are largest, and a support boundary next to
     # empty cells is never lowered against them.
@@ -274,6 +279,11 @@ def _second_order(gam: np.ndarray, g: np.ndarray, h: float, m_p: np.ndarray, m_q
     tiny = np.maximum(1e-9 * inner, 1e-14 * max(float(inner.max()), 1e-300))
     bad = np.flatnonzero(masses < -tiny)
     return masses, bad
+
+
+def _suffix_sums(cells: np.ndarray, above: float) -> np.ndarray:
+    """sum_{i >= j} cells_i + above for each j (the mass at or above grid point j)."""
+    return np.cumsum(np.append(cells, above)[::-1])[::-1]
 
 
 _ROUNDS = 60
