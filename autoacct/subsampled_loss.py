@@ -26,6 +26,7 @@ phi) are integrated to second order.
 from __future__ import annotations
 
 import math
+import weakref
 from functools import cached_property
 
 import numpy as np
@@ -122,6 +123,18 @@ def representation(loss: PrivacyLoss) -> Representation:
     own = getattr(loss, "_representation", None)
     if own is not None:
         return own
+    if loss not in _GRID_REPRESENTATIONS:
+        _GRID_REPRESENTATIONS[loss] = _grid_representation(loss)
+    return _GRID_REPRESENTATIONS[loss]
+
+
+#: Grid representations of laws that have no own one, kept while the law lives: the
+#: removal and addition laws of a subsampled mechanism share one base law.
+_GRID_REPRESENTATIONS: weakref.WeakKeyDictionary[PrivacyLoss, Representation] = weakref.WeakKeyDictionary()
+
+
+def _grid_representation(loss: PrivacyLoss) -> Representation:
+    """The representation of :func:`representation` for a law without its own."""
     a, b = (float(x) for x in loss.quantile_range(_REPR_ETA))
     if b <= a:
         a, b = a - 1e-9, a + 1e-9
