@@ -54,7 +54,10 @@ class DiscretePLD:
     @cached_property
     def support(self) -> tuple[int, int] | None:
         """Indices of the first and last positive masses (None when there is none)."""
-        nz = np.flatnonzero(self.masses > 0)
+        m = self.masses
+        if m.size and m[0] > 0 and m[-1] > 0:
+            return 0, m.size - 1
+        nz = np.flatnonzero(m > 0)
         return (int(nz[0]), int(nz[-1])) if nz.size else None
 
 
