@@ -104,6 +104,11 @@ class Components(tuple):
         return self._cumulants[side]
 
     @cached_property
+    def mean(self) -> float:
+        """Mean of the composed upper discrete PLD's finite part (masses as given)."""
+        return sum(c.count * float((c.upper.masses * c.upper.losses).sum()) for c in self)
+
+    @cached_property
     def _support(self) -> dict[str, tuple[float, float]]:
         return {side: _support_ends(self, side) for side in ("upper", "lower")}
 
@@ -187,7 +192,7 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     if eps_target is None or _single_step(comps):
         return 0.0
     comps = _components(comps)
-    mean = sum(c.count * float((c.upper.masses * c.upper.losses).sum()) for c in comps)
+    mean = comps.mean
     top = comps.support_top("upper")
     target = min(eps_target, mean + 0.8 * (top - mean))
     if target <= mean:
@@ -276,21 +281,32 @@ def compose(comps: Sequence[Component], h: float, log_eta: float,
     # = prod_j M_j^(k_j) * sum_i k_i e_i / M_i, which is small wherever any factor is.
     bound = None
     weight = 0.0
-    for c in comps:
-        rows = []
-        for j, pld in enumerate((c.upper, c.lower)):
-            tilted, log_m = _tilt(pld, lam)
-            log_k[j] += c.count * log_m
-            rows.append(_fold(tilted, n))
-        s = sfft.rfft(np.stack(rows), axis=-1)
+    # Components are transformed in groups, both rows of each at once.
+    group = max(1, _GROUP_POINTS // n)
+    for g0 in range(0, len(comps), group):
+        part = comps[g0:g0 + group]
+        rows = np.zeros((len(part), 2, n))
+        for i, c in enumerate(part):
+            for j, pld in enumerate((c.upper, c.lower)):
+                tilted, log_m = _tilt(pld, lam)
+                log_k[j] += c.count * log_m
+                _fold_into(rows[i, j], tilted)
+            offset += c.count * c.upper.start
+        s = sfft.rfft(rows, axis=-1)
         mag = np.minimum(np.abs(s) + rho, 1.0)
-        power = _power(mag, c.count, mag) if c.count > 1 else mag
-        bound = power if bound is None else bound * power
+        counts = np.array([float(c.count) for c in part])
         # Forward error rho plus the rounding of the power and the product (4u per factor).
-        weight = weight + (c.count + 1) * (rho + 4 * _U) / mag
-        s = _power(s, c.count, mag) if c.count > 1 else s
+        weight = weight + ((counts + 1.0)[:, None, None] * ((rho + 4 * _U) / mag)).sum(axis=0)
+        power = mag
+        for i in np.flatnonzero(counts > 1):
+            if power is mag:
+                power = mag.copy()
+            power[i] = _power(mag[i], part[i].count, mag[i])
+            s[i] = _power(s[i], part[i].count, mag[i])
+        power = np.prod(power, axis=0)
+        s = np.prod(s, axis=0)
+        bound = power if bound is None else bound * power
         spec = s if spec is None else spec * s
-        offset += c.count * c.upper.start
     dens = sfft.irfft(spec, n=n, axis=-1)
     dens = np.roll(dens, -((j_lo - offset) % n), axis=-1)
 
@@ -411,9 +427,14 @@ def _tilt(pld: DiscretePLD, lam: float) -> tuple[np.ndarray, float]:
     return e / tot, zmax + math.log(tot)
 
 
-def _fold(masses: np.ndarray, n: int) -> np.ndarray:
+def _fold_into(row: np.ndarray, masses: np.ndarray) -> None:
+    """Add ``masses`` into the zero ``row`` of length n, wrapped around modulo n."""
+    n = len(row)
     if len(masses) <= n:
-        out = np.zeros(n)
-        out[:len(masses)] = masses
-        return out
-    return np.bincount(np.arange(len(masses)) % n, weights=masses, minlength=n)
+        row[:len(masses)] = masses
+    else:
+        row += np.bincount(np.arange(len(masses)) % n, weights=masses, minlength=n)
+
+
+#: Lattice points transformed per group of components in :func:`compose`.
+_GROUP_POINTS = 1 << 19
