@@ -149,7 +149,7 @@ def discretize(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> tuple[Discr
         return upper, DiscretePLD(h, j_lo, inner.copy(), _attained_inf(loss))
 
     atoms_q = _atoms_q(loss, g[1:]) if loss.has_atoms else np.zeros(n - 1)
-    lower = _lower(loss, g, h, j_lo, m_p, m_q, atoms_q, inner)
+    lower = _lower(loss, g, h, j_lo, m_p, m_q, atoms_q)
     if lower is None:
         down = np.zeros(n)
         down[:-1] += inner_p
@@ -159,10 +159,8 @@ def discretize(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> tuple[Discr
 
 
 def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarray,
-           m_q: np.ndarray, atoms_q: np.ndarray, inner: np.ndarray) -> DiscretePLD | None:
+           m_q: np.ndarray, atoms_q: np.ndarray) -> DiscretePLD | None:
     """Second-order lower PLD, or None when no valid one was found.
-
-    ``inner`` holds the connect-the-dots masses of the law's inner cells.
 
     The law's finite part is split into two sub-measures by cells. Cells where
     the density changes too fast for a second-order correction to stay convex
@@ -182,7 +180,7 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
     rounded = np.zeros(n - 1, dtype=bool)
     masses = np.zeros(n)
     for _ in range(_ROUNDS):
-        masses, bad = _second_order(gam, g, h, m_p, m_q, atoms_q, rounded, inner)
+        masses, bad = _second_order(gam, h, m_p, m_q, atoms_q, rounded)
         if masses is None:
             return None
         if bad.size == 0:
@@ -206,13 +204,9 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
     return DiscretePLD(h, j_lo, np.maximum(masses, 0.0), _attained_inf(loss), deficit)
 
 
-def _second_order(gam: np.ndarray, g: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
-                  atoms_q: np.ndarray, rounded: np.ndarray,
-                  inner_all: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+def _second_order(gam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
+                  atoms_q: np.ndarray, rounded: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
     """Second-order lower masses for the cells not ``rounded``, and the points where they are < 0.
-
-    ``gam`` = e^g at the grid points g; ``inner_all`` are the connect-the-dots masses of
-    all inner cells (those of the sub-measure when no cell is rounded).
 
     With F the finite part of this sub-measure's profile at the grid, the values
     are v_j = F_j - e_j: on each cell the segment is lowered at one end only,
@@ -233,12 +227,12 @@ def _second_order(gam: np.ndarray, g: np.ndarray, h: float, m_p: np.ndarray, m_q
         cell_p = np.where(keep, m_p[1:-1], 0.0)
         cell_q = np.where(keep, m_q[1:-1], 0.0)
         cell_atoms = np.where(keep, atoms_q, 0.0)
-        w_left = _left_share(cell_p, cell_q, g[:-1], h)
-        inner = np.zeros(n)
-        inner[:-1] += w_left
-        inner[1:] += cell_p - w_left
     else:
-        cell_p, cell_q, cell_atoms, inner = m_p[1:-1], m_q[1:-1], atoms_q, inner_all
+        cell_p, cell_q, cell_atoms = m_p[1:-1], m_q[1:-1], atoms_q
+    w_left = _left_share(cell_p, cell_q, np.log(gam[:-1]), h)
+    inner = np.zeros(n)
+    inner[:-1] += w_left
+    inner[1:] += cell_p - w_left
     sp = _suffix_sums(cell_p, above_p)
     sq = _suffix_sums(cell_q, above_q)
     f = np.maximum(sp - gam * sq, 0.0)
