@@ -189,6 +189,22 @@ class GaussianLoss(ContinuousLoss):
     def _sf(self, x: np.ndarray, under: str) -> np.ndarray:
         return special.ndtr(-self._z(x, under))
 
+    def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The differences of :class:`ContinuousLoss`, from one tail function per edge:
+        t = Phi(-|z|) is the survival function where z > 0 and the distribution function
+        elsewhere, so a cell is sf - sf right of the centre and cdf - cdf left of it (one
+        cell straddling the centre takes its right cdf as 1 - t)."""
+        edges = np.asarray(edges, dtype=float)
+        out = []
+        for under in ("P", "Q"):
+            z = self._z(edges, under)
+            t = special.ndtr(-np.abs(z))
+            right = z > 0.0
+            cdf_next = np.where(right[1:], 1.0 - t[1:], t[1:])
+            m = np.where(right[:-1], t[:-1] - t[1:], cdf_next - t[:-1])
+            out.append(np.maximum(m, 0.0))
+        return out[0], out[1]
+
     def profile(self, eps: np.ndarray) -> np.ndarray:
         return gaussian_delta(self.mu, eps)
 

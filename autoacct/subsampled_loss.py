@@ -26,6 +26,7 @@ phi) are integrated to second order.
 from __future__ import annotations
 
 import math
+import weakref
 from functools import cached_property
 
 import numpy as np
@@ -50,9 +51,16 @@ def _masses_between(loss: PrivacyLoss, t: np.ndarray) -> tuple[np.ndarray, np.nd
 
     ``t`` may repeat values (a repeated value makes an empty cell) and contain
     +-inf. The base law is asked once, on the distinct values only, so that it
-    always sees strictly increasing edges.
+    always sees strictly increasing edges: the cells (t_i, t_{i+1}] with t_i < t_{i+1}
+    are, in order, exactly the cells between consecutive distinct values.
     """
-    (m_p, m_q), = _masses_on(loss, [t])
+    t = np.asarray(t, dtype=float)
+    grows = t[1:] != t[:-1]
+    m_p, m_q = np.zeros(max(len(t) - 1, 0)), np.zeros(max(len(t) - 1, 0))
+    if grows.any():
+        mp_u, mq_u = loss.cell_masses(t[np.concatenate(([True], grows))])
+        m_p[grows] = mp_u
+        m_q[grows] = mq_u
     return m_p, m_q
 
 
@@ -115,6 +123,18 @@ def representation(loss: PrivacyLoss) -> Representation:
     own = getattr(loss, "_representation", None)
     if own is not None:
         return own
+    if loss not in _GRID_REPRESENTATIONS:
+        _GRID_REPRESENTATIONS[loss] = _grid_representation(loss)
+    return _GRID_REPRESENTATIONS[loss]
+
+
+#: Grid representations of laws that have no own one, kept while the law lives: the
+#: removal and addition laws of a subsampled mechanism share one base law.
+_GRID_REPRESENTATIONS: weakref.WeakKeyDictionary[PrivacyLoss, Representation] = weakref.WeakKeyDictionary()
+
+
+def _grid_representation(loss: PrivacyLoss) -> Representation:
+    """The representation of :func:`representation` for a law without its own."""
     a, b = (float(x) for x in loss.quantile_range(_REPR_ETA))
     if b <= a:
         a, b = a - 1e-9, a + 1e-9

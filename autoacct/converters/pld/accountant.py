@@ -18,15 +18,15 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from ...loss import GaussianLoss, PrivacyLoss
 from . import levels
-from .compose import (N_MAX, AccuracyWarning, ChernoffProfile, Component, chernoff_profiles, choose_tilt,
-                      compose, window)
+from .compose import (N_MAX, AccuracyWarning, ChernoffProfile, Component, Components, chernoff_profiles,
+                      choose_tilt, compose, window_points)
 from .discretize import discretize
 from .grid import choose_spacing, index_range
 from .profile_ops import DiscreteProfile
@@ -98,7 +98,7 @@ class FFTAccountant:
                 j_lo, j_hi = index_range(loss, h, eta)
                 up, low = discretize(loss, h, j_lo, j_hi)
                 comps.append(Component(up, low, k))
-            self._comp_cache[key] = comps
+            self._comp_cache[key] = Components(comps)
         return self._comp_cache[key]
 
     def profiles(self, h: float, log_eta: float, eps_target: float | None = None,
@@ -147,13 +147,13 @@ class FFTAccountant:
         """
         if g != h:
             def width(counts: np.ndarray) -> np.ndarray:
-                return np.array([g * float(np.subtract(*window([replace(comps[0], count=int(c))], g, lam,
-                                                                log_eta)[::-1]) + 1) for c in counts])
+                return g * window_points(comps[0], counts, lam, log_eta)
 
             max_leak = math.inf
             if budget is not None:
                 target, delta, allowance = budget
-                log_k = comps[0].count * float(comps[0].upper.log_mgf(np.array([lam]))[0])
+                k = comps.cumulant("upper", lam)
+                log_k = float(k(np.array([k.index(lam)]))[0])
                 max_leak = math.exp(min(math.log(allowance) + lam * target - log_k, 0.0))
             p = levels.plan(comps[0].count, h, width, max_leak)
             step = None if p is None else comps[0] if p.fine == g else self.components(p.fine, log_eta, d)[0]

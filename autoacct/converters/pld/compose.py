@@ -40,12 +40,13 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 from scipy import fft as sfft
 
-from .discretize import DiscretePLD
+from .discretize import DiscretePLD, log_mgfs
 from .profile_ops import DiscreteProfile
 
 #: Largest FFT length the composer uses (2^22 points: with both bound rows, their
@@ -79,8 +80,8 @@ def _side(c: Component, side: str) -> DiscretePLD:
 def exponents(h: float) -> np.ndarray:
     """The exponents (both signs, and 0) at which component cumulants may be evaluated.
 
-    Tilts are chosen among them and every tail bound searches them; each
-    component's log-MGF is evaluated at most once per exponent, whatever the tilt.
+    Tilts are chosen among them and every tail bound searches them; the cumulant of a
+    set of components is tabulated once at all of them (:class:`Components`), whatever the tilt.
     """
     pos = np.unique(np.concatenate((THETAS[1:], _LATTICE_THETAS / h)))
     return np.concatenate((-pos[::-1], [0.0], pos))
@@ -89,29 +90,69 @@ def exponents(h: float) -> np.ndarray:
 def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.ndarray:
     """K(theta) = sum_i k_i log E[e^{theta L_i}; L_i finite] for each theta."""
     theta = np.atleast_1d(np.asarray(theta, dtype=float))
-    total = np.zeros(theta.shape)
-    for c in comps:
-        total += c.count * _side(c, side).log_mgf(theta)
-    return total
+    table = log_mgfs([_side(c, side) for c in comps], theta)
+    counts = np.array([float(c.count) for c in comps])
+    # An empty law (log-MGF -inf) makes K = -inf; counts are positive, so no 0 * inf.
+    return (table * counts[:, None]).sum(axis=0)
+
+
+class Components(tuple):
+    """The components of one composition, all on one lattice, with what the composer derives
+    from them more than once (cumulants on the exponent grid, support ends), computed once."""
+
+    @cached_property
+    def _cumulants(self) -> dict[str, _Cumulant]:
+        return {}
+
+    def cumulant(self, side: str, lam: float = 0.0) -> _Cumulant:
+        """K of the ``side`` discrete PLDs on the exponent grid of their lattice, and at lam."""
+        k = self._cumulants.get(side)
+        if k is None or not np.any(k.grid == lam):
+            k = self._cumulants[side] = _Cumulant(self, side, self[0].upper.h, lam)
+        return k
+
+    @cached_property
+    def mean(self) -> float:
+        """Mean of the composed upper discrete PLD's finite part (masses as given)."""
+        return sum(c.count * float((c.upper.masses * c.upper.losses).sum()) for c in self)
+
+    @cached_property
+    def _support(self) -> dict[str, tuple[float, float]]:
+        return {side: _support_ends(self, side) for side in ("upper", "lower")}
+
+    def support_top(self, side: str) -> float:
+        """Largest finite loss the composed discrete PLD of ``side`` can take."""
+        return self._support[side][1]
+
+    def support_bottom(self, side: str) -> float:
+        """Smallest finite loss the composed discrete PLD of ``side`` can take."""
+        return self._support[side][0]
+
+
+def _components(comps: Sequence[Component]) -> Components:
+    """``comps`` as :class:`Components` (itself when it already is one)."""
+    return comps if isinstance(comps, Components) else Components(comps)
 
 
 class _Cumulant:
     """K on the exponent grid of spacing h (and the tilt ``lam``, which a tilt chosen on
-    another grid need not be on), evaluated only where a search asks for it."""
+    another grid need not be on), tabulated for every exponent at once."""
 
-    def __init__(self, comps: Sequence[Component], side: str, h: float, lam: float = 0.0) -> None:
-        self.comps, self.side = comps, side
+    def __init__(self, comps: Sequence[Component], side: str, h: float, lam: float = 0.0,
+                 values: np.ndarray | None = None) -> None:
+        self.comps, self.side, self.h, self.lam = comps, side, h, lam
         self.grid = np.union1d(exponents(h), [lam, -lam])
         self.zero = int(np.flatnonzero(self.grid == 0.0)[0])
-        self._values = np.full(self.grid.size, np.nan)
+        self._values = cumulant(comps, side, self.grid) if values is None else values
+
+    def recounted(self, count: int) -> _Cumulant:
+        """The same table for one component taken ``count`` times instead (K is linear in it)."""
+        (c,) = self.comps
+        return _Cumulant(Components([replace(c, count=count)]), self.side, self.h, self.lam,
+                         self._values * (count / c.count))
 
     def __call__(self, idx: np.ndarray) -> np.ndarray:
-        idx = np.atleast_1d(np.asarray(idx, dtype=int))
-        need = np.isnan(self._values[idx])
-        if need.any():
-            missing = np.array(sorted(set(idx[need].tolist())))
-            self._values[missing] = cumulant(self.comps, self.side, self.grid[missing])
-        return self._values[idx]
+        return self._values[np.asarray(idx, dtype=int)]
 
     def index(self, theta: float) -> int:
         """Index of a tabulated exponent."""
@@ -195,7 +236,7 @@ def chernoff_profiles(comps: Sequence[Component], h: float) -> tuple[ChernoffPro
     """(upper, lower) :class:`ChernoffProfile` of the composition of ``comps``."""
     log_fin = sum(c.count * (math.log1p(-c.upper.p_inf) if c.upper.p_inf < 1.0 else -math.inf)
                   for c in comps)
-    k = _Cumulant(comps, "upper", h)
+    k = _components(comps).cumulant("upper")
     inf_mass = -math.expm1(log_fin)
     return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)
 
@@ -218,12 +259,13 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     """
     if eps_target is None or _single_step(comps):
         return 0.0
-    mean = sum(c.count * float((c.upper.masses * c.upper.losses).sum()) for c in comps)
-    top = _support_top(comps, "upper")
+    comps = _components(comps)
+    mean = comps.mean
+    top = comps.support_top("upper")
     target = min(eps_target, mean + 0.8 * (top - mean))
     if target <= mean:
         return 0.0
-    k = _Cumulant(comps, "upper", h)
+    k = comps.cumulant("upper")
     grid = k.grid
     i_star = _best(lambda i: k(i) - grid[i] * target, k.zero, grid.size - 1)
     lam_star = float(grid[i_star])
@@ -279,7 +321,18 @@ def _window_from(k: _Cumulant, lam: float, h: float, log_eta: float) -> tuple[in
 
 def window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> tuple[int, int]:
     """Lattice indices outside which the tilted law has mass at most e^log_eta on each side."""
-    return _window_from(_Cumulant(comps, "upper", h, lam), lam, h, log_eta)
+    return _window_from(_components(comps).cumulant("upper", lam), lam, h, log_eta)
+
+
+def window_points(comp: Component, counts: np.ndarray, lam: float, log_eta: float) -> np.ndarray:
+    """Points of the :func:`window` of ``comp`` taken each of ``counts`` times."""
+    k = Components([comp]).cumulant("upper", lam)
+    h = comp.upper.h
+    out = []
+    for count in counts:
+        lo, hi = _window_from(k.recounted(int(count)), lam, h, log_eta)
+        out.append(hi - lo + 1)
+    return np.array(out, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -292,7 +345,7 @@ class Convolution:
     tilted mass outside it (bounded by :meth:`tilted_above` and :meth:`tilted_below`).
     """
 
-    comps: Sequence[Component]
+    comps: Components
     h: float
     lam: float
     j_lo: int
@@ -313,28 +366,25 @@ class Convolution:
         return (self.j_lo - 1) * self.h
 
     def _cumulant(self, row: int) -> _Cumulant:
-        """The row's cumulant table (one per row, so that searches share evaluations)."""
-        cache = self.__dict__.setdefault("_cumulants", {})
-        if row not in cache:
-            cache[row] = _Cumulant(self.comps, ("upper", "lower")[row], self.h, self.lam)
-        return cache[row]
+        """The row's cumulant table (shared with every other use of the same components)."""
+        return self.comps.cumulant(("upper", "lower")[row], self.lam)
 
     def tilted_above(self, row: int) -> float:
         """Bound on the row's tilted mass above the window."""
-        if self.top > _support_top(self.comps, ("upper", "lower")[row]):
+        if self.top > self.comps.support_top(("upper", "lower")[row]):
             return 0.0
         return math.exp(_chernoff(self._cumulant(row), self.lam, float(self.log_k[row]), self.top,
                                   above=True))
 
     def log_above(self, row: int) -> float:
         """log of a bound on the row's untilted mass P(S >= top) (Chernoff at the plain exponents)."""
-        if self.top > _support_top(self.comps, ("upper", "lower")[row]):
+        if self.top > self.comps.support_top(("upper", "lower")[row]):
             return -math.inf
         return _chernoff(self._cumulant(row), 0.0, 0.0, self.top, above=True)
 
     def tilted_below(self, row: int) -> float:
         """Bound on the row's tilted mass below the window."""
-        if self.bottom < _support_bottom(self.comps, ("upper", "lower")[row]):
+        if self.bottom < self.comps.support_bottom(("upper", "lower")[row]):
             return 0.0
         return math.exp(_chernoff(self._cumulant(row), self.lam, float(self.log_k[row]), self.bottom,
                                   above=False))
@@ -367,6 +417,7 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
     """Tilted composition of ``comps`` on the lattice hZ by one FFT, on the window outside
     which the tilted law has mass at most e^log_eta on each side; None if that window has
     more than ``max_points`` points."""
+    comps = _components(comps)
     j_lo, j_hi = window(comps, h, lam, log_eta)
     if j_hi - j_lo + 1 > max_points:
         return None
@@ -384,21 +435,32 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
     # = prod_j M_j^(k_j) * sum_i k_i e_i / M_i, which is small wherever any factor is.
     bound = None
     weight = 0.0
-    for c in comps:
-        rows = []
-        for j, pld in enumerate((c.upper, c.lower)):
-            tilted, log_m = _tilt(pld, lam)
-            log_k[j] += c.count * log_m
-            rows.append(_fold(tilted, n))
-        s = sfft.rfft(np.stack(rows), axis=-1)
+    # Components are transformed in groups, both rows of each at once.
+    group = max(1, _GROUP_POINTS // n)
+    for g0 in range(0, len(comps), group):
+        part = comps[g0:g0 + group]
+        rows = np.zeros((len(part), 2, n))
+        for i, c in enumerate(part):
+            for j, pld in enumerate((c.upper, c.lower)):
+                tilted, log_m = _tilt(pld, lam)
+                log_k[j] += c.count * log_m
+                _fold_into(rows[i, j], tilted)
+            offset += c.count * c.upper.start
+        s = sfft.rfft(rows, axis=-1)
         mag = np.minimum(np.abs(s) + rho, 1.0)
-        power = _power(mag, c.count, mag) if c.count > 1 else mag
-        bound = power if bound is None else bound * power
+        counts = np.array([float(c.count) for c in part])
         # Forward error rho plus the rounding of the power and the product (4u per factor).
-        weight = weight + (c.count + 1) * (rho + 4 * _U) / mag
-        s = _power(s, c.count, mag) if c.count > 1 else s
+        weight = weight + ((counts + 1.0)[:, None, None] * ((rho + 4 * _U) / mag)).sum(axis=0)
+        power = mag
+        for i in np.flatnonzero(counts > 1):
+            if power is mag:
+                power = mag.copy()
+            power[i] = _power(mag[i], part[i].count, mag[i])
+            s[i] = _power(s[i], part[i].count, mag[i])
+        power = np.prod(power, axis=0)
+        s = np.prod(s, axis=0)
+        bound = power if bound is None else bound * power
         spec = s if spec is None else spec * s
-        offset += c.count * c.upper.start
     dens = sfft.irfft(spec, n=n, axis=-1)
     dens = np.roll(dens, -((j_lo - offset) % n), axis=-1)
 
@@ -442,7 +504,7 @@ def compose(comps: Sequence[Component], h: float, log_eta: float,
             log_c1 = k_lam + float(np.logaddexp(log_err, log_alias))
         out.append(DiscreteProfile(h=h, start=conv.j_lo, tilted=conv.dens[j], log_k=k_lam, lam=lam,
                                    c0=c0, log_c1=log_c1, upper=side == "upper",
-                                   support_top=_support_top(comps, side), inf_mass=inf_mass))
+                                   support_top=conv.comps.support_top(side), inf_mass=inf_mass))
     return out[0], out[1]
 
 
@@ -482,7 +544,7 @@ def _uncomposed(c: Component, h: float) -> tuple[DiscreteProfile, DiscreteProfil
         out.append(DiscreteProfile(h=h, start=pld.start, tilted=pld.masses * scale, log_k=0.0, lam=0.0,
                                    c0=min(c0 * scale, 1.0) if c0 > 0 else c0 / scale,
                                    log_c1=-math.inf, upper=upper,
-                                   support_top=_support_top([c], "upper" if upper else "lower"),
+                                   support_top=_support_ends([c], "upper" if upper else "lower")[1],
                                    inf_mass=min(inf_mass * (1.0 + _LAW_REL), 1.0)))
     return out[0], out[1]
 
@@ -491,27 +553,15 @@ def _uncomposed(c: Component, h: float) -> tuple[DiscreteProfile, DiscreteProfil
 _LAW_REL = 1e-9
 
 
-def _support_top(comps: Sequence[Component], side: str) -> float:
-    """Largest finite loss the composed discrete PLD can take."""
-    top = 0.0
+def _support_ends(comps: Sequence[Component], side: str) -> tuple[float, float]:
+    """Smallest and largest finite losses the composed discrete PLD can take."""
+    bottom = top = 0.0
     for c in comps:
         pld = _side(c, side)
-        nz = np.flatnonzero(pld.masses > 0)
-        if nz.size == 0:
-            continue
-        top += c.count * float(pld.losses[nz[-1]])
-    return top
-
-
-def _support_bottom(comps: Sequence[Component], side: str) -> float:
-    """Smallest finite loss the composed discrete PLD can take."""
-    bottom = 0.0
-    for c in comps:
-        pld = _side(c, side)
-        nz = np.flatnonzero(pld.masses > 0)
-        if nz.size:
-            bottom += c.count * float(pld.losses[nz[0]])
-    return bottom
+        if pld.support is not None:
+            bottom += c.count * (pld.start + pld.support[0]) * pld.h
+            top += c.count * (pld.start + pld.support[1]) * pld.h
+    return bottom, top
 
 
 def _tilt(pld: DiscretePLD, lam: float) -> tuple[np.ndarray, float]:
@@ -528,9 +578,14 @@ def _tilt(pld: DiscretePLD, lam: float) -> tuple[np.ndarray, float]:
     return e / tot, zmax + math.log(tot)
 
 
-def _fold(masses: np.ndarray, n: int) -> np.ndarray:
+def _fold_into(row: np.ndarray, masses: np.ndarray) -> None:
+    """Add ``masses`` into the zero ``row`` of length n, wrapped around modulo n."""
+    n = len(row)
     if len(masses) <= n:
-        out = np.zeros(n)
-        out[:len(masses)] = masses
-        return out
-    return np.bincount(np.arange(len(masses)) % n, weights=masses, minlength=n)
+        row[:len(masses)] = masses
+    else:
+        row += np.bincount(np.arange(len(masses)) % n, weights=masses, minlength=n)
+
+
+#: Lattice points transformed per group of components in :func:`compose`.
+_GROUP_POINTS = 1 << 19

@@ -43,7 +43,7 @@ import numpy as np
 
 from ...loss import DiscreteLoss, PrivacyLoss
 from .compose import Component, Convolution, convolve, window
-from .discretize import discretize, discretize_upper
+from .discretize import discretize, discretize_upper, log_mgfs
 
 #: One lattice is used when its window has at most this many points, or the count is below
 #: MIN_COUNT.
@@ -203,7 +203,7 @@ def _coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     # Missing moment generating function at lam, relative to the composed components' one
     # (e^{log_k}), and then to the upper PLD's own.
     missing = conv.leak() + n * float(conv.err[0]) + conv.tilted_above(0) + conv.tilted_below(0)
-    leak = missing * math.exp(float(conv.log_k[0]) - float(up.log_mgf(np.array([conv.lam]))[0]))
+    leak = missing * math.exp(float(conv.log_k[0]) - float(log_mgfs([up], np.array([conv.lam]))[0, 0]))
     deficit = (1.0 + conv.clipped()) * (1.0 + low.deficit) - 1.0
     return Component(replace(up, leak=leak, leak_lam=conv.lam), replace(low, deficit=deficit), 1)
 
