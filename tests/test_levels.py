@@ -81,7 +81,7 @@ def test_delta_curve_brackets_the_closed_form(monkeypatch, mu_step, k):
 
 
 @settings(max_examples=12, deadline=None)
-@given(log_k=st.floats(4.2, 8.0), mu=st.floats(0.3, 30.0), log_delta=st.floats(-14.0, -2.0))
+@given(log_k=st.floats(4.7, 8.0), mu=st.floats(0.3, 30.0), log_delta=st.floats(-14.0, -2.0))
 def test_never_below_the_truth(log_k, mu, log_delta):
     k = int(10 ** log_k)
     delta = 10 ** log_delta

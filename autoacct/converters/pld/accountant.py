@@ -147,7 +147,7 @@ class FFTAccountant:
         """
         if g != h:
             def width(counts: np.ndarray) -> np.ndarray:
-                return g * window_points(comps[0], counts, lam, log_eta)
+                return g * window_points(comps, counts, lam, log_eta)
 
             max_leak = math.inf
             if budget is not None:
@@ -156,7 +156,7 @@ class FFTAccountant:
                 log_k = float(k(np.array([k.index(lam)]))[0])
                 max_leak = math.exp(min(math.log(allowance) + lam * target - log_k, 0.0))
             p = levels.plan(comps[0].count, h, width, max_leak)
-            step = None if p is None else comps[0] if p.fine == g else self.components(p.fine, log_eta, d)[0]
+            step = None if p is None else comps if p.fine == g else self.components(p.fine, log_eta, d)
             parts = levels.self_compose(step, p, log_eta, lam) if p is not None else None
             if parts is not None:
                 out = compose(parts, p.coarse, log_eta, lam)

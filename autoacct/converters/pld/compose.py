@@ -104,6 +104,14 @@ class Components(tuple):
     def _cumulants(self) -> dict[str, _Cumulant]:
         return {}
 
+    def recounted(self, count: int) -> Components:
+        """This one-component set with its component taken ``count`` times, keeping the
+        cumulant tables made so far (rescaled)."""
+        (c,) = self
+        out = Components([replace(c, count=count)])
+        out._cumulants.update({side: k.recounted(out) for side, k in self._cumulants.items()})
+        return out
+
     def cumulant(self, side: str, lam: float = 0.0) -> _Cumulant:
         """K of the ``side`` discrete PLDs on the exponent grid of their lattice, and at lam."""
         k = self._cumulants.get(side)
@@ -145,11 +153,11 @@ class _Cumulant:
         self.zero = int(np.flatnonzero(self.grid == 0.0)[0])
         self._values = cumulant(comps, side, self.grid) if values is None else values
 
-    def recounted(self, count: int) -> _Cumulant:
-        """The same table for one component taken ``count`` times instead (K is linear in it)."""
-        (c,) = self.comps
-        return _Cumulant(Components([replace(c, count=count)]), self.side, self.h, self.lam,
-                         self._values * (count / c.count))
+    def recounted(self, comps: Components) -> _Cumulant:
+        """The same table for ``comps``: this table's one component, taken another number of
+        times (K is linear in the count)."""
+        (old,), (new,) = self.comps, comps
+        return _Cumulant(comps, self.side, self.h, self.lam, self._values * (new.count / old.count))
 
     def __call__(self, idx: np.ndarray) -> np.ndarray:
         return self._values[np.asarray(idx, dtype=int)]
@@ -324,15 +332,12 @@ def window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> 
     return _window_from(_components(comps).cumulant("upper", lam), lam, h, log_eta)
 
 
-def window_points(comp: Component, counts: np.ndarray, lam: float, log_eta: float) -> np.ndarray:
-    """Points of the :func:`window` of ``comp`` taken each of ``counts`` times."""
-    k = Components([comp]).cumulant("upper", lam)
-    h = comp.upper.h
-    out = []
-    for count in counts:
-        lo, hi = _window_from(k.recounted(int(count)), lam, h, log_eta)
-        out.append(hi - lo + 1)
-    return np.array(out, dtype=float)
+def window_points(comps: Components, counts: np.ndarray, lam: float, log_eta: float) -> np.ndarray:
+    """Points of the :func:`window` of the one component of ``comps`` taken each of ``counts``
+    times."""
+    h = comps[0].upper.h
+    return np.array([float(np.subtract(*window(comps.recounted(int(c)), h, lam, log_eta)[::-1]) + 1)
+                     for c in counts])
 
 
 @dataclass(frozen=True)

@@ -151,11 +151,6 @@ def discretize(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> tuple[Discr
     return upper, lower
 
 
-def discretize_upper(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
-    """The upper discrete PLD of :func:`discretize` alone."""
-    return _connect_the_dots(loss, h, j_lo, j_hi - j_lo + 1)[-1]
-
-
 def _connect_the_dots(loss: PrivacyLoss, h: float, j_lo: int,
                       n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, DiscretePLD]:
     """Grid points, cell masses (P and Q, with the cells below and above the grid), the

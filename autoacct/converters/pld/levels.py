@@ -42,13 +42,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...loss import DiscreteLoss, PrivacyLoss
-from .compose import Component, Convolution, convolve, window
-from .discretize import discretize, discretize_upper, log_mgfs
+from .compose import Component, Components, Convolution, convolve, window
+from .discretize import DiscretePLD, discretize, log_mgfs
 
 #: One lattice is used when its window has at most this many points, or the count is below
 #: MIN_COUNT.
 _MIN_POINTS = 1 << 16
-MIN_COUNT = 10_000
+MIN_COUNT = 50_000
 #: The top level's count is at least this: C_L's profile then matters where it is at least
 #: about delta^(1/16), far above the rounding floors of the discretiser.
 _MIN_TOP = 16
@@ -126,18 +126,21 @@ def plan(k: int, h: float, width: Callable[[np.ndarray], np.ndarray],
         ratio = np.arange(2, int((k / _MIN_TOP) ** (1.0 / (2 * levels))) + 1).astype(float)
         if ratio.size == 0:
             break
-        # Level j composes R^(2j + 2) copies on the spacing h_0 R^j; the top all k on h_0 R^L.
+        # Level j composes R^(2j + 2) copies on the spacing h_0 R^j, and the part of k below
+        # R^(2j + 2) once a digit so far is not 0; the top composes all k on h_0 R^L.
+        block = ratio.astype(np.int64) ** 2
+        digits = [(k // block ** j) % block for j in range(levels)]
         n_levels = [points(ratio ** (2 * j + 2), h_0 * ratio ** j) for j in range(levels)]
         n_top = points(np.full(ratio.shape, float(k)), h_0 * ratio ** levels)
-        cost = 2 * sum(_cost(n) for n in n_levels) + _cost(n_top)
+        remainder = np.cumsum([d > 0 for d in digits], axis=0) > 0
+        cost = sum((1 + remainder[j]) * _cost(n) for j, n in enumerate(n_levels)) + _cost(n_top)
         leak = sum(k / ratio ** (2 * j + 2) * n * _FFT_ERROR for j, n in enumerate(n_levels))
         cost = np.where(leak <= max_leak, cost, np.inf)
         i = int(np.argmin(cost))
         if cost[i] < best_cost:
-            block = int(ratio[i]) ** 2
-            digits = tuple((k // block ** j) % block for j in range(levels))
             longest = max(float(n_top[i]), *(float(n[i]) for n in n_levels))
-            best = Plan(int(ratio[i]), h_0, digits, k // block ** levels, longest)
+            best = Plan(int(ratio[i]), h_0, tuple(int(d[i]) for d in digits), k // int(block[i]) ** levels,
+                        longest)
             best_cost = float(cost[i])
     return best
 
@@ -147,11 +150,11 @@ def _cost(n: float | np.ndarray) -> float | np.ndarray:
     return n * (np.log2(np.maximum(n, 2.0)) + _PER_POINT) + _OVERHEAD
 
 
-def self_compose(step: Component, p: Plan, log_eta: float, lam: float) -> list[Component] | None:
-    """Components on the lattice ``p.coarse`` whose composition bounds k copies of ``step``
-    (discretised on ``p.fine``), tilted by ``lam`` in every window; None when a window
-    would be much longer than planned (heavy tilted tails), a level's untilted masses would
-    leave the floating-point range, or its lower PLD is empty."""
+def self_compose(step: Components, p: Plan, log_eta: float, lam: float) -> Components | None:
+    """Components on the lattice ``p.coarse`` whose composition bounds k copies of the one
+    component of ``step`` (discretised on ``p.fine``), tilted by ``lam`` in every window;
+    None when a window would be much longer than planned (heavy tilted tails), a level's
+    untilted masses would leave the floating-point range, or its lower PLD is empty."""
     block = p.ratio * p.ratio
     k = p.top_count * block ** len(p.digits)
     chain, acc = step, None
@@ -162,13 +165,15 @@ def self_compose(step: Component, p: Plan, log_eta: float, lam: float) -> list[C
         # Tail masses left outside a window end up in the final bounds once per copy of the
         # level's result and, in the lower ones, once per window point.
         level_eta = log_eta - math.log(4.0 * _POINTS * (k // block ** (j + 1)))
-        new_chain = _coarsen(convolve([replace(chain, count=block)], h, level_eta, lam, limit), coarse)
-        parts = ([acc] if acc is not None else []) + ([replace(chain, count=d)] if d else [])
+        new_chain = _coarsen(convolve(chain.recounted(block), h, level_eta, lam, limit), coarse)
+        parts = Components(([acc] if acc is not None else []) + ([replace(chain[0], count=d)] if d else []))
+        if acc is None and d:
+            parts = chain.recounted(d)
         new_acc = _coarsen(convolve(parts, h, level_eta, lam, limit), coarse) if parts else None
         if new_chain is None or (parts and new_acc is None):
             return None
-        chain, acc, h = new_chain, new_acc, coarse
-    out = [replace(chain, count=p.top_count)] + ([acc] if acc is not None else [])
+        chain, acc, h = Components([new_chain]), new_acc, coarse
+    out = Components([replace(chain[0], count=p.top_count)] + ([acc] if acc is not None else []))
     j_lo, j_hi = window(out, h, lam, log_eta)
     return out if j_hi - j_lo + 1 <= limit else None
 
@@ -188,15 +193,14 @@ def _coarsen(conv: Convolution | None, coarse: float) -> Component | None:
         return None
     n = conv.dens.shape[-1]
     idx = conv.j_lo + np.arange(n)
-    upper = _measure(np.maximum(conv.dens[0], 0.0), idx, conv, row=0, p_inf=conv.inf_mass(0))
+    ratio = round(coarse / conv.h)
+    up = _coarse_upper(np.maximum(conv.dens[0], 0.0), conv, ratio)
     folded = conv.tilted_above(1) + conv.tilted_below(1)
     lower = _measure(conv.dens[1] - conv.err[1] - folded, idx, conv, row=1, p_inf=conv.inf_mass(1))
-    if upper is None or lower is None:
+    if up is None or lower is None:
         return None
-    ratio = round(coarse / conv.h)
     j_lo = math.floor(idx[0] / ratio)
     j_hi = max(math.ceil(idx[-1] / ratio), j_lo + 3)
-    up = discretize_upper(upper, coarse, j_lo, j_hi)
     _, low = discretize(lower, coarse, j_lo, j_hi)
     if not np.any(low.masses > 0):
         return None
@@ -208,19 +212,50 @@ def _coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     return Component(replace(up, leak=leak, leak_lam=conv.lam), replace(low, deficit=deficit), 1)
 
 
+def _coarse_upper(tilted: np.ndarray, conv: Convolution, ratio: int) -> DiscretePLD | None:
+    """The upper discrete PLD on the lattice ``ratio`` conv.h of the untilted measure
+    tilted_i e^{K - lam x_i} (row 0), with mass at +inf ``conv.inf_mass(0)``; None when a
+    mass would underflow.
+
+    Connect-the-dots (see :mod:`discretize`) point by point: a mass p at offset r h
+    inside the coarse cell [G, G + H] sends p (e^{-r h} - e^{-H}) / (1 - e^{-H}) to G and
+    the rest to G + H, which keeps its P- and Q-mass, so the cell's split is the one
+    :func:`discretize.discretize` makes. Computed on the tilted masses, so nothing
+    overflows.
+    """
+    h, lam = conv.h, conv.lam
+    first = conv.j_lo // ratio
+    pad = conv.j_lo - first * ratio
+    cells = -(-(pad + tilted.size) // ratio)
+    block = np.zeros(cells * ratio)
+    block[pad:pad + tilted.size] = tilted
+    block = block.reshape(cells, ratio)
+    r = np.arange(ratio) * h
+    coarse = ratio * h
+    left = (np.exp(-r) - math.exp(-coarse)) / -math.expm1(-coarse)
+    right = np.expm1(-r) / math.expm1(-coarse)
+    out = np.zeros(cells + 1)
+    out[:-1] += (block * (left * np.exp(-lam * r))).sum(axis=1)
+    out[1:] += (block * (right * np.exp(lam * (coarse - r)))).sum(axis=1)
+    with np.errstate(divide="ignore"):
+        log_w = np.log(out) + float(conv.log_k[0]) - lam * (first + np.arange(cells + 1)) * coarse
+    if float(log_w[out > 0].min(initial=0.0)) < _LOG_FLOOR:
+        return None
+    return DiscretePLD(coarse, first, np.exp(log_w), conv.inf_mass(0))
+
+
 def _measure(tilted: np.ndarray, idx: np.ndarray, conv: Convolution, row: int,
              p_inf: float) -> DiscreteLoss | None:
     """The untilted measure p_i = tilted_i e^{K - lam x_i} on the points with tilted_i > 0,
-    as a discrete law; None when an upper mass would underflow or a Q-mass overflow."""
+    as a discrete law; None when a Q-mass would overflow."""
     pos = tilted > 0
     x = idx[pos] * conv.h
     with np.errstate(divide="ignore"):
         log_p = np.log(tilted[pos]) + float(conv.log_k[row]) - conv.lam * x
-    if log_p.size and (float((log_p - x).max()) > -_LOG_FLOOR
-                       or (row == 0 and float(log_p.min()) < _LOG_FLOOR)):
+    if log_p.size and float((log_p - x).max()) > -_LOG_FLOOR:
         return None
     return DiscreteLoss(x, np.exp(log_p), np.exp(log_p - x), p_inf=p_inf, lattice=conv.h)
 
 
-#: Smallest log-mass an upper measure may have (and minus the largest log Q-mass of either).
+#: Smallest log-mass an upper PLD may have, and minus the largest log Q-mass of a lower measure.
 _LOG_FLOOR = -700.0
