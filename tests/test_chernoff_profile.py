@@ -1,0 +1,59 @@
+"""The Chernoff profile (compose.ChernoffProfile): an upper bound on delta(eps) from moment
+generating functions alone, used to settle the smaller add/remove direction without an FFT.
+
+Truth: k compositions of the Gaussian loss with mu are the Gaussian loss with mu sqrt(k)
+(tests/closed_forms.py); randomized response composed k times, by a binomial sum.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_delta_closed, rr_eps_closed
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoacct.converters.pld.compose import Component, chernoff_profiles
+from autoacct.converters.pld.discretize import discretize
+from autoacct.converters.pld.grid import index_range
+from autoacct.loss import GaussianLoss, randomized_response_loss
+
+
+def _profiles(loss, k: int, h: float):
+    j_lo, j_hi = index_range(loss, h, 1e-30)
+    up, low = discretize(loss, h, j_lo, j_hi)
+    return chernoff_profiles([Component(up, low, k)], h)
+
+
+@settings(max_examples=25, deadline=None)
+@given(mu=st.floats(0.05, 5.0), log_k=st.floats(0.0, 5.0), log_delta=st.floats(-14.0, -1.0))
+def test_gaussian_never_below_the_truth(mu, log_k, log_delta):
+    k = int(10 ** log_k)
+    delta = 10 ** log_delta
+    upper, lower = _profiles(GaussianLoss(mu), k, min(0.01, mu / 20))
+    total = mu * math.sqrt(k)
+    assert upper.epsilon(delta) >= gaussian_eps_closed(total, delta)
+    eps = np.linspace(0.0, total * total / 2 + 6 * total, 25)
+    truth = np.array([gaussian_delta_closed(total, e) for e in eps])
+    assert np.all(upper.delta(eps) >= truth)
+    assert np.all(lower.delta(eps) == 0.0) and lower.epsilon(delta) == 0.0
+
+
+@pytest.mark.parametrize("eps0, k", [(0.5, 10), (1.0, 100), (0.1, 1000)])
+@pytest.mark.parametrize("delta", [1e-3, 1e-8, 1e-14])
+def test_randomized_response_never_below_the_binomial_sum(eps0, k, delta):
+    upper, _ = _profiles(randomized_response_loss(eps0), k, eps0)
+    assert upper.epsilon(delta) >= rr_eps_closed(eps0, k, delta)
+    eps = np.linspace(0.0, k * eps0, 30)
+    truth = np.array([rr_delta_closed(eps0, k, e) for e in eps])
+    assert np.all(upper.delta(eps) >= truth)
+
+
+def test_is_within_a_chernoff_gap_of_the_gaussian_truth():
+    # For a Gaussian the bound is about mean + sqrt(2 var log(1/delta)) against
+    # mean + z sd: within 30% of eps at delta = 1e-6 for mu = 1.
+    upper, _ = _profiles(GaussianLoss(0.1), 100, 0.005)
+    truth = gaussian_eps_closed(1.0, 1e-6)
+    assert upper.epsilon(1e-6) <= 1.3 * truth
