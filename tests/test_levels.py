@@ -121,8 +121,9 @@ def test_plan_is_none_when_one_lattice_is_cheap():
     assert levels.plan(100, 1e-6, gaussian_width) is None
     p = levels.plan(10 ** 7, 4e-4, gaussian_width)
     assert p is not None
-    count = p.top_count * p.ratio ** (2 * len(p.digits))
-    count += sum(d * p.ratio ** (2 * j) for j, d in enumerate(p.digits))
-    assert count == 10 ** 7
+    assert p.count == 10 ** 7
+    for k in (10 ** 7 + 1, 123_456_789):
+        q = levels.plan(k, 4e-4, gaussian_width)
+        assert q is not None and q.count == k
     # The one-lattice window has 1.2e6 points; the plan's longest is far shorter.
     assert p.points < 1e5

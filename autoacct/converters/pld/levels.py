@@ -84,6 +84,12 @@ class Plan:
         """The top lattice's spacing H_L = h_0 R^L."""
         return self.fine * self.ratio ** len(self.digits)
 
+    @property
+    def count(self) -> int:
+        """The number of copies composed, k = q R^(2L) + sum_j d_j R^(2j)."""
+        block = self.ratio * self.ratio
+        return self.top_count * block ** len(self.digits) + sum(d * block ** j for j, d in enumerate(self.digits))
+
 
 def applies(parts: Sequence[tuple[PrivacyLoss, int]]) -> bool:
     """Whether a direction's (law, count) parts may be composed by levels: one law without
@@ -156,7 +162,7 @@ def self_compose(step: Components, p: Plan, log_eta: float, lam: float) -> Compo
     None when a window would be much longer than planned (heavy tilted tails), a level's
     untilted masses would leave the floating-point range, or its lower PLD is empty."""
     block = p.ratio * p.ratio
-    k = p.top_count * block ** len(p.digits)
+    k = p.count
     chain, acc = step, None
     h = p.fine
     limit = _SLACK * p.points
