@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -66,11 +66,21 @@ class AccuracyWarning(UserWarning):
 
 @dataclass(frozen=True)
 class Component:
-    """One distinct discretised mechanism and how many times it is composed."""
+    """One distinct discretised mechanism and how many times it is composed.
+
+    The lower PLD may be given as a function that makes it: it is then made when first
+    read, so that what reads only upper PLDs (a :class:`ChernoffProfile`) never pays for it.
+    """
 
     upper: DiscretePLD
-    lower: DiscretePLD
+    lower_pld: DiscretePLD | Callable[[], DiscretePLD]
     count: int
+
+    @cached_property
+    def lower(self) -> DiscretePLD:
+        """The lower discrete PLD."""
+        low = self.lower_pld
+        return low if isinstance(low, DiscretePLD) else low()
 
 
 def _side(c: Component, side: str) -> DiscretePLD:
