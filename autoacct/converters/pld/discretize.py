@@ -375,8 +375,8 @@ def _left_share(m_p: np.ndarray, m_q: np.ndarray, g_left: np.ndarray, h: float) 
         log_r = g_left + np.log(m_q) - np.log(m_p)
         r = np.exp(np.minimum(log_r, 0.0))
         share = m_p * (r - np.exp(-h)) / (-np.expm1(-h))
-    share = np.where(m_p > 0, share, 0.0)
-    return np.clip(np.nan_to_num(share, nan=0.0), 0.0, m_p)
+    # fmax takes 0 over NaN (an empty cell, m_p = 0, gives 0 or NaN here).
+    return np.minimum(np.fmax(share, 0.0), m_p)
 
 
 def _atoms_q(loss: PrivacyLoss, points: np.ndarray) -> np.ndarray:
