@@ -457,10 +457,12 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
                 _fold_into(rows[i, j], tilted)
             offset += c.count * c.upper.start
         s = sfft.rfft(rows, axis=-1)
-        mag = np.minimum(np.abs(s) + rho, 1.0)
+        mag = np.abs(s)
+        mag += rho
+        np.minimum(mag, 1.0, out=mag)
         counts = np.array([float(c.count) for c in part])
         # Forward error rho plus the rounding of the power and the product (4u per factor).
-        weight = weight + ((counts + 1.0)[:, None, None] * ((rho + 4 * _U) / mag)).sum(axis=0)
+        weight = weight + (rho + 4 * _U) * np.einsum("g,gij->ij", counts + 1.0, np.reciprocal(mag))
         power = mag
         for i in np.flatnonzero(counts > 1):
             if power is mag:
