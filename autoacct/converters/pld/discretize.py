@@ -114,12 +114,14 @@ def _block_sums(plds: list[DiscretePLD], from_top: bool, c: np.ndarray, rate: np
         seg = pld.masses[lo:hi + 1]
         flat[b0 * _MGF_BLOCK:b0 * _MGF_BLOCK + n] = seg[::-1] if from_top else seg
     rows = flat.reshape(-1, _MGF_BLOCK)
-    offset = np.concatenate([np.arange(b) for b in blocks]) * _MGF_BLOCK
+    # Each block's offset factor e^{-rate b B}, tabulated once per block index b.
+    index = np.concatenate([np.arange(b) for b in blocks])
+    factors = np.exp(-np.multiply.outer(np.arange(max(blocks)) * _MGF_BLOCK, rate))
     table = np.exp(-np.multiply.outer(c, rate))
     terms = np.empty((rows.shape[0], rate.size))
     for i in range(0, rows.shape[0], _MGF_ROWS):
         np.matmul(rows[i:i + _MGF_ROWS], table, out=terms[i:i + _MGF_ROWS])
-    terms *= np.exp(-np.multiply.outer(offset, rate))
+    terms *= factors[index]
     return np.add.reduceat(terms, first, axis=0) + _UNDERFLOW * np.array(sizes)[:, None]
 
 
