@@ -192,9 +192,12 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
         return None
     with np.errstate(over="ignore"):
         gam = np.exp(g)
+    if not np.all(np.isfinite(gam)):
+        # e^g overflows.
+        return None
     dgam = np.diff(gam)
-    if not np.all(np.isfinite(gam)) or np.any(dgam <= 0.0):
-        # e^g overflows, or underflows to equal values far below the loss scale.
+    if np.any(dgam <= 0.0):
+        # e^g underflows to equal values far below the loss scale.
         return None
     rounded = np.zeros(n - 1, dtype=bool)
     masses = np.zeros(n)
