@@ -198,11 +198,18 @@ class GaussianLoss(ContinuousLoss):
         out = []
         for under in ("P", "Q"):
             z = self._z(edges, under)
-            t = special.ndtr(-np.abs(z))
-            right = z > 0.0
-            cdf_next = np.where(right[1:], 1.0 - t[1:], t[1:])
-            m = np.where(right[:-1], t[:-1] - t[1:], cdf_next - t[:-1])
-            out.append(np.maximum(m, 0.0))
+            # Edges increase, so z > 0 from index k on: cells before k - 1 are cdf - cdf,
+            # cells from k on sf - sf, and cell k - 1 (if any) straddles the centre.
+            k = int(np.searchsorted(z, 0.0, side="right"))
+            t = np.abs(z, out=z)
+            special.ndtr(np.negative(t, out=t), out=t)
+            m = np.empty(len(t) - 1)
+            if k > 1:
+                np.subtract(t[1:k], t[:k - 1], out=m[:k - 1])
+            if 0 < k < len(t):
+                m[k - 1] = (1.0 - t[k]) - t[k - 1]
+            np.subtract(t[k:-1], t[k + 1:], out=m[k:])
+            out.append(np.maximum(m, 0.0, out=m))
         return out[0], out[1]
 
     def profile(self, eps: np.ndarray) -> np.ndarray:

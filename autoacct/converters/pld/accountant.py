@@ -19,7 +19,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from ...loss import GaussianLoss, PrivacyLoss
 from . import levels
 from .compose import (N_MAX, AccuracyWarning, ChernoffProfile, Component, Components, chernoff_profiles,
                       choose_tilt, compose, window_points)
-from .discretize import discretize
+from .discretize import DiscretePLD, discretize, discretize_upper
 from .grid import choose_spacing, index_range
 from .profile_ops import DiscreteProfile
 
@@ -87,8 +87,9 @@ class FFTAccountant:
         # consistent: delta(eps(d)) <= d whatever grids the two queries used.
         self._made: list[list[tuple[Profile, Profile]]] = [[] for _ in self._directions]
 
-    def components(self, h: float, log_eta: float, d: int) -> list[Component]:
-        """Discretised components of direction ``d`` on the lattice hZ (cached)."""
+    def components(self, h: float, log_eta: float, d: int, lazy_lower: bool = False) -> list[Component]:
+        """Discretised components of direction ``d`` on the lattice hZ (cached); with
+        ``lazy_lower``, when not cached, each lower PLD is made only when first read."""
         key = (h, log_eta, d)
         if key not in self._comp_cache:
             k_tot = sum(k for _, _, k in self._parts)
@@ -96,8 +97,11 @@ class FFTAccountant:
             comps = []
             for loss, k in self._directions[d]:
                 j_lo, j_hi = index_range(loss, h, eta)
-                up, low = discretize(loss, h, j_lo, j_hi)
-                comps.append(Component(up, low, k))
+                if lazy_lower:
+                    up = discretize_upper(loss, h, j_lo, j_hi)
+                    comps.append(Component(up, partial(_lower_of, loss, h, j_lo, j_hi), k))
+                else:
+                    comps.append(Component(*discretize(loss, h, j_lo, j_hi), k))
             self._comp_cache[key] = Components(comps)
         return self._comp_cache[key]
 
@@ -131,7 +135,7 @@ class FFTAccountant:
         key = ("chernoff", h, log_eta, d)
         if key not in self._cache:
             g = levels.fine(h) if levels.applies(self._directions[d]) else h
-            self._cache[key] = chernoff_profiles(self.components(g, log_eta, d), g)
+            self._cache[key] = chernoff_profiles(self.components(g, log_eta, d, lazy_lower=True), g)
             self._made[d].append(self._cache[key])
 
     def _compose(self, comps: list[Component], g: float, h: float, log_eta: float, lam: float,
@@ -318,6 +322,11 @@ class FFTAccountant:
         h = self.spacing(eps_scale, tol)
         profs = self.profiles(h, math.log(1e-18))
         return np.min([u.tradeoff(alpha) for u, _ in profs], axis=0)
+
+
+def _lower_of(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
+    """The lower discrete PLD of :func:`discretize` (which makes the upper one again)."""
+    return discretize(loss, h, j_lo, j_hi)[1]
 
 
 def _inside(profs: list[tuple[DiscreteProfile, DiscreteProfile]], eps: float) -> bool:

@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -66,11 +66,25 @@ class AccuracyWarning(UserWarning):
 
 @dataclass(frozen=True)
 class Component:
-    """One distinct discretised mechanism and how many times it is composed."""
+    """One distinct discretised mechanism and how many times it is composed.
+
+    The lower PLD may be given as a function that makes it: it is then made when first
+    read, so that what reads only upper PLDs (a :class:`ChernoffProfile`) never pays for it.
+    """
 
     upper: DiscretePLD
-    lower: DiscretePLD
+    lower_pld: DiscretePLD | Callable[[], DiscretePLD]
     count: int
+
+    @cached_property
+    def lower(self) -> DiscretePLD:
+        """The lower discrete PLD."""
+        low = self.lower_pld
+        return low if isinstance(low, DiscretePLD) else low()
+
+    def recounted(self, count: int) -> Component:
+        """The same component taken ``count`` times (sharing its lower PLD if already made)."""
+        return Component(self.upper, self.__dict__.get("lower", self.lower_pld), count)
 
 
 def _side(c: Component, side: str) -> DiscretePLD:
@@ -108,7 +122,7 @@ class Components(tuple):
         """This one-component set with its component taken ``count`` times, keeping the
         cumulant tables made so far (rescaled)."""
         (c,) = self
-        out = Components([replace(c, count=count)])
+        out = Components([c.recounted(count)])
         out._cumulants.update({side: k.recounted(out) for side, k in self._cumulants.items()})
         return out
 
@@ -452,10 +466,12 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
                 _fold_into(rows[i, j], tilted)
             offset += c.count * c.upper.start
         s = sfft.rfft(rows, axis=-1)
-        mag = np.minimum(np.abs(s) + rho, 1.0)
+        mag = np.abs(s)
+        mag += rho
+        np.minimum(mag, 1.0, out=mag)
         counts = np.array([float(c.count) for c in part])
         # Forward error rho plus the rounding of the power and the product (4u per factor).
-        weight = weight + ((counts + 1.0)[:, None, None] * ((rho + 4 * _U) / mag)).sum(axis=0)
+        weight = weight + (rho + 4 * _U) * np.einsum("g,gij->ij", counts + 1.0, np.reciprocal(mag))
         power = mag
         for i in np.flatnonzero(counts > 1):
             if power is mag:

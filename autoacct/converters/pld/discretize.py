@@ -114,12 +114,14 @@ def _block_sums(plds: list[DiscretePLD], from_top: bool, c: np.ndarray, rate: np
         seg = pld.masses[lo:hi + 1]
         flat[b0 * _MGF_BLOCK:b0 * _MGF_BLOCK + n] = seg[::-1] if from_top else seg
     rows = flat.reshape(-1, _MGF_BLOCK)
-    offset = np.concatenate([np.arange(b) for b in blocks]) * _MGF_BLOCK
+    # Each block's offset factor e^{-rate b B}, tabulated once per block index b.
+    index = np.concatenate([np.arange(b) for b in blocks])
+    factors = np.exp(-np.multiply.outer(np.arange(max(blocks)) * _MGF_BLOCK, rate))
     table = np.exp(-np.multiply.outer(c, rate))
     terms = np.empty((rows.shape[0], rate.size))
     for i in range(0, rows.shape[0], _MGF_ROWS):
         np.matmul(rows[i:i + _MGF_ROWS], table, out=terms[i:i + _MGF_ROWS])
-    terms *= np.exp(-np.multiply.outer(offset, rate))
+    terms *= factors[index]
     return np.add.reduceat(terms, first, axis=0) + _UNDERFLOW * np.array(sizes)[:, None]
 
 
@@ -149,6 +151,11 @@ def discretize(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> tuple[Discr
         down[-1] += above_p
         lower = DiscretePLD(h, j_lo, down, _attained_inf(loss))
     return upper, lower
+
+
+def discretize_upper(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
+    """The upper discrete PLD of :func:`discretize` alone."""
+    return _connect_the_dots(loss, h, j_lo, j_hi - j_lo + 1)[-1]
 
 
 def _connect_the_dots(loss: PrivacyLoss, h: float, j_lo: int,
@@ -185,13 +192,17 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
         return None
     with np.errstate(over="ignore"):
         gam = np.exp(g)
-    if not np.all(np.isfinite(gam)) or np.any(np.diff(gam) <= 0.0):
-        # e^g overflows, or underflows to equal values far below the loss scale.
+    if not np.all(np.isfinite(gam)):
+        # e^g overflows.
+        return None
+    dgam = np.diff(gam)
+    if np.any(dgam <= 0.0):
+        # e^g underflows to equal values far below the loss scale.
         return None
     rounded = np.zeros(n - 1, dtype=bool)
     masses = np.zeros(n)
     for _ in range(_ROUNDS):
-        masses, bad = _second_order(gam, h, m_p, m_q, atoms_q, rounded)
+        masses, bad = _second_order(gam, dgam, h, m_p, m_q, atoms_q, rounded)
         if masses is None:
             return None
         if bad.size == 0:
@@ -215,9 +226,10 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
     return DiscretePLD(h, j_lo, np.maximum(masses, 0.0), _attained_inf(loss), deficit)
 
 
-def _second_order(gam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
+def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
                   atoms_q: np.ndarray, rounded: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
-    """Second-order lower masses for the cells not ``rounded``, and the points where they are < 0.
+    """Second-order lower masses for the cells not ``rounded``, and the points where they are < 0
+    (``dgam`` holds the differences of gam).
 
     With F the finite part of this sub-measure's profile at the grid, the values
     are v_j = F_j - e_j: on each cell the segment is lowered at one end only,
@@ -244,29 +256,28 @@ def _second_order(gam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
     inner = np.zeros(n)
     inner[:-1] += w_left
     inner[1:] += cell_p - w_left
-    sp = _suffix_sums(cell_p, above_p)
-    sq = _suffix_sums(cell_q, above_q)
+    sp, sq = _suffix_sums(cell_p, above_p, cell_q, above_q)
     f = np.maximum(sp - gam * sq, 0.0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        lower_right = np.maximum(gam[1:] * cell_q - cell_p, 0.0)
-        lower_left = cell_p - gam[:-1] * cell_q
-        if cell_atoms.any():
-            lower_left -= np.diff(gam) * cell_atoms
-        np.maximum(lower_left, 0.0, out=lower_left)
-    # Right ends up to the heaviest cell, left ends after it: the one point lowered from
-    # both sides sits where the masses are largest, and a support boundary next to
+    # Right ends up to the heaviest cell (index m), left ends after it: the one point lowered
+    # from both sides sits where the masses are largest, and a support boundary next to
     # empty cells is never lowered against them.
-    use_right = np.arange(n - 1) <= int(np.argmax(cell_p))
+    m = int(np.argmax(cell_p))
     e = np.zeros(n)
-    e[1:] = np.where(use_right, lower_right, 0.0)
-    e[:-1] = np.maximum(e[:-1], np.where(use_right, 0.0, lower_left))
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.maximum(gam[1:m + 2] * cell_q[:m + 1] - cell_p[:m + 1], 0.0, out=e[1:m + 2])
+        lower_left = cell_p[m + 1:] - gam[m + 1:-1] * cell_q[m + 1:]
+        if cell_atoms.any():
+            lower_left -= dgam[m + 1:] * cell_atoms[m + 1:]
+        np.maximum(lower_left, 0.0, out=lower_left)
+    np.maximum(e[m + 1:-1], lower_left, out=e[m + 1:-1])
     e += 8 * np.finfo(float).eps * f
     e[0] = max(e[0], e[1])
     v = f - e
     # Values at rounding level of the profile count as zero (an atom on the
     # last grid point leaves f = 1e-17 there rather than 0).
-    nonpos = np.flatnonzero(v <= 16 * np.finfo(float).eps * max(float(f[0]), 1e-300))
-    top = int(nonpos[0]) if nonpos.size else n - 1
+    nonpos = v <= 16 * np.finfo(float).eps * max(float(f[0]), 1e-300)
+    first = int(np.argmax(nonpos))
+    top = first if nonpos[first] else n - 1
     if top < 2:
         return None, np.array([], dtype=int)
     v[top:] = 0.0
@@ -280,7 +291,7 @@ def _second_order(gam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
     c = t - e
     tail = slice(min(j_star + 1, top - 1), n)
     c[tail] = v[tail] - (f[tail] - t[tail])
-    masses = _masses_with_correction(inner, gam, c, top)
+    masses = _masses_with_correction(inner, gam, dgam, c, top)
     # Negative masses at the rounding level of the mass they are computed from are
     # rounding (e.g. an exact zero at a support boundary); the caller clips them and
     # accounts for the clipped total. Larger ones are real concave kinks.
@@ -289,9 +300,15 @@ def _second_order(gam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
     return masses, bad
 
 
-def _suffix_sums(cells: np.ndarray, above: float) -> np.ndarray:
-    """sum_{i >= j} cells_i + above for each j (the mass at or above grid point j)."""
-    return np.cumsum(np.append(cells, above)[::-1])[::-1]
+def _suffix_sums(cells_p: np.ndarray, above_p: float, cells_q: np.ndarray,
+                 above_q: float) -> tuple[np.ndarray, np.ndarray]:
+    """sum_{i >= j} cells_i + above for each j (the mass at or above grid point j), for P and Q."""
+    buf = np.empty((2, len(cells_p) + 1))
+    buf[:, 0] = above_p, above_q
+    buf[0, 1:] = cells_p[::-1]
+    buf[1, 1:] = cells_q[::-1]
+    np.cumsum(buf, axis=1, out=buf)
+    return buf[0, ::-1], buf[1, ::-1]
 
 
 _ROUNDS = 60
@@ -326,13 +343,18 @@ def _hull_from_top(gam: np.ndarray, v: np.ndarray, top: int) -> int:
     return first
 
 
-def _masses_with_correction(inner: np.ndarray, gam: np.ndarray, c: np.ndarray, top: int) -> np.ndarray:
-    """``inner`` plus the masses of the piecewise-linear interpolant of c (in gamma),
-    linear to the left of the first point; masses beyond point ``top`` are zero."""
-    slope = np.diff(c) / np.diff(gam)
-    s_right = np.concatenate((slope, [0.0]))
-    s_left = np.concatenate(([slope[0]], slope))
-    masses = inner + gam * (s_right - s_left)
+def _masses_with_correction(inner: np.ndarray, gam: np.ndarray, dgam: np.ndarray, c: np.ndarray,
+                            top: int) -> np.ndarray:
+    """``inner`` plus the masses of the piecewise-linear interpolant of c (in gamma, whose
+    differences are ``dgam``), linear to the left of the first point; masses beyond point
+    ``top`` are zero."""
+    slope = np.diff(c) / dgam
+    # Slope to the right minus slope to the left of each point (none right of the last).
+    kink = np.empty(len(c))
+    kink[0] = slope[0] - slope[0]  # 0, or NaN as before when the slope is not finite
+    np.subtract(slope[1:], slope[:-1], out=kink[1:-1])
+    kink[-1] = -slope[-1]
+    masses = inner + gam * kink
     masses[top + 1:] = 0.0
     return masses
 
@@ -370,8 +392,8 @@ def _left_share(m_p: np.ndarray, m_q: np.ndarray, g_left: np.ndarray, h: float) 
         log_r = g_left + np.log(m_q) - np.log(m_p)
         r = np.exp(np.minimum(log_r, 0.0))
         share = m_p * (r - np.exp(-h)) / (-np.expm1(-h))
-    share = np.where(m_p > 0, share, 0.0)
-    return np.clip(np.nan_to_num(share, nan=0.0), 0.0, m_p)
+    # fmax takes 0 over NaN (an empty cell, m_p = 0, gives 0 or NaN here).
+    return np.minimum(np.fmax(share, 0.0), m_p)
 
 
 def _atoms_q(loss: PrivacyLoss, points: np.ndarray) -> np.ndarray:

@@ -172,14 +172,14 @@ def self_compose(step: Components, p: Plan, log_eta: float, lam: float) -> Compo
         # level's result and, in the lower ones, once per window point.
         level_eta = log_eta - math.log(4.0 * _POINTS * (k // block ** (j + 1)))
         new_chain = _coarsen(convolve(chain.recounted(block), h, level_eta, lam, limit), coarse)
-        parts = Components(([acc] if acc is not None else []) + ([replace(chain[0], count=d)] if d else []))
+        parts = Components(([acc] if acc is not None else []) + ([chain[0].recounted(d)] if d else []))
         if acc is None and d:
             parts = chain.recounted(d)
         new_acc = _coarsen(convolve(parts, h, level_eta, lam, limit), coarse) if parts else None
         if new_chain is None or (parts and new_acc is None):
             return None
         chain, acc, h = Components([new_chain]), new_acc, coarse
-    out = Components([replace(chain[0], count=p.top_count)] + ([acc] if acc is not None else []))
+    out = Components([chain[0].recounted(p.top_count)] + ([acc] if acc is not None else []))
     j_lo, j_hi = window(out, h, lam, log_eta)
     return out if j_hi - j_lo + 1 <= limit else None
 
