@@ -80,14 +80,14 @@ class FFTAccountant:
         self._directions: list[list[tuple[PrivacyLoss, int]]] = [[(f, k) for f, _, k in self._parts]]
         if not symmetric:
             self._directions.append([(b, k) for _, b, k in self._parts])
-        self._comp_cache: dict[tuple[float, float, int], list[Component]] = {}
+        self._comp_cache: dict[tuple[float, float, int], Components] = {}
         self._cache: dict[tuple, tuple[Profile, Profile]] = {}
         # Every composed profile made so far, per direction. Answers take the best
         # certified value over all of them, so that eps(delta) and delta(eps) stay
         # consistent: delta(eps(d)) <= d whatever grids the two queries used.
         self._made: list[list[tuple[Profile, Profile]]] = [[] for _ in self._directions]
 
-    def components(self, h: float, log_eta: float, d: int, lazy_lower: bool = False) -> list[Component]:
+    def components(self, h: float, log_eta: float, d: int, lazy_lower: bool = False) -> Components:
         """Discretised components of direction ``d`` on the lattice hZ (cached); with
         ``lazy_lower``, when not cached, each lower PLD is made only when first read."""
         key = (h, log_eta, d)
@@ -138,7 +138,7 @@ class FFTAccountant:
             self._cache[key] = chernoff_profiles(self.components(g, log_eta, d, lazy_lower=True), g)
             self._made[d].append(self._cache[key])
 
-    def _compose(self, comps: list[Component], g: float, h: float, log_eta: float, lam: float,
+    def _compose(self, comps: Components, g: float, h: float, log_eta: float, lam: float,
                  d: int, budget: tuple[float, float, float] | None = None) -> tuple[DiscreteProfile, DiscreteProfile]:
         """Composed profiles of direction d at the accuracy of spacing h: by levels (see
         :mod:`levels`; ``comps`` are then on their finest lattice g) when one lattice would
