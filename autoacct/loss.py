@@ -18,7 +18,7 @@ accountant can share work between equal components.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
 from scipy import optimize, special
@@ -223,6 +223,42 @@ class GaussianLoss(ContinuousLoss):
     @cached_property
     def moments(self) -> tuple[float, float]:
         return self.mu ** 2 / 2, self.mu ** 2
+
+    @cached_property
+    def _representation(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(loss values, P-masses, Q-masses) quadrature of both marginals, for the subsampled laws' moments.
+
+        With y ~ N(0, 1) under Q and N(mu, 1) under P the loss is mu y - mu^2/2. The
+        cells of one standard normal grid, each at its conditional mean, serve both
+        sides: Q-nodes at mu x - mu^2/2 carry Q-mass only, P-nodes at mu x + mu^2/2
+        P-mass only (every consumer of a representation is linear in the masses).
+        """
+        x, w = _standard_normal_cells()
+        half = self.mu * self.mu / 2
+        zeros = np.zeros(len(w))
+        values = np.concatenate((self.mu * x - half, self.mu * x + half))
+        return values, np.concatenate((zeros, w)), np.concatenate((w, zeros))
+
+
+#: Grid points of the standard normal cells of :func:`_standard_normal_cells` (odd:
+#: 0 is a grid point) and the half-width of the grid; beyond it are two tail cells.
+_STD_CELL_POINTS = 1001
+_STD_CELL_RANGE = 8.5
+
+
+@cache
+def _standard_normal_cells() -> tuple[np.ndarray, np.ndarray]:
+    """Conditional means and masses of N(0, 1) in the cells of a uniform grid on +-8.5 plus its tails.
+
+    Masses of the left half come from the distribution function (where it keeps
+    its relative precision); the right half is their mirror image.
+    """
+    grid = np.linspace(-_STD_CELL_RANGE, 0.0, (_STD_CELL_POINTS + 1) // 2)
+    edges = np.concatenate(([-np.inf], grid))
+    w = np.diff(special.ndtr(edges))
+    density = np.exp(-0.5 * edges * edges) / np.sqrt(2.0 * np.pi)
+    x = (density[:-1] - density[1:]) / w
+    return np.concatenate((x, -x[::-1])), np.concatenate((w, w[::-1]))
 
 
 def gaussian_delta(mu: float, eps: np.ndarray) -> np.ndarray:

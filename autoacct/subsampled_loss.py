@@ -17,10 +17,11 @@ law has is kept.
   replacement, where the differing record is drawn a random number of times).
 
 ``moments`` of these laws (used only to size grids) come from a
-*representation*: finitely many loss values with P- and Q-masses. For a cell
-of a base law the representative value is log(P-mass / Q-mass), the loss at
-which e^L has its conditional Q-mean, so that smooth functions of e^L (such as
-phi) are integrated to second order.
+*representation*: finitely many loss values with P- and Q-masses. A base law
+may give its own; otherwise it is cut into cells, and for a cell the
+representative value is log(P-mass / Q-mass), the loss at which e^L has its
+conditional Q-mean, so that smooth functions of e^L (such as phi) are
+integrated to second order.
 """
 
 from __future__ import annotations
@@ -117,9 +118,11 @@ def _cell_of(edges: np.ndarray, value: float) -> int | None:
 def representation(loss: PrivacyLoss) -> Representation:
     """Finitely many (value, P-mass, Q-mass) triples approximating the finite part of ``loss``.
 
-    Laws of this module give their own; any other law is represented by its
-    cell masses on a fine grid over its quantile range, each cell at the loss
-    log(P-mass / Q-mass) (the cell's midpoint when a mass vanishes).
+    Laws with a ``_representation`` of their own give it (those of this module, and
+    :class:`~autoacct.loss.GaussianLoss`, which integrates its two marginals
+    separately); any other law is represented by its cell masses on a fine grid
+    over its quantile range, each cell at the loss log(P-mass / Q-mass) (the
+    cell's midpoint when a mass vanishes).
     """
     own = getattr(loss, "_representation", None)
     if own is not None:
