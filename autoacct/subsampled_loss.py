@@ -21,7 +21,9 @@ law has is kept.
 may give its own; otherwise it is cut into cells, and for a cell the
 representative value is log(P-mass / Q-mass), the loss at which e^L has its
 conditional Q-mean, so that smooth functions of e^L (such as phi) are
-integrated to second order.
+integrated to second order. Representations are rebuilt when asked for (only
+the moments are kept): they are needed once per law, and thousands of distinct
+laws would otherwise each hold a few thousand nodes.
 """
 
 from __future__ import annotations
@@ -285,7 +287,7 @@ class PoissonRemoveLoss(PrivacyLoss):
         a = self._phi.c if self.base.q_ninf > 0 else float(phi[0])
         return a, float(phi[1])
 
-    @cached_property
+    @property
     def _representation(self) -> Representation:
         v, mp, mq = representation(self.base)
         values = self._phi.forward(v)
@@ -368,7 +370,7 @@ class PoissonAddLoss(PrivacyLoss):
         top = -self._phi.c if self.base.q_ninf > 0 else float(-phi[0])
         return float(-phi[1]), top
 
-    @cached_property
+    @property
     def _representation(self) -> Representation:
         v, mp, mq = representation(self.base)
         values = -self._phi.forward(v)
@@ -455,7 +457,7 @@ class SymmetrizedLoss(PrivacyLoss):
         b = max(float(self.half.quantile_range(eta)[1]), 0.0)
         return -b, b
 
-    @cached_property
+    @property
     def _representation(self) -> Representation:
         v, mp, mq = representation(self.half)
         pos = v > 0
@@ -538,7 +540,7 @@ class MixtureLoss(PrivacyLoss):
             ranges = [c.quantile_range(eta) for c in self.components]
         return min(r[0] for r in ranges), max(r[1] for r in ranges)
 
-    @cached_property
+    @property
     def _representation(self) -> Representation:
         parts = [representation(c) for c in self.components]
         values = np.concatenate([r[0] for r in parts])
