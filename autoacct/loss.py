@@ -18,7 +18,7 @@ accountant can share work between equal components.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
 from scipy import optimize, special
@@ -223,6 +223,50 @@ class GaussianLoss(ContinuousLoss):
     @cached_property
     def moments(self) -> tuple[float, float]:
         return self.mu ** 2 / 2, self.mu ** 2
+
+    @property
+    def _representation(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(loss values, P-masses, Q-masses) quadrature of both marginals, for the subsampled laws' moments.
+
+        With y ~ N(0, 1) under Q and N(mu, 1) under P the loss is mu y - mu^2/2. The
+        cells of one standard normal grid, each at its conditional mean x, serve both
+        sides: Q-nodes at mu x - mu^2/2 carry Q-mass only, P-nodes at mu x + mu^2/2
+        P-mass only (every consumer of a representation is linear in the masses).
+        Only the values depend on mu; the (read-only) masses are shared by all laws.
+        """
+        x, p_masses, q_masses = _standard_normal_cells()
+        half = self.mu * self.mu / 2
+        values = np.concatenate((self.mu * x - half, self.mu * x + half))
+        return values, p_masses, q_masses
+
+
+#: Grid points of the standard normal cells of :func:`_standard_normal_cells` (odd:
+#: 0 is a grid point) and the half-width of the grid; beyond it are two tail cells.
+_STD_CELL_POINTS = 1001
+_STD_CELL_RANGE = 8.5
+
+
+@cache
+def _standard_normal_cells() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cells of N(0, 1) on a uniform grid on +-8.5 plus its tails: conditional means x, and
+    the masses w laid out for :attr:`GaussianLoss._representation` as (0, w) and (w, 0).
+
+    Masses of the left half come from the distribution function (where it keeps
+    its relative precision); the right half is their mirror image. The arrays are
+    read-only, as they are shared.
+    """
+    grid = np.linspace(-_STD_CELL_RANGE, 0.0, (_STD_CELL_POINTS + 1) // 2)
+    edges = np.concatenate(([-np.inf], grid))
+    w_half = np.diff(special.ndtr(edges))
+    density = np.exp(-0.5 * edges * edges) / np.sqrt(2.0 * np.pi)
+    x_half = (density[:-1] - density[1:]) / w_half
+    x = np.concatenate((x_half, -x_half[::-1]))
+    w = np.concatenate((w_half, w_half[::-1]))
+    zeros = np.zeros(len(w))
+    out = (x, np.concatenate((zeros, w)), np.concatenate((w, zeros)))
+    for arr in out:
+        arr.setflags(write=False)
+    return out
 
 
 def gaussian_delta(mu: float, eps: np.ndarray) -> np.ndarray:

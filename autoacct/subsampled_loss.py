@@ -17,10 +17,13 @@ law has is kept.
   replacement, where the differing record is drawn a random number of times).
 
 ``moments`` of these laws (used only to size grids) come from a
-*representation*: finitely many loss values with P- and Q-masses. For a cell
-of a base law the representative value is log(P-mass / Q-mass), the loss at
-which e^L has its conditional Q-mean, so that smooth functions of e^L (such as
-phi) are integrated to second order.
+*representation*: finitely many loss values with P- and Q-masses. A base law
+may give its own; otherwise it is cut into cells, and for a cell the
+representative value is log(P-mass / Q-mass), the loss at which e^L has its
+conditional Q-mean, so that smooth functions of e^L (such as phi) are
+integrated to second order. Representations are rebuilt when asked for (only
+the moments are kept): they are needed once per law, and thousands of distinct
+laws would otherwise each hold a few thousand nodes.
 """
 
 from __future__ import annotations
@@ -117,9 +120,11 @@ def _cell_of(edges: np.ndarray, value: float) -> int | None:
 def representation(loss: PrivacyLoss) -> Representation:
     """Finitely many (value, P-mass, Q-mass) triples approximating the finite part of ``loss``.
 
-    Laws of this module give their own; any other law is represented by its
-    cell masses on a fine grid over its quantile range, each cell at the loss
-    log(P-mass / Q-mass) (the cell's midpoint when a mass vanishes).
+    Laws with a ``_representation`` of their own give it (those of this module, and
+    :class:`~autoacct.loss.GaussianLoss`, which integrates its two marginals
+    separately); any other law is represented by its cell masses on a fine grid
+    over its quantile range, each cell at the loss log(P-mass / Q-mass) (the
+    cell's midpoint when a mass vanishes).
     """
     own = getattr(loss, "_representation", None)
     if own is not None:
@@ -282,7 +287,7 @@ class PoissonRemoveLoss(PrivacyLoss):
         a = self._phi.c if self.base.q_ninf > 0 else float(phi[0])
         return a, float(phi[1])
 
-    @cached_property
+    @property
     def _representation(self) -> Representation:
         v, mp, mq = representation(self.base)
         values = self._phi.forward(v)
@@ -365,7 +370,7 @@ class PoissonAddLoss(PrivacyLoss):
         top = -self._phi.c if self.base.q_ninf > 0 else float(-phi[0])
         return float(-phi[1]), top
 
-    @cached_property
+    @property
     def _representation(self) -> Representation:
         v, mp, mq = representation(self.base)
         values = -self._phi.forward(v)
@@ -452,7 +457,7 @@ class SymmetrizedLoss(PrivacyLoss):
         b = max(float(self.half.quantile_range(eta)[1]), 0.0)
         return -b, b
 
-    @cached_property
+    @property
     def _representation(self) -> Representation:
         v, mp, mq = representation(self.half)
         pos = v > 0
@@ -535,7 +540,7 @@ class MixtureLoss(PrivacyLoss):
             ranges = [c.quantile_range(eta) for c in self.components]
         return min(r[0] for r in ranges), max(r[1] for r in ranges)
 
-    @cached_property
+    @property
     def _representation(self) -> Representation:
         parts = [representation(c) for c in self.components]
         values = np.concatenate([r[0] for r in parts])
