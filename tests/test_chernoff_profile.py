@@ -1,4 +1,4 @@
-"""The Chernoff profile (compose.ChernoffProfile): an upper bound on delta(eps) from moment
+"""The Chernoff profile (cumulants.ChernoffProfile): an upper bound on delta(eps) from moment
 generating functions alone, used to settle the smaller add/remove direction without an FFT.
 
 Truth: k compositions of the Gaussian loss with mu are the Gaussian loss with mu sqrt(k)
@@ -15,7 +15,7 @@ from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_delta_cl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoacct.converters.pld.compose import Component, chernoff_profiles
+from autoacct.converters.pld.cumulants import Component, chernoff_profiles
 from autoacct.converters.pld.discretize import discretize
 from autoacct.converters.pld.grid import index_range
 from autoacct.loss import GaussianLoss, randomized_response_loss

@@ -1,9 +1,10 @@
 """The FFT accountant for privacy-loss distributions (seeds 000 and 003).
 
 Parts: ``grid`` (spacing and ranges), ``discretize`` (upper and lower discrete
-PLDs), ``compose`` (FFT composition with accounted wrap-around),
-``levels`` (multi-level self-composition), ``profile_ops`` (queries on a
-composed PLD) and ``accountant`` (orchestration, caching and refinement).
+PLDs), ``cumulants`` (tilts, windows and tail bounds), ``compose`` (FFT
+composition with accounted wrap-around), ``levels`` (multi-level
+self-composition), ``profile_ops`` (queries on a composed PLD) and
+``accountant`` (orchestration, caching and refinement).
 """
 
 from .accountant import DEFAULT_TOL, FFTAccountant

@@ -25,8 +25,8 @@ import numpy as np
 
 from ...loss import GaussianLoss, PrivacyLoss
 from . import levels
-from .compose import (N_MAX, AccuracyWarning, ChernoffProfile, Component, Components, chernoff_profiles,
-                      choose_tilt, compose, window_points)
+from .compose import N_MAX, AccuracyWarning, compose
+from .cumulants import ChernoffProfile, Component, Components, chernoff_profiles, choose_tilt, window_points
 from .discretize import DiscretePLD, discretize, discretize_upper
 from .grid import choose_spacing, index_range
 from .profile_ops import DiscreteProfile

@@ -42,7 +42,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...loss import DiscreteLoss, PrivacyLoss
-from .compose import Component, Components, Convolution, convolve, window
+from .compose import Convolution, convolve
+from .cumulants import Component, Components, window
 from .discretize import DiscretePLD, discretize, log_mgfs
 
 #: One lattice is used when its window has at most this many points, or the count is below

@@ -1,0 +1,338 @@
+"""Cumulants of a set of discretised components: tilts, windows and tail bounds.
+
+For components (discrete PLDs L_i, each composed k_i times) the cumulant of the
+composed law is K(theta) = sum_i k_i log E[e^{theta L_i}; L_i finite]. It is
+tabulated once per component set on a fixed grid of exponents (both signs, and
+the exponents in units of 1/h that bound the last lattice points), from the
+components' exact discrete moment generating functions
+(:func:`discretize.log_mgfs`). From the table come:
+
+* the tilt lam for a query near a target eps (:func:`choose_tilt`);
+* the FFT window outside which the tilted law has a given mass (:func:`window`);
+* Chernoff bounds on the tilted or untilted mass beyond a point
+  (:func:`chernoff_bound`), which the composer charges for wrap-around;
+* :class:`ChernoffProfile`, an upper bound on delta(eps) with no FFT at all.
+
+Any exponent gives a valid Chernoff bound: the grid and the unimodal searches
+(:func:`_best`) only decide how tight the bounds are.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .discretize import DiscretePLD, log_mgfs
+
+#: Positive exponents at which cumulants are evaluated for tail bounds and tilts
+#: (any exponent gives a valid Chernoff bound; this grid only decides how tight).
+THETAS = np.concatenate(([0.0], np.logspace(-3.0, 4.0, 25)))
+#: Exponents in units of 1/h: they bound the mass of the last few lattice points.
+_LATTICE_THETAS = np.logspace(0.0, 4.0, 5)
+_U = np.finfo(float).eps
+
+@dataclass(frozen=True)
+class Component:
+    """One distinct discretised mechanism and how many times it is composed.
+
+    The lower PLD may be given as a function that makes it: it is then made when first
+    read, so that what reads only upper PLDs (a :class:`ChernoffProfile`) never pays for it.
+    """
+
+    upper: DiscretePLD
+    lower_pld: DiscretePLD | Callable[[], DiscretePLD]
+    count: int
+
+    @cached_property
+    def lower(self) -> DiscretePLD:
+        """The lower discrete PLD."""
+        low = self.lower_pld
+        return low if isinstance(low, DiscretePLD) else low()
+
+    def recounted(self, count: int) -> Component:
+        """The same component taken ``count`` times (sharing its lower PLD if already made)."""
+        return Component(self.upper, self.__dict__.get("lower", self.lower_pld), count)
+
+
+def side_pld(c: Component, side: str) -> DiscretePLD:
+    return c.upper if side == "upper" else c.lower
+
+
+def exponents(h: float) -> np.ndarray:
+    """The exponents (both signs, and 0) at which component cumulants may be evaluated.
+
+    Tilts are chosen among them and every tail bound searches them; the cumulant of a
+    set of components is tabulated once at all of them (:class:`Components`), whatever the tilt.
+    """
+    pos = np.unique(np.concatenate((THETAS[1:], _LATTICE_THETAS / h)))
+    return np.concatenate((-pos[::-1], [0.0], pos))
+
+
+def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.ndarray:
+    """K(theta) = sum_i k_i log E[e^{theta L_i}; L_i finite] for each theta."""
+    theta = np.atleast_1d(np.asarray(theta, dtype=float))
+    table = log_mgfs([side_pld(c, side) for c in comps], theta)
+    counts = np.array([float(c.count) for c in comps])
+    # An empty law (log-MGF -inf) makes K = -inf; counts are positive, so no 0 * inf.
+    return (table * counts[:, None]).sum(axis=0)
+
+
+class Components(tuple):
+    """The components of one composition, all on one lattice, with what the composer derives
+    from them more than once (cumulants on the exponent grid, support ends), computed once."""
+
+    @cached_property
+    def _cumulants(self) -> dict[str, Cumulant]:
+        return {}
+
+    def recounted(self, count: int) -> Components:
+        """This one-component set with its component taken ``count`` times, keeping the
+        cumulant tables made so far (rescaled)."""
+        (c,) = self
+        out = Components([c.recounted(count)])
+        out._cumulants.update({side: k.recounted(out) for side, k in self._cumulants.items()})
+        return out
+
+    def cumulant(self, side: str, lam: float = 0.0) -> Cumulant:
+        """K of the ``side`` discrete PLDs on the exponent grid of their lattice, and at lam."""
+        k = self._cumulants.get(side)
+        if k is None or not np.any(k.grid == lam):
+            k = self._cumulants[side] = Cumulant(self, side, self[0].upper.h, lam)
+        return k
+
+    @cached_property
+    def mean(self) -> float:
+        """Mean of the composed upper discrete PLD's finite part (masses as given)."""
+        return sum(c.count * float((c.upper.masses * c.upper.losses).sum()) for c in self)
+
+    @cached_property
+    def _support(self) -> dict[str, tuple[float, float]]:
+        return {side: support_ends(self, side) for side in ("upper", "lower")}
+
+    def support_top(self, side: str) -> float:
+        """Largest finite loss the composed discrete PLD of ``side`` can take."""
+        return self._support[side][1]
+
+    def support_bottom(self, side: str) -> float:
+        """Smallest finite loss the composed discrete PLD of ``side`` can take."""
+        return self._support[side][0]
+
+
+def as_components(comps: Sequence[Component]) -> Components:
+    """``comps`` as :class:`Components` (itself when it already is one)."""
+    return comps if isinstance(comps, Components) else Components(comps)
+
+
+class Cumulant:
+    """K on the exponent grid of spacing h (and the tilt ``lam``, which a tilt chosen on
+    another grid need not be on), tabulated for every exponent at once."""
+
+    def __init__(self, comps: Sequence[Component], side: str, h: float, lam: float = 0.0,
+                 values: np.ndarray | None = None) -> None:
+        self.comps, self.side, self.h, self.lam = comps, side, h, lam
+        self.grid = np.union1d(exponents(h), [lam, -lam])
+        self.zero = int(np.flatnonzero(self.grid == 0.0)[0])
+        self._values = cumulant(comps, side, self.grid) if values is None else values
+
+    def recounted(self, comps: Components) -> Cumulant:
+        """The same table for ``comps``: this table's one component, taken another number of
+        times (K is linear in the count)."""
+        (old,), (new,) = self.comps, comps
+        return Cumulant(comps, self.side, self.h, self.lam, self._values * (new.count / old.count))
+
+    def __call__(self, idx: np.ndarray) -> np.ndarray:
+        return self._values[np.asarray(idx, dtype=int)]
+
+    def index(self, theta: float) -> int:
+        """Index of a tabulated exponent."""
+        return int(np.flatnonzero(self.grid == theta)[0])
+
+
+def _best(f, lo: int, hi: int) -> int:
+    """An index in [lo, hi] where f (vectorised over index arrays) is smallest, assuming f is
+    unimodal there: every third index first, then the neighbours of the best of those.
+
+    Any index gives a valid Chernoff-type bound; unimodality only makes it the best one.
+    """
+    coarse = np.arange(lo, hi + 1, _STRIDE)
+    j = int(coarse[int(np.argmin(f(coarse)))])
+    fine = np.arange(max(lo, j - _STRIDE + 1), min(hi, j + _STRIDE - 1) + 1)
+    return int(fine[int(np.argmin(f(fine)))])
+
+
+#: Stride of the coarse pass of :func:`_best`.
+_STRIDE = 3
+
+
+def chernoff_bound(k: Cumulant, lam: float, k_lam: float, a: float, above: bool) -> float:
+    """log of the Chernoff bound on the law tilted by lam (log-normaliser k_lam) beyond ``a``:
+    above a (exponents > lam) or below it (exponents < lam)."""
+    i_lam = k.index(lam)
+    lo, hi = (i_lam + 1, k.grid.size - 1) if above else (0, i_lam - 1)
+    if lo > hi:
+        return 0.0
+
+    def f(i: np.ndarray) -> np.ndarray:
+        return k(i) - k_lam - (k.grid[i] - lam) * a
+
+    return min(float(f(np.array([_best(f, lo, hi)]))[0]), 0.0)
+
+
+@dataclass(frozen=True)
+class ChernoffProfile:
+    """A profile from moment generating functions alone, with no FFT.
+
+    As an upper profile: for the composed upper PLDs S (finite part, cumulant K) and
+    any theta > 0, delta(eps) <= E[(1 - e^{eps - S})_+] + p_inf
+    <= c(theta) e^{K(theta) - theta eps} + p_inf, with
+    c(theta) = max_{s > 0} (1 - e^{-s}) e^{-theta s} = (theta / (1 + theta))^theta / (1 + theta).
+    As a lower profile it says nothing: delta >= 0 and eps >= 0.
+    """
+
+    k: Cumulant
+    inf_mass: float
+    upper: bool
+
+    def _log_terms(self, i: np.ndarray) -> np.ndarray:
+        theta = self.k.grid[i]
+        return self.k(i) + theta * np.log(theta / (1.0 + theta)) - np.log1p(theta)
+
+    def delta(self, eps: np.ndarray) -> np.ndarray:
+        eps = np.asarray(eps, dtype=float)
+        if not self.upper:
+            return np.zeros(eps.shape)
+        i = np.arange(self.k.zero + 1, self.k.grid.size)
+        log_t = self._log_terms(i)
+        theta = self.k.grid[i]
+        best = np.min(log_t[:, None] - theta[:, None] * eps.ravel()[None, :], axis=0).reshape(eps.shape)
+        return np.minimum(np.exp(np.minimum(best, 0.0)) + self.inf_mass, 1.0)
+
+    def epsilon(self, delta: float) -> float:
+        if not self.upper:
+            return 0.0
+        if delta <= self.inf_mass:
+            return math.inf
+        log_d = math.log(delta - self.inf_mass)
+
+        def f(i: np.ndarray) -> np.ndarray:
+            return (self._log_terms(i) - log_d) / self.k.grid[i]
+
+        i = _best(f, self.k.zero + 1, self.k.grid.size - 1)
+        return max(float(f(np.array([i]))[0]), 0.0)
+
+
+def chernoff_profiles(comps: Sequence[Component], h: float) -> tuple[ChernoffProfile, ChernoffProfile]:
+    """(upper, lower) :class:`ChernoffProfile` of the composition of ``comps``."""
+    log_fin = sum(c.count * (math.log1p(-c.upper.p_inf) if c.upper.p_inf < 1.0 else -math.inf)
+                  for c in comps)
+    k = as_components(comps).cumulant("upper")
+    inf_mass = -math.expm1(log_fin)
+    return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)
+
+
+def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, log_eta: float,
+                log_budget: float | None = None) -> float:
+    """The tilt lam >= 0 for a query near ``eps_target``.
+
+    The Chernoff-optimal exponent lam* (minimising K(lam) - lam eps_target)
+    makes rounding errors relative to delta, but widens the window when the
+    steps' loss has a heavy right tail. Among a few exponents in [0, lam*]
+    (lam* times 0, 1/64, 1/16, 1/4, 1/2 and 1, rounded to the grid), the one
+    with the narrowest window is taken whose predicted rounding error at the
+    target, e^{K(lam) - lam eps} k u log2(N) p_max min(N, 1/(lam h)) with p_max
+    the tilted law's largest cell mass (normal approximation), stays below
+    e^log_budget; lam* when none does, and lam* when no budget is given. The
+    target is first pulled inside the composed support (at most 80% of the way
+    from the mean to the largest finite loss), so that the tilt never piles all
+    mass onto the last lattice point.
+    """
+    if eps_target is None or single_step(comps):
+        return 0.0
+    comps = as_components(comps)
+    mean = comps.mean
+    top = comps.support_top("upper")
+    target = min(eps_target, mean + 0.8 * (top - mean))
+    if target <= mean:
+        return 0.0
+    k = comps.cumulant("upper")
+    grid = k.grid
+    i_star = _best(lambda i: k(i) - grid[i] * target, k.zero, grid.size - 1)
+    lam_star = float(grid[i_star])
+    if log_budget is None or i_star == k.zero:
+        return lam_star
+    k_tot = sum(c.count for c in comps)
+    wanted = lam_star * np.array([0.0, 1 / 64, 1 / 16, 1 / 4, 1 / 2])
+    candidates = np.unique(np.append(np.searchsorted(grid, wanted), i_star))
+    choice, width = lam_star, np.inf
+    for i in candidates[(candidates >= k.zero) & (candidates <= i_star)]:
+        lam = float(grid[i])
+        lo, hi = _window_from(k, lam, h, log_eta)
+        n = hi - lo + 1
+        # Curvature K''(lam) by the second divided difference on the (non-uniform) grid.
+        j = np.array([i - 1, i, i + 1])
+        kk, tt = k(j), grid[j]
+        curv = 2.0 * ((kk[2] - kk[1]) / (tt[2] - tt[1]) - (kk[1] - kk[0]) / (tt[1] - tt[0])) / (tt[2] - tt[0])
+        p_max = min(1.0, h / math.sqrt(2.0 * math.pi * max(float(curv), 1e-300)))
+        geometric = n if lam <= 0 else min(n, 1.0 / -math.expm1(-lam * h))
+        log_err = (float(k(np.array([i]))[0]) - lam * target
+                   + math.log(k_tot * 8.0 * _U * (math.log2(max(n, 2)) + 2.0) * p_max * geometric))
+        if log_err <= log_budget and n < width:
+            choice, width = lam, n
+    return choice
+
+
+def _window_from(k: Cumulant, lam: float, h: float, log_eta: float) -> tuple[int, int]:
+    """Lattice indices outside which the law tilted by lam has mass at most e^log_eta on each side.
+
+    hi = min over t > 0 of (K(lam + t) - K(lam) - log_eta) / t is unimodal in t (the slope
+    from the point (lam, log_eta) to the convex curve K), and likewise lo.
+    """
+    grid = k.grid
+    i_lam = k.index(lam)
+    k_lam = float(k(np.array([i_lam]))[0])
+    hi, lo = np.inf, -np.inf
+    if i_lam + 1 < grid.size:
+        def up(i: np.ndarray) -> np.ndarray:
+            return (k(i) - k_lam - log_eta) / (grid[i] - lam)
+
+        hi = float(up(np.array([_best(up, i_lam + 1, grid.size - 1)]))[0])
+    if i_lam > 0:
+        def down(i: np.ndarray) -> np.ndarray:
+            return -(log_eta - (k(i) - k_lam)) / (lam - grid[i])
+
+        lo = -float(down(np.array([_best(down, 0, i_lam - 1)]))[0])
+    comps = k.comps
+    support_lo = sum(c.count * c.upper.start for c in comps) * h
+    support_hi = sum(c.count * (c.upper.start + len(c.upper.masses) - 1) for c in comps) * h
+    lo, hi = max(lo, support_lo), min(hi, support_hi)
+    return math.floor(lo / h), max(math.ceil(hi / h), math.floor(lo / h) + 1)
+
+
+def window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> tuple[int, int]:
+    """Lattice indices outside which the tilted law has mass at most e^log_eta on each side."""
+    return _window_from(as_components(comps).cumulant("upper", lam), lam, h, log_eta)
+
+
+def window_points(comps: Components, counts: np.ndarray, lam: float, log_eta: float) -> np.ndarray:
+    """Points of the :func:`window` of the one component of ``comps`` taken each of ``counts``
+    times."""
+    h = comps[0].upper.h
+    return np.array([float(np.subtract(*window(comps.recounted(int(c)), h, lam, log_eta)[::-1]) + 1)
+                     for c in counts])
+
+def single_step(comps: Sequence[Component]) -> bool:
+    return len(comps) == 1 and comps[0].count == 1
+
+def support_ends(comps: Sequence[Component], side: str) -> tuple[float, float]:
+    """Smallest and largest finite losses the composed discrete PLD can take."""
+    bottom = top = 0.0
+    for c in comps:
+        pld = side_pld(c, side)
+        if pld.support is not None:
+            bottom += c.count * (pld.start + pld.support[0]) * pld.h
+            top += c.count * (pld.start + pld.support[1]) * pld.h
+    return bottom, top
