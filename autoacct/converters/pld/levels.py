@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...loss import DiscreteLoss, PrivacyLoss
-from .compose import Convolution, convolve
+from .compose import N_MAX, Convolution, convolve
 from .cumulants import Component, Components, window
 from .discretize import DiscretePLD, discretize, log_mgfs
 
@@ -113,8 +113,8 @@ def plan(k: int, h: float, width: Callable[[np.ndarray], np.ndarray],
 
     Each level's rounding leaks about n E_FFT per copy of its result (n window points,
     E_FFT the per-point error of an FFT convolution); plans whose leak would exceed
-    ``max_leak`` (relative to the composition's moment generating function at the tilt)
-    are not taken.
+    ``max_leak`` (relative to the composition's moment generating function at the tilt),
+    or whose windows would exceed the composer's largest FFT, are not taken.
     """
     if k < MIN_COUNT:
         return None
@@ -142,12 +142,12 @@ def plan(k: int, h: float, width: Callable[[np.ndarray], np.ndarray],
         remainder = np.cumsum([d > 0 for d in digits], axis=0) > 0
         cost = sum((1 + remainder[j]) * _cost(n) for j, n in enumerate(n_levels)) + _cost(n_top)
         leak = sum(k / ratio ** (2 * j + 2) * n * _FFT_ERROR for j, n in enumerate(n_levels))
-        cost = np.where(leak <= max_leak, cost, np.inf)
+        longest = np.max([n_top, *n_levels], axis=0)
+        cost = np.where((leak <= max_leak) & (longest <= N_MAX), cost, np.inf)
         i = int(np.argmin(cost))
         if cost[i] < best_cost:
-            longest = max(float(n_top[i]), *(float(n[i]) for n in n_levels))
             best = Plan(int(ratio[i]), h_0, tuple(int(d[i]) for d in digits), k // int(block[i]) ** levels,
-                        longest)
+                        float(longest[i]))
             best_cost = float(cost[i])
     return best
 
