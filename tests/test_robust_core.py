@@ -317,20 +317,14 @@ def _mp_rr_rdp(eps: float, a: float) -> mpmath.mpf:
     return min(val, eps)
 
 
-@pytest.mark.parametrize("b", [0.05, 1.0, 100.0, 1e4])
-def test_laplace_rdp_matches_mpmath_at_every_order(b):
-    got = Laplace(b).rdp(np.array(ORDERS))
+@pytest.mark.parametrize("mechanism, reference, param", [
+    *[(Laplace, _mp_laplace_rdp, b) for b in (0.05, 1.0, 100.0, 1e4)],
+    *[(PureDP, _mp_rr_rdp, eps0) for eps0 in (1e-6, 1e-3, 1.0, 1000.0)],
+])
+def test_laplace_and_randomized_response_rdp_match_mpmath_at_every_order(mechanism, reference, param):
+    got = mechanism(param).rdp(np.array(ORDERS))
     with mpmath.workdps(80):
-        ref = [_mp_laplace_rdp(b, a) for a in ORDERS]
-    for a, g, r in zip(ORDERS, got, ref):
-        assert abs(g - r) <= 1e-13 * r, (a, g, float(r))
-
-
-@pytest.mark.parametrize("eps0", [1e-6, 1e-3, 1.0, 1000.0])
-def test_randomized_response_rdp_matches_mpmath_at_every_order(eps0):
-    got = PureDP(eps0).rdp(np.array(ORDERS))
-    with mpmath.workdps(80):
-        ref = [_mp_rr_rdp(eps0, a) for a in ORDERS]
+        ref = [reference(param, a) for a in ORDERS]
     for a, g, r in zip(ORDERS, got, ref):
         assert abs(g - r) <= 1e-13 * r, (a, g, float(r))
 
