@@ -95,16 +95,21 @@ class AtomLoss(DiscreteLoss):
         :attr:`autoacct.loss.PrivacyLoss.p_inf_truncated`).
     lattice:
         Spacing h of a lattice hZ containing every value, or None.
+    tight:
+        False when the atoms only dominate the mechanism's pair (merged by
+        :func:`_atoms`): lower bounds computed from them are then not certified
+        (see :attr:`autoacct.loss.PrivacyLoss.tight`).
     """
 
     def __init__(self, key: tuple, values: np.ndarray, p_mass: np.ndarray, q_mass: np.ndarray, *,
                  p_inf: float = 0.0, q_ninf: float = 0.0, lattice: float | None = None,
-                 p_inf_truncated: float = 0.0) -> None:
+                 p_inf_truncated: float = 0.0, tight: bool = True) -> None:
         super().__init__(values, p_mass, q_mass, p_inf=min(max(p_inf, 0.0), 1.0),
                          q_ninf=min(max(q_ninf, 0.0), 1.0))
         self.p_inf_truncated = min(max(p_inf_truncated, 0.0), self.p_inf)
         # Set after the base class: truncated lattice laws are not treated as purely atomic.
         self.lattice = lattice
+        self.tight = tight
         self._key = key
         # _sp[i] = sum_{j >= i} p_j (summed from the small end), _pp[i] = sum_{j < i} p_j.
         self._sp = np.concatenate((np.cumsum(self.p_mass[::-1])[::-1], [0.0]))
@@ -435,7 +440,8 @@ def _binomial_losses(n: int, p: float, shift: int) -> tuple[PrivacyLoss, Privacy
     fwd_inf = below(f_lo) + above(f_hi)
     fwd = AtomLoss(("binomial", n, p, shift, "forward", TAIL_MASS), vals, pm, qm,
                    p_inf=fwd_inf, q_ninf=below(shift),
-                   p_inf_truncated=fwd_inf - float(dist.sf(n - shift)) * (1.0 - 1e-9))
+                   p_inf_truncated=fwd_inf - float(dist.sf(n - shift)) * (1.0 - 1e-9),
+                   tight=len(vals) == f_hi - f_lo + 1)
 
     # Backward: P = Bin, Q = Bin + shift; outcome k ~ Bin, finite loss for k >= shift.
     b_lo = max(i_lo, shift)
@@ -449,7 +455,8 @@ def _binomial_losses(n: int, p: float, shift: int) -> tuple[PrivacyLoss, Privacy
     bwd_inf = below(b_lo) + above(b_hi)
     bwd = AtomLoss(("binomial", n, p, shift, "backward", TAIL_MASS), vals, pm, qm,
                    p_inf=bwd_inf, q_ninf=above(n - shift),
-                   p_inf_truncated=bwd_inf - float(dist.cdf(shift - 1)) * (1.0 - 1e-9))
+                   p_inf_truncated=bwd_inf - float(dist.cdf(shift - 1)) * (1.0 - 1e-9),
+                   tight=len(vals) == b_hi - b_lo + 1)
     return fwd, bwd
 
 
@@ -629,7 +636,7 @@ class DiscreteGaussian(Mechanism):
         use_lattice = lattice if (coarse and len(vals) == hi - lo + 1) else None
         loss = AtomLoss(("discrete-gaussian", s, d, TAIL_MASS, MAX_ATOMS), vals, pm, qm,
                         p_inf=2.0 * tail * (1.0 + 1e-9), lattice=use_lattice,
-                        p_inf_truncated=2.0 * tail * (1.0 + 1e-9))
+                        p_inf_truncated=2.0 * tail * (1.0 + 1e-9), tight=len(vals) == hi - lo + 1)
         self._cache["loss"] = loss
         return loss
 
