@@ -11,12 +11,19 @@ delta(gamma) = H_gamma(P || Q).
   convex function delta(gamma) between grid points, so delta_up >= delta
   everywhere, with an error of second order in h. Mass below the grid is
   rounded up to its first point; mass above it goes to +inf.
-* Lower: the chord lowered by the largest possible gap between a convex
-  function and its chord on each cell, (gamma_{j+1} - gamma_j) Q(cell) / 4,
-  so delta_low <= delta everywhere, again with a second-order error. When that
-  construction would need a negative mass, the lower PLD falls back to rounding
-  every loss down to the grid (seed 003, Lemma 6), which is first order but
-  always valid.
+* Lower: the grid values F_j of the profile, each lowered onto the tangents of
+  delta(gamma) at the midpoints of its two cells. With s_j = (g_j + g_{j+1}) / 2,
+  the tangent at gamma = e^{s_j} (slope -Q(L > s_j)) lies below the profile and
+  passes P(g_j, s_j] - gamma_j Q(g_j, s_j] below F_j and
+  gamma_{j+1} Q(s_j, g_{j+1}] - P(s_j, g_{j+1}] below F_{j+1}: half-cell masses
+  only, so nothing of order 1 cancels. Lowering every grid value by the larger of
+  its two cells' amounts puts each segment below its cell's tangent. With c the
+  curvature and D the cell's width in gamma, the error is c D^2/8 at the grid
+  points and c D^2/24 on average over the cell: half the chord's average c D^2/12,
+  where tangents at the cell ends would give 5 c D^2/12. Where neighbouring
+  cells' masses differ by more than a factor of 1.5 (support ends, atoms) a cell
+  uses the tangent at one of its ends instead, and where even that leaves a
+  negative mass it is rounded down (seed 003, Lemma 6: first order, always valid).
 
 Why these bounds survive composition: for masses w, w' with delta_w <= delta_w'
 pointwise in gamma, and any other nonnegative masses v,
@@ -137,14 +144,14 @@ _UNDERFLOW = 1e-322
 def discretize(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> tuple[DiscretePLD, DiscretePLD]:
     """Upper and lower discrete PLDs of ``loss`` on the grid points j h, j_lo <= j <= j_hi."""
     n = j_hi - j_lo + 1
-    g, m_p, m_q, inner, upper = _connect_the_dots(loss, h, j_lo, n)
+    g, m_p, m_q, inner, upper, halves = _connect_the_dots(loss, h, j_lo, n, halves=True)
     below_p, inner_p, above_p = m_p[0], m_p[1:-1], m_p[-1]
     if loss.purely_atomic and below_p == 0.0 and above_p == 0.0 and _atoms_on_grid(loss, h):
         # Every atom sits on a grid point: the split is exact and so is the PLD.
         return upper, DiscretePLD(h, j_lo, inner.copy(), _attained_inf(loss))
 
     atoms_q = _atoms_q(loss, g[1:]) if loss.has_atoms else np.zeros(n - 1)
-    lower = _lower(loss, g, h, j_lo, m_p, m_q, atoms_q)
+    lower = _lower(loss, g, h, j_lo, m_p, m_q, halves, atoms_q)
     if lower is None:
         down = np.zeros(n)
         down[:-1] += inner_p
@@ -155,16 +162,32 @@ def discretize(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> tuple[Discr
 
 def discretize_upper(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
     """The upper discrete PLD of :func:`discretize` alone."""
-    return _connect_the_dots(loss, h, j_lo, j_hi - j_lo + 1)[-1]
+    return _connect_the_dots(loss, h, j_lo, j_hi - j_lo + 1)[4]
 
 
-def _connect_the_dots(loss: PrivacyLoss, h: float, j_lo: int,
-                      n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, DiscretePLD]:
+def _connect_the_dots(loss: PrivacyLoss, h: float, j_lo: int, n: int, halves: bool = False
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, DiscretePLD,
+                                 tuple[np.ndarray, np.ndarray] | None]:
     """Grid points, cell masses (P and Q, with the cells below and above the grid), the
-    connect-the-dots masses of the inner cells, and the upper PLD."""
+    connect-the-dots masses of the inner cells, the upper PLD, and with ``halves`` the P-
+    and Q-masses of the left halves (g_j, (g_j + g_{j+1}) / 2] of the inner cells."""
     g = _grid_points(loss, h, j_lo, n)
-    edges = np.concatenate(([-np.inf], g, [np.inf]))
-    m_p, m_q = loss.cell_masses(edges)
+    if halves:
+        edges = np.empty(2 * n + 1)
+        edges[0], edges[-1] = -np.inf, np.inf
+        edges[1:-1:2] = g
+        edges[2:-2:2] = 0.5 * (g[:-1] + g[1:])
+        h_p, h_q = loss.cell_masses(edges)
+        m_p = np.empty(n + 1)
+        m_q = np.empty(n + 1)
+        m_p[0], m_q[0], m_p[-1], m_q[-1] = h_p[0], h_q[0], h_p[-1], h_q[-1]
+        np.add(h_p[1:-1:2], h_p[2:-1:2], out=m_p[1:-1])
+        np.add(h_q[1:-1:2], h_q[2:-1:2], out=m_q[1:-1])
+        half_masses = (h_p[1:-1:2], h_q[1:-1:2])
+    else:
+        edges = np.concatenate(([-np.inf], g, [np.inf]))
+        m_p, m_q = loss.cell_masses(edges)
+        half_masses = None
     inner_p, inner_q = m_p[1:-1], m_q[1:-1]
     # Connect-the-dots split of each inner cell (g_j, g_{j+1}].
     w_left = _left_share(inner_p, inner_q, g[:-1], h)
@@ -173,19 +196,19 @@ def _connect_the_dots(loss: PrivacyLoss, h: float, j_lo: int,
     inner[1:] += inner_p - w_left
     up = inner.copy()
     up[0] += m_p[0]
-    return g, m_p, m_q, inner, DiscretePLD(h, j_lo, up, min(1.0, loss.p_inf + m_p[-1]))
+    return g, m_p, m_q, inner, DiscretePLD(h, j_lo, up, min(1.0, loss.p_inf + m_p[-1])), half_masses
 
 
 def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarray,
-           m_q: np.ndarray, atoms_q: np.ndarray) -> DiscretePLD | None:
+           m_q: np.ndarray, halves: tuple[np.ndarray, np.ndarray], atoms_q: np.ndarray) -> DiscretePLD | None:
     """Second-order lower PLD, or None when no valid one was found.
 
-    The law's finite part is split into two sub-measures by cells. Cells where
-    the density changes too fast for a second-order correction to stay convex
-    are rounded down (their mass moves to the cell's left end: losses only
-    decrease). The other cells get :func:`_second_order`. Profiles are linear in
-    the measure, so the two lower bounds add. The rounded set starts empty and
-    grows around the points where the second-order masses come out negative.
+    Each cell is bounded by :func:`_second_order` in the mode of :func:`_initial_modes`
+    (_MIDPOINT, or _ONE_END where the masses change fast). Around the points where that
+    gives negative masses, cells move to the next mode, up to _ROUNDED: those form a
+    second sub-measure whose mass moves to each cell's left end (losses only decrease),
+    and the cells next to them are then support ends of the first. Profiles are linear
+    in the measure, so the two lower bounds add.
     """
     n = len(g)
     if n < 3:
@@ -199,18 +222,21 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
     if np.any(dgam <= 0.0):
         # e^g underflows to equal values far below the loss scale.
         return None
-    rounded = np.zeros(n - 1, dtype=bool)
+    level = np.full(n - 1, _MIDPOINT, dtype=np.int8)
     masses = np.zeros(n)
     for _ in range(_ROUNDS):
-        masses, bad = _second_order(gam, dgam, h, m_p, m_q, atoms_q, rounded)
+        # Rounded cells leave the sub-measure: its cells next to them are at a support end.
+        mode = np.maximum(level, _initial_modes(np.where(level == _ROUNDED, 0.0, m_p[1:-1])))
+        masses, bad = _second_order(gam, dgam, h, m_p, m_q, halves, atoms_q, mode)
         if masses is None:
             return None
         if bad.size == 0:
             break
-        for shift in (-2, -1, 0, 1):
-            rounded[np.clip(bad + shift, 0, n - 2)] = True
+        cells = np.unique(np.clip(np.add.outer(bad, np.arange(-2, 2)), 0, n - 2))
+        level[cells] = np.minimum(mode[cells] + 1, _ROUNDED)
     else:
         return None
+    rounded = mode == _ROUNDED
     if rounded.any():
         masses[:-1] += np.where(rounded, m_p[1:-1], 0.0)
     # Left of the first grid point the lower profile is the line through its first
@@ -222,22 +248,50 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
     excess = max(float(masses.sum()) - finite, 0.0)
     if excess > _EXCESS * finite:
         return None
-    deficit = float(np.sum(np.maximum(-masses, 0.0))) + excess
+    unabsorbed = _absorb_negatives(masses)
+    deficit = float(np.sum(np.maximum(-masses, 0.0))) + excess + unabsorbed
     return DiscretePLD(h, j_lo, np.maximum(masses, 0.0), _attained_inf(loss), deficit)
 
 
+def _absorb_negatives(masses: np.ndarray) -> float:
+    """Set each clearly negative mass (below -_ABSORB times the largest) to zero, in place, taking
+    as much from the first positive masses to its right; returns what they could not give.
+
+    Together these move mass from larger losses to a smaller one, which lowers the profile
+    everywhere, so the bound stays valid. Clipped instead, the masses would leave a deficit
+    that grows like k times itself over k compositions.
+    """
+    n = len(masses)
+    left = 0.0
+    for j in np.flatnonzero(masses < -_ABSORB * max(float(masses.max()), 0.0))[:_MAX_ABSORBED]:
+        need = -float(masses[j])
+        masses[j] = 0.0
+        i = j + 1
+        while need > 0.0 and i < n:
+            take = min(need, max(float(masses[i]), 0.0))
+            masses[i] -= take
+            need -= take
+            i += 1
+        left += need
+    return left
+
+
 def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
-                  atoms_q: np.ndarray, rounded: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
-    """Second-order lower masses for the cells not ``rounded``, and the points where they are < 0
-    (``dgam`` holds the differences of gam).
+                  halves: tuple[np.ndarray, np.ndarray], atoms_q: np.ndarray,
+                  mode: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """Second-order lower masses for the cells not _ROUNDED, and the points where they are < 0
+    (``dgam`` holds the differences of gam; ``halves`` the P- and Q-masses of the cells' left
+    halves).
 
     With F the finite part of this sub-measure's profile at the grid, the values
-    are v_j = F_j - e_j: on each cell the segment is lowered at one end only,
-    by A_j = e^{g_{j+1}} Q_j - P_j at the right end (the segment becomes the
-    tangent of the convex profile at its left end) up to the heaviest cell, or
-    by B_j = P_j - e^{g_j} Q_j - (gamma_{j+1} - gamma_j) Q(L = g_{j+1}) at the left
-    end (the tangent at its right end) after it. Tangents lie below the
-    profile. From the first point T where v is not positive the values are 0,
+    are v_j = F_j - e_j, with e_j the largest of what the cells next to point j ask:
+    a _MIDPOINT cell the gaps to its midpoint tangent at both ends (see the module
+    docstring); a _ONE_END cell, up to the heaviest cell, A_j = e^{g_{j+1}} Q_j - P_j
+    at its right end (the tangent at its left end) and after it
+    B_j = P_j - e^{g_j} Q_j - (gamma_{j+1} - gamma_j) Q(L = g_{j+1}) at its left end
+    (the tangent at its right end), so that a support boundary next to empty cells
+    is never lowered against them. Each gap carries an allowance for the rounding of
+    its difference. From the first point T where v is not positive the values are 0,
     and the last segment before T is bounded by the left tangent at gamma_T,
     slope -Q(L >= g_T). The masses are the connect-the-dots masses of the
     sub-measure, which interpolate u_j = F_j - T_j (T_j the part of F from the
@@ -245,11 +299,15 @@ def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, 
     """
     n = len(gam)
     above_p, above_q = m_p[-1], m_q[-1]
+    left_p, left_q = halves
+    rounded = mode == _ROUNDED
     if rounded.any():
         keep = ~rounded
         cell_p = np.where(keep, m_p[1:-1], 0.0)
         cell_q = np.where(keep, m_q[1:-1], 0.0)
         cell_atoms = np.where(keep, atoms_q, 0.0)
+        left_p = np.where(keep, left_p, 0.0)
+        left_q = np.where(keep, left_q, 0.0)
     else:
         cell_p, cell_q, cell_atoms = m_p[1:-1], m_q[1:-1], atoms_q
     w_left = _left_share(cell_p, cell_q, np.log(gam[:-1]), h)
@@ -258,18 +316,21 @@ def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, 
     inner[1:] += cell_p - w_left
     sp, sq = _suffix_sums(cell_p, above_p, cell_q, above_q)
     f = np.maximum(sp - gam * sq, 0.0)
-    # Right ends up to the heaviest cell (index m), left ends after it: the one point lowered
-    # from both sides sits where the masses are largest, and a support boundary next to
-    # empty cells is never lowered against them.
-    m = int(np.argmax(cell_p))
     e = np.zeros(n)
     with np.errstate(over="ignore", invalid="ignore"):
-        np.maximum(gam[1:m + 2] * cell_q[:m + 1] - cell_p[:m + 1], 0.0, out=e[1:m + 2])
-        lower_left = cell_p[m + 1:] - gam[m + 1:-1] * cell_q[m + 1:]
-        if cell_atoms.any():
-            lower_left -= dgam[m + 1:] * cell_atoms[m + 1:]
-        np.maximum(lower_left, 0.0, out=lower_left)
-    np.maximum(e[m + 1:-1], lower_left, out=e[m + 1:-1])
+        mid = mode == _MIDPOINT
+        np.maximum(np.where(mid, _gap(left_p, gam[:-1] * left_q), 0.0), 0.0, out=e[:-1])
+        np.maximum(e[1:], np.where(mid, _gap(gam[1:] * (cell_q - left_q), cell_p - left_p), 0.0), out=e[1:])
+        one = mode == _ONE_END
+        if one.any():
+            m = int(np.argmax(cell_p))
+            a = np.where(one[:m + 1], _gap(gam[1:m + 2] * cell_q[:m + 1], cell_p[:m + 1]), 0.0)
+            np.maximum(e[1:m + 2], a, out=e[1:m + 2])
+            b_minus = gam[m + 1:-1] * cell_q[m + 1:]
+            if cell_atoms.any():
+                b_minus += dgam[m + 1:] * cell_atoms[m + 1:]
+            np.maximum(e[m + 1:-1], np.where(one[m + 1:], _gap(cell_p[m + 1:], b_minus), 0.0),
+                       out=e[m + 1:-1])
     e += 8 * np.finfo(float).eps * f
     e[0] = max(e[0], e[1])
     v = f - e
@@ -292,12 +353,20 @@ def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, 
     tail = slice(min(j_star + 1, top - 1), n)
     c[tail] = v[tail] - (f[tail] - t[tail])
     masses = _masses_with_correction(inner, gam, dgam, c, top)
-    # Negative masses at the rounding level of the mass they are computed from are
-    # rounding (e.g. an exact zero at a support boundary); the caller clips them and
-    # accounts for the clipped total. Larger ones are real concave kinks.
-    tiny = np.maximum(1e-9 * inner, 1e-14 * max(float(inner.max()), 1e-300))
+    # Negative masses far below the masses next to them come from the rounding of the cell
+    # masses (divided by the cell widths) or of the profile (e.g. an exact zero at a support
+    # boundary); the caller absorbs or clips them and accounts for what is left. Larger ones
+    # are real concave kinks.
+    near = inner.copy()
+    near[:-1] += inner[1:]
+    tiny = np.maximum(1e-6 * near, 1e-14 * max(float(inner.max()), 1e-300))
     bad = np.flatnonzero(masses < -tiny)
     return masses, bad
+
+
+def _gap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a - b for nonnegative a and b, plus a bound on the rounding of the difference."""
+    return (a - b) + 4 * np.finfo(float).eps * (a + b)
 
 
 def _suffix_sums(cells_p: np.ndarray, above_p: float, cells_q: np.ndarray,
@@ -312,6 +381,26 @@ def _suffix_sums(cells_p: np.ndarray, above_p: float, cells_q: np.ndarray,
 
 
 _ROUNDS = 60
+#: Negative lower masses below -_ABSORB times the largest are absorbed (:func:`_absorb_negatives`),
+#: at most _MAX_ABSORBED of them; smaller ones, at the rounding level of the construction, are
+#: clipped into the deficit (which also covers the rounding of the positive masses near them).
+_ABSORB = 1e-14
+_MAX_ABSORBED = 256
+#: How each cell's part of the lower profile is bounded (see :func:`_second_order`).
+_MIDPOINT, _ONE_END, _ROUNDED = 0, 1, 2
+#: Largest ratio of neighbouring cell masses for which a cell starts as _MIDPOINT.
+_SMOOTH = 1.5
+
+
+def _initial_modes(cell_p: np.ndarray) -> np.ndarray:
+    """_MIDPOINT for cells whose P-mass is within a factor _SMOOTH of both neighbours', else _ONE_END."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = cell_p[1:] / cell_p[:-1]
+        rough = ~((ratio <= _SMOOTH) & (ratio >= 1.0 / _SMOOTH))
+    mode = np.full(len(cell_p), _MIDPOINT, dtype=np.int8)
+    mode[:-1][rough] = _ONE_END
+    mode[1:][rough] = _ONE_END
+    return mode
 #: Relative excess of the lower masses over the law's mass still treated as rounding.
 _EXCESS = 1e-12
 _HULL_EDGES = 64
