@@ -85,3 +85,16 @@ def test_gaussian_lower_is_as_close_as_the_upper(mu):
     up_err = float(np.max(upper - truth))
     low_err = float(np.max(truth - lower))
     assert 0.0 < low_err <= 1.05 * up_err
+
+
+@pytest.mark.parametrize("q, sigma, h", [(1e-3, 0.8, 1.026e-4), (1e-3, 0.8, 7.258e-5), (1e-6, 1.0, 7.09e-8),
+                                         (0.01, 1.5, 2e-3)])
+def test_subsampled_gaussian_lower_keeps_its_mass(q, sigma, h):
+    """Negative masses at the lower end of the support are moved onto their neighbours rather
+    than clipped: a clipped mass c costs the lower bound (1 + c)^k - 1 after k steps, which at
+    k = 1e6 and delta = 1e-10 must stay far below delta (it was 1.5e-12 per step here)."""
+    loss = PoissonRemoveLoss(GaussianLoss(1 / sigma), q)
+    j_lo, j_hi = index_range(loss, h, 1e-18)
+    _, low = discretize(loss, h, j_lo, j_hi)
+    assert low.deficit < 1e-20
+    assert np.all(low.masses >= 0.0)

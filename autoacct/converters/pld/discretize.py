@@ -203,7 +203,7 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
            m_q: np.ndarray, halves: tuple[np.ndarray, np.ndarray], atoms_q: np.ndarray) -> DiscretePLD | None:
     """Second-order lower PLD, or None when no valid one was found.
 
-    Each cell is bounded by :func:`_second_order` in the mode of :func:`_initial_modes`
+    Each cell is bounded by :func:`_second_order` in the mode :func:`_modes` gives it
     (_MIDPOINT, or _ONE_END where the masses change fast). Around the points where that
     gives negative masses, cells move to the next mode, up to _ROUNDED: those form a
     second sub-measure whose mass moves to each cell's left end (losses only decrease),
@@ -226,7 +226,7 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
     masses = np.zeros(n)
     for _ in range(_ROUNDS):
         # Rounded cells leave the sub-measure: its cells next to them are at a support end.
-        mode = np.maximum(level, _initial_modes(np.where(level == _ROUNDED, 0.0, m_p[1:-1])))
+        mode = np.maximum(level, _modes(np.where(level == _ROUNDED, 0.0, m_p[1:-1])))
         masses, bad = _second_order(gam, dgam, h, m_p, m_q, halves, atoms_q, mode)
         if masses is None:
             return None
@@ -262,8 +262,14 @@ def _absorb_negatives(masses: np.ndarray) -> float:
     that grows like k times itself over k compositions.
     """
     n = len(masses)
+    clear = -_ABSORB * max(float(masses.max()), 0.0)
+    # Most are absorbed by their right neighbour alone: all those at once.
+    j = np.flatnonzero(masses[:-1] < clear)
+    j = j[masses[j + 1] >= -masses[j]]
+    masses[j + 1] += masses[j]
+    masses[j] = 0.0
     left = 0.0
-    for j in np.flatnonzero(masses < -_ABSORB * max(float(masses.max()), 0.0))[:_MAX_ABSORBED]:
+    for j in np.flatnonzero(masses < clear)[:_MAX_ABSORBED]:
         need = -float(masses[j])
         masses[j] = 0.0
         i = j + 1
@@ -392,7 +398,7 @@ _MIDPOINT, _ONE_END, _ROUNDED = 0, 1, 2
 _SMOOTH = 1.5
 
 
-def _initial_modes(cell_p: np.ndarray) -> np.ndarray:
+def _modes(cell_p: np.ndarray) -> np.ndarray:
     """_MIDPOINT for cells whose P-mass is within a factor _SMOOTH of both neighbours', else _ONE_END."""
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = cell_p[1:] / cell_p[:-1]
