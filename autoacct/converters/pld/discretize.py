@@ -359,6 +359,10 @@ def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, 
     tail = slice(min(j_star + 1, top - 1), n)
     c[tail] = v[tail] - (f[tail] - t[tail])
     masses = _masses_with_correction(inner, gam, dgam, c, top)
+    # The mass at the top point is the profile's kink there, gamma_T v_{T-1} / (gamma_T - gamma_{T-1})
+    # (v is 0 from T on). Taken so rather than as inner + correction, which cancel, it is an
+    # exact 0 where the profile ends a cell before T, not a rounding residue beyond the support.
+    masses[top] = gam[top] * v[top - 1] / dgam[top - 1]
     # Negative masses far below the masses next to them come from the rounding of the cell
     # masses (divided by the cell widths) or of the profile (e.g. an exact zero at a support
     # boundary); the caller absorbs or clips them and accounts for what is left. Larger ones
