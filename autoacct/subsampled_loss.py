@@ -16,13 +16,13 @@ law has is kept.
 * :class:`MixtureLoss`: the disjoint union of weighted pairs (sampling with
   replacement, where the differing record is drawn a random number of times).
 
-``moments`` of these laws (used only to size grids) come from a
+``moments`` and ``sizing_cgf`` of these laws (used only to size grids) come from a
 *representation*: finitely many loss values with P- and Q-masses. A base law
 may give its own; otherwise it is cut into cells, and for a cell the
 representative value is log(P-mass / Q-mass), the loss at which e^L has its
 conditional Q-mean, so that smooth functions of e^L (such as phi) are
 integrated to second order. Representations are rebuilt when asked for (only
-the moments are kept): they are needed once per law, and thousands of distinct
+the summaries are kept): they are needed once per law, and thousands of distinct
 laws would otherwise each hold a few thousand nodes.
 """
 
@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 import weakref
+from abc import abstractmethod
 from functools import cached_property
 
 import numpy as np
 
-from .loss import PrivacyLoss
+from .loss import PrivacyLoss, sizing_cgf_of
 
 #: Number of grid points used to represent a base law for the moments (which only size
 #: grids: 1001 points give them to ~1e-4 of the standard deviation for subsampled Gaussians,
@@ -171,6 +172,28 @@ def _moments_of(rep: Representation) -> tuple[float, float]:
     return mean, max(var, 0.0)
 
 
+class _RepresentedLoss(PrivacyLoss):
+    """A law whose grid-sizing summaries, :attr:`moments` and :attr:`sizing_cgf`, come from
+    its :attr:`_representation`, built once for both (see the module docstring)."""
+
+    @property
+    @abstractmethod
+    def _representation(self) -> Representation: ...
+
+    @cached_property
+    def _sizing(self) -> tuple[tuple[float, float], np.ndarray]:
+        rep = self._representation
+        return _moments_of(rep), sizing_cgf_of(rep[0], rep[1])
+
+    @property
+    def moments(self) -> tuple[float, float]:
+        return self._sizing[0]
+
+    @property
+    def sizing_cgf(self) -> np.ndarray:
+        return self._sizing[1]
+
+
 def _check_q(q: float) -> float:
     q = float(q)
     if not 0.0 < q < 1.0:
@@ -215,7 +238,7 @@ class _Phi:
 # Poisson subsampling
 # ----------------------------------------------------------------------------------
 
-class PoissonRemoveLoss(PrivacyLoss):
+class PoissonRemoveLoss(_RepresentedLoss):
     """Loss of the pair ((1-q) Q + q P, Q) for a base pair (P, Q) with loss L.
 
     The loss is phi(L) = log(1 - q + q e^L), increasing in L. Under the first
@@ -299,12 +322,8 @@ class PoissonRemoveLoss(PrivacyLoss):
             qm = np.append(qm, self.base.q_ninf)
         return values, p, qm
 
-    @cached_property
-    def moments(self) -> tuple[float, float]:
-        return _moments_of(self._representation)
 
-
-class PoissonAddLoss(PrivacyLoss):
+class PoissonAddLoss(_RepresentedLoss):
     """Loss of the pair (Q, (1-q) Q + q P) for a symmetric base pair (P, Q) with loss L.
 
     The loss is -phi(L), decreasing in L: a cell (a, b] of it is the set of L in
@@ -382,16 +401,12 @@ class PoissonAddLoss(PrivacyLoss):
             qm = np.append(qm, (1.0 - self.q) * self.base.q_ninf)
         return values, p, qm
 
-    @cached_property
-    def moments(self) -> tuple[float, float]:
-        return _moments_of(self._representation)
-
 
 # ----------------------------------------------------------------------------------
 # symmetrisation (replace-one relation)
 # ----------------------------------------------------------------------------------
 
-class SymmetrizedLoss(PrivacyLoss):
+class SymmetrizedLoss(_RepresentedLoss):
     """The symmetric pair (X, Y) whose profile agrees with that of a pair ``half`` for eps >= 0.
 
     With (A, B) the pair of ``half`` and L_h its loss, the law of the new loss L
@@ -466,16 +481,12 @@ class SymmetrizedLoss(PrivacyLoss):
         qm = np.concatenate((mq[pos], [self.a0], mp[pos]))
         return values, p, qm
 
-    @cached_property
-    def moments(self) -> tuple[float, float]:
-        return _moments_of(self._representation)
-
 
 # ----------------------------------------------------------------------------------
 # mixtures (disjoint unions of pairs)
 # ----------------------------------------------------------------------------------
 
-class MixtureLoss(PrivacyLoss):
+class MixtureLoss(_RepresentedLoss):
     """Loss of the disjoint union of pairs: with probability w_i the pair i, plus an infinite part.
 
     The pair is (sum_i w_i P_i (+) w_inf U, sum_i w_i Q_i (+) w_inf V) on the
@@ -547,7 +558,3 @@ class MixtureLoss(PrivacyLoss):
         p = np.concatenate([w * r[1] for r, w in zip(parts, self.weights)])
         qm = np.concatenate([w * r[2] for r, w in zip(parts, self.weights)])
         return values, p, qm
-
-    @cached_property
-    def moments(self) -> tuple[float, float]:
-        return _moments_of(self._representation)

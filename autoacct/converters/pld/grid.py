@@ -2,16 +2,25 @@
 
 The user never picks h or the domain. Connect-the-dots moves each step's loss
 by a mean-preserving (in e^{-L}) split across one cell: a bias of at most h^2/8
-and an added variance of at most h^2/4 per step. For a composed loss with mean
-m and variance V, an eps near m + z sqrt(V) then moves by about
-K h^2 (1 + z / sqrt(V)) / 8 for K discretised steps; h is chosen so that this is
-half of the tolerance when no law has atoms: the lower bound (see
-:mod:`discretize`) then moves by about half as much as the upper one, so the
-certified gap is about 3/4 of the tolerance at most; over DP-SGD cases it came
-out at 0.2 to 0.75 of it. Atoms between grid points cost the lower bound a
-first-order term, so with atoms the share is a quarter. The accountant checks
-the result afterwards against its certified lower bound and refines h if the
-model was optimistic.
+and an added variance of at most h^2/4 per step. Adding variance v to the
+composed loss moves eps by about v (1 + lam) / 2, where lam is the rate at which
+-log delta grows near eps: for K discretised steps about K h^2 (1 + lam) / 8.
+For the normal approximation of the composed loss (mean m, variance V) lam is
+z / sqrt(V) at eps = m + z sqrt(V). For laws without atoms the exponent
+minimising K(lam) - lam eps of their cumulant generating function is taken
+instead where it is smaller: for subsampled laws, whose right tails are heavy,
+it is a few times smaller (for 1000 distinct DP-SGD steps 3.5 against 11).
+Light tails keep the normal rate, which errs towards coarse grids, as before.
+The rate is kept above a quarter of the normal one: where they differ more
+(few steps, small eps) the grid is coarse next to the steep lower end of the
+subsampled laws, and the lower bound's error there, which this model leaves
+out, takes over. h is chosen so that the error is half of the tolerance when no
+law has atoms: the lower bound (see :mod:`discretize`) then moves by about as
+much again, and over random DP-SGD cases the certified gap came out at 0.1 to
+0.9 of the tolerance. Atoms between grid points cost the lower bound a first-order
+term, so with atoms the share is a quarter (and lam the normal one). The
+accountant checks the result afterwards against its certified lower bound and
+refines h if the model was optimistic.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...loss import PrivacyLoss
+from ...loss import SIZING_TILTS, PrivacyLoss
 
 
 def choose_spacing(parts: Sequence[tuple[PrivacyLoss, int]], eps_scale: float, tol: float) -> float:
@@ -42,12 +51,42 @@ def choose_spacing(parts: Sequence[tuple[PrivacyLoss, int]], eps_scale: float, t
     var = sum(k * loss.moments[1] for loss, k in parts)
     sd = math.sqrt(var)
     scale = max(eps_scale, 0.05 * sd, 1e-6)
-    z = max(1.0, (scale - mean) / sd)
-    share = 0.25 if any(loss.has_atoms for loss, _ in parts) else 0.5
-    h = math.sqrt(8.0 * share * tol * scale / (k_tot * (1.0 + z / sd)))
+    # The rate at which delta falls near the answer: the normal approximation's (at least
+    # that at one sd above the mean), or for laws without atoms the cumulants' when smaller,
+    # but not below a quarter of it (see the module docstring).
+    rate = max(scale - mean, sd) / var
+    atoms = any(loss.has_atoms for loss, _ in parts)
+    if not atoms:
+        heavy = decay_rate(sum(k * loss.sizing_cgf for loss, k in parts), scale, rate)
+        rate = max(min(rate, max(heavy, rate / 4.0)), 1.0 / sd)
+    share = 0.25 if atoms else 0.5
+    h = math.sqrt(8.0 * share * tol * scale / (k_tot * (1.0 + rate)))
     h = max(min(h, 2.0 * min(step_sds), _MAX_SPACING), _MIN_SPACING)
     h = 2.0 ** (math.floor(4.0 * math.log2(h)) / 4.0)
     return _snap(parts, h)
+
+
+def decay_rate(cgf: np.ndarray, eps: float, normal_rate: float) -> float:
+    """The exponent lam >= 0 minimising K(lam) - lam eps, from K tabulated at
+    :data:`~autoacct.loss.SIZING_TILTS` (the vertex of the parabola through the
+    smallest value and its neighbours). Near eps, -log delta(eps) grows at about this
+    rate. Past the table's last exponent, ``normal_rate`` (that of the normal
+    approximation) is taken if it is larger.
+    """
+    f = np.asarray(cgf, dtype=float) - SIZING_TILTS * eps
+    if not np.all(np.isfinite(f)):
+        return max(normal_rate, 0.0)
+    i = int(np.argmin(f))
+    if i == 0:
+        return 0.0
+    if i == f.size - 1:
+        return max(float(SIZING_TILTS[i]), normal_rate)
+    x, y = SIZING_TILTS[i - 1:i + 2], f[i - 1:i + 2]
+    d1 = (y[1] - y[0]) / (x[1] - x[0])
+    d2 = (y[2] - y[1]) / (x[2] - x[1])
+    curv = (d2 - d1) / (x[2] - x[0])
+    vertex = 0.5 * (x[0] + x[1]) - d1 / (2.0 * curv) if curv > 0 else x[1]
+    return float(min(max(vertex, x[0]), x[2]))
 
 
 def _common_lattice(parts: Sequence[tuple[PrivacyLoss, int]]) -> float | None:
