@@ -196,13 +196,15 @@ class FFTAccountant:
         lower = np.max([np.max([lo.delta(eps) for _, lo in made], axis=0) for made in self._made], axis=0)
         return lower, upper
 
-    def spacing(self, eps_scale: float, tol: float) -> float:
-        """The grid spacing for an answer near ``eps_scale`` at relative accuracy ``tol``.
+    def spacing(self, eps_scale: float, tol: float, directions: Sequence[int] | None = None) -> float:
+        """The grid spacing for an answer near ``eps_scale`` at relative accuracy ``tol``, the
+        finest that the given directions (default: all) need.
 
         Rounded down to a power of 2^(1/4) before snapping to lattices, so that
         queries at nearby scales share one composed PLD.
         """
-        h = min(choose_spacing(parts, eps_scale, tol) for parts in self._directions)
+        chosen = range(len(self._directions)) if directions is None else directions
+        h = min(choose_spacing(self._directions[d], eps_scale, tol) for d in chosen)
         # No single law may need more grid points than the FFT may have: memory stays bounded
         # (the bounds stay valid; the accuracy check then reports what could not be reached).
         return max(h, self._widest / (N_MAX // 2))
@@ -251,23 +253,27 @@ class FFTAccountant:
         grid_tol = tol
         target = eps_scale
         for _ in range(_MAX_REFINE + 1):
-            h = self.spacing(eps_scale, grid_tol)
+            # Each direction's grid is sized by its own laws at the answer's scale.
+            def fine_profiles(target: float, directions: list[int]) -> list[tuple[Profile, Profile]]:
+                return [self.profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, target,
+                                      log_budget, [d], delta)[0] for d in directions]
+
             fine = [order[0]]
-            self.profiles(h, log_eta, target, log_budget, fine, delta)
+            fine_profiles(target, fine)
             for d in order[1:]:
-                coarse = self.spacing(eps_scale, grid_tol * _COARSE)
+                coarse = self.spacing(eps_scale, grid_tol * _COARSE, [d])
                 if not self._settled(d, delta):
                     self._chernoff(d, coarse, log_eta)
                 if not self._settled(d, delta):
                     self.profiles(coarse, log_eta, target, log_budget, [d], delta)
                 if not self._settled(d, delta):
                     fine.append(d)
-            profs = self.profiles(h, log_eta, target, log_budget, fine, delta)
+            profs = fine_profiles(target, fine)
             lower, upper = self._best_epsilon(delta)
             if math.isfinite(upper) and not _inside(profs, upper):
                 # The tilt aimed away from the answer: aim at the answer found and retry.
                 target = upper
-                profs = self.profiles(h, log_eta, target, log_budget, fine, delta)
+                profs = fine_profiles(target, fine)
                 lower, upper = self._best_epsilon(delta)
             gap = upper - lower
             if lower == upper or gap <= tol * upper:
