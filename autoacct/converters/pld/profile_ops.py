@@ -48,6 +48,9 @@ class DiscreteProfile:
     #: beyond that loss the true delta is at most that mass.
     support_top: float = np.inf
     inf_mass: float = 1.0
+    #: eps(delta) already solved, by delta: the accountant asks each profile for the same
+    #: delta several times (settling directions, then the best bounds).
+    _solved: dict[float, float] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
     def x(self) -> np.ndarray:
@@ -140,6 +143,11 @@ class DiscreteProfile:
         return out.reshape(delta.shape) if delta.shape else out[0]
 
     def _solve(self, target: float) -> float:
+        if target not in self._solved:
+            self._solved[target] = self._solve_once(target)
+        return self._solved[target]
+
+    def _solve_once(self, target: float) -> float:
         if not self.upper and self.c0 - math.exp(min(self.log_c1, 700.0)) > target:
             # The mass at +inf alone (less the largest error term) exceeds the target.
             return math.inf
