@@ -50,6 +50,16 @@ def sizing_cgf_of(values: np.ndarray, p_mass: np.ndarray) -> np.ndarray:
     return np.log(rows @ w / w.sum()) + SIZING_TILTS * top
 
 
+def segment_sums(masses: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """sum(masses[idx[i]:idx[i+1]]) for each i, for non-decreasing ``idx`` in [0, len(masses)]
+    (0 for an empty segment): sums of the terms themselves, so small ones keep their
+    relative precision."""
+    ext = np.append(np.asarray(masses, dtype=float), 0.0)
+    out = np.add.reduceat(ext, idx)[:-1]
+    out[idx[1:] <= idx[:-1]] = 0.0
+    return out
+
+
 class PrivacyLoss(ABC):
     """Law of the privacy loss L = log(dP/dQ) of a pair (P, Q).
 
@@ -356,13 +366,9 @@ class DiscreteLoss(PrivacyLoss):
         return self.values, self.p_mass
 
     def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        edges = np.asarray(edges, dtype=float)
-        idx = np.searchsorted(edges, self.values, side="left") - 1
-        n = len(edges) - 1
-        ok = (idx >= 0) & (idx < n)
-        m_p = np.bincount(idx[ok], weights=self.p_mass[ok], minlength=n)
-        m_q = np.bincount(idx[ok], weights=self.q_mass[ok], minlength=n)
-        return m_p, m_q
+        # The values in (e_i, e_{i+1}] are those from index i_lo to i_hi - 1 (values are sorted).
+        idx = np.searchsorted(self.values, np.asarray(edges, dtype=float), side="right")
+        return segment_sums(self.p_mass, idx), segment_sums(self.q_mass, idx)
 
     def profile(self, eps: np.ndarray) -> np.ndarray:
         eps = np.asarray(eps, dtype=float)

@@ -35,7 +35,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .loss import PrivacyLoss, sizing_cgf_of
+from .loss import PrivacyLoss, segment_sums, sizing_cgf_of
 
 #: Number of grid points used to represent a base law for the moments (which only size
 #: grids: 1001 points give them to ~1e-4 of the standard deviation for subsampled Gaussians,
@@ -84,19 +84,12 @@ def _masses_on(loss: PrivacyLoss, edge_sets: list[np.ndarray]) -> list[tuple[np.
             out.append((z, z.copy()))
         return out
     mp_u, mq_u = loss.cell_masses(u)
-    mp_ext = np.append(np.asarray(mp_u, dtype=float), 0.0)
-    mq_ext = np.append(np.asarray(mq_u, dtype=float), 0.0)
     for t in edge_sets:
         if len(t) < 2:
             out.append((np.zeros(0), np.zeros(0)))
             continue
         idx = np.searchsorted(u, t)
-        empty = idx[1:] <= idx[:-1]
-        m_p = np.add.reduceat(mp_ext, idx)[:-1]
-        m_q = np.add.reduceat(mq_ext, idx)[:-1]
-        m_p[empty] = 0.0
-        m_q[empty] = 0.0
-        out.append((m_p, m_q))
+        out.append((segment_sums(mp_u, idx), segment_sums(mq_u, idx)))
     return out
 
 
