@@ -366,7 +366,8 @@ class DiscreteLoss(PrivacyLoss):
         return self.values, self.p_mass
 
     def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # The values in (e_i, e_{i+1}] are those from index i_lo to i_hi - 1 (values are sorted).
+        # idx[i] values are <= e_i (they are sorted), so (e_i, e_{i+1}] holds those from idx[i]
+        # to idx[i+1] - 1.
         idx = np.searchsorted(self.values, np.asarray(edges, dtype=float), side="right")
         return segment_sums(self.p_mass, idx), segment_sums(self.q_mass, idx)
 

@@ -252,12 +252,13 @@ class FFTAccountant:
         order = sorted(range(len(self._directions)), key=lambda d: -scales[d])
         grid_tol = tol
         target = eps_scale
-        for _ in range(_MAX_REFINE + 1):
-            # Each direction's grid is sized by its own laws at the answer's scale.
-            def fine_profiles(target: float, directions: list[int]) -> list[tuple[Profile, Profile]]:
-                return [self.profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, target,
-                                      log_budget, [d], delta)[0] for d in directions]
 
+        def fine_profiles(target: float, directions: list[int]) -> list[tuple[Profile, Profile]]:
+            # Each direction's grid is sized by its own laws at the answer's scale.
+            return [self.profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, target,
+                                  log_budget, [d], delta)[0] for d in directions]
+
+        for _ in range(_MAX_REFINE + 1):
             fine = [order[0]]
             fine_profiles(target, fine)
             for d in order[1:]:
