@@ -158,8 +158,7 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
     # Error propagation: with M_i >= |z_i|, |z^_i| and |dz_i| <= e_i, the product of powers
     # moves by at most sum_i k_i e_i M_i^(k_i - 1) prod_{j != i} M_j^(k_j)
     # = prod_j M_j^(k_j) * sum_i k_i e_i / M_i, which is small wherever any factor is.
-    bound = None
-    weight = 0.0
+    bound = weight = None
     # Components are transformed in groups, both rows of each at once.
     group = max(1, _GROUP_POINTS // n)
     for g0 in range(0, len(comps), group):
@@ -171,30 +170,46 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
                 log_k[j] += c.count * log_m
                 _fold_into(rows[i, j], tilted)
             offset += c.count * c.upper.start
-        s = sfft.rfft(rows, axis=-1)
+        s = _rfft(rows)
+        del rows
         mag = np.abs(s)
         mag += rho
         np.minimum(mag, 1.0, out=mag)
-        counts = np.array([float(c.count) for c in part])
-        # Forward error rho plus the rounding of the power and the product (4u per factor).
-        weight = weight + (rho + 4 * _U) * np.einsum("g,gij->ij", counts + 1.0, np.reciprocal(mag))
-        power = mag
-        for i in np.flatnonzero(counts > 1):
-            if power is mag:
-                power = mag.copy()
-            power[i] = _power(mag[i], part[i].count, mag[i])
-            s[i] = _power(s[i], part[i].count, mag[i])
-        power = np.prod(power, axis=0)
-        s = np.prod(s, axis=0)
-        bound = power if bound is None else bound * power
-        spec = s if spec is None else spec * s
-    dens = sfft.irfft(spec, n=n, axis=-1)
+        # Forward error rho plus the rounding of the power and the product (4u per factor),
+        # summed over the group into row 0 of ``inv``.
+        inv = np.reciprocal(mag)
+        for i, c in enumerate(part):
+            inv[i] *= (rho + 4 * _U) * (c.count + 1.0)
+            if i:
+                inv[0] += inv[i]
+        if weight is None:
+            weight = inv[0]
+        else:
+            weight += inv[0]
+        del inv
+        # Powers and products in place: mag becomes the bound on the spectra's moduli.
+        for i, c in enumerate(part):
+            if c.count > 1:
+                live = mag[i] > math.exp(_LOG_TINY / c.count)
+                _power(s[i], c.count, live)
+                _power(mag[i], c.count, live)
+            if i:
+                s[0] *= s[i]
+                mag[0] *= mag[i]
+        if spec is None:
+            spec, bound = s[0], mag[0]
+        else:
+            spec *= s[0]
+            bound *= mag[0]
+        del s, mag
+    dens = _irfft(spec, n)
     dens = np.roll(dens, -((j_lo - offset) % n), axis=-1)
 
     # Per-entry error bound of the tilted result (both rows).
-    spec_err = bound * weight
+    spec_err = np.multiply(bound, weight, out=weight)
     fold = 2.0 * spec_err[:, 1:].sum(axis=-1) + spec_err[:, 0]
-    err = fold / n + rho * (2.0 * np.abs(spec[:, 1:]).sum(axis=-1) + np.abs(spec[:, 0])) / n
+    mod = np.abs(spec, out=bound)
+    err = fold / n + rho * (2.0 * mod[:, 1:].sum(axis=-1) + mod[:, 0]) / n
     # Powers set to zero where they underflow (see _power) move each entry by at most this.
     err = err + 2.0 * len(comps) * math.exp(_LOG_TINY)
     return Convolution(comps=comps, h=h, lam=lam, j_lo=j_lo, dens=dens, err=err, log_k=log_k)
@@ -235,14 +250,39 @@ def compose(comps: Sequence[Component], h: float, log_eta: float,
     return out[0], out[1]
 
 
-def _power(z: np.ndarray, k: int, mag: np.ndarray) -> np.ndarray:
-    """z ** k, computed only where it does not underflow: |z| <= ``mag`` and mag^k < 1e-300
-    elsewhere (a self-composed spectrum is negligible at most frequencies)."""
-    with np.errstate(divide="ignore"):
-        live = k * np.log(mag) > _LOG_TINY
-    out = np.zeros_like(z)
-    out[live] = z[live] ** k
-    return out
+def _rfft(rows: np.ndarray) -> np.ndarray:
+    """Real FFT of every row (last axis); long rows one at a time (see _ROW_BY_ROW)."""
+    n = rows.shape[-1]
+    if n < _ROW_BY_ROW:
+        return sfft.rfft(rows, axis=-1)
+    flat = rows.reshape(-1, n)
+    out = np.empty((flat.shape[0], n // 2 + 1), dtype=complex)
+    for i, row in enumerate(flat):
+        out[i] = sfft.rfft(row)
+    return out.reshape(rows.shape[:-1] + (n // 2 + 1,))
+
+
+def _irfft(spec: np.ndarray, n: int) -> np.ndarray:
+    """Inverse of :func:`_rfft` (rows of length n)."""
+    if n < _ROW_BY_ROW:
+        return sfft.irfft(spec, n=n, axis=-1)
+    flat = spec.reshape(-1, spec.shape[-1])
+    out = np.empty((flat.shape[0], n))
+    for i, row in enumerate(flat):
+        out[i] = sfft.irfft(row, n=n)
+    return out.reshape(spec.shape[:-1] + (n,))
+
+
+#: Rows at least this long are transformed one at a time: batched transforms of long rows
+#: take working buffers that do not stay in cache and are freshly mapped on every call.
+_ROW_BY_ROW = 1 << 14
+
+
+def _power(z: np.ndarray, k: int, live: np.ndarray) -> None:
+    """z ** k in place where ``live``, and 0 elsewhere (where the caller found |z|^k below
+    about 1e-300: a self-composed spectrum is negligible at most frequencies)."""
+    np.power(z, k, out=z, where=live)
+    np.copyto(z, 0.0, where=~live)
 
 
 #: Powers below e^_LOG_TINY (about 1e-300) are set to zero.
