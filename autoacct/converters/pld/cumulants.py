@@ -286,30 +286,39 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
 
 
 def _window_from(k: Cumulant, lam: float, h: float, log_eta: float) -> tuple[int, int]:
-    """Lattice indices outside which the law tilted by lam has mass at most e^log_eta on each side.
+    """Lattice indices outside which the law tilted by lam has mass at most e^log_eta on each side."""
+    lo, hi = _windows(k, lam, h, log_eta, np.ones(1))
+    return int(lo[0]), int(hi[0])
 
-    hi = min over t > 0 of (K(lam + t) - K(lam) - log_eta) / t is unimodal in t (the slope
-    from the point (lam, log_eta) to the convex curve K), and likewise lo.
+
+def _windows(k: Cumulant, lam: float, h: float, log_eta: float, scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The windows of :func:`_window_from` for the laws whose cumulants are ``scales`` times
+    k's (the composition of each multiple of k's components, all counts scaled alike).
+
+    Each end is the best Chernoff bound over the tabulated exponents:
+    hi = min over t > 0 of (K(lam + t) - K(lam) - log_eta) / t, and likewise lo; every
+    exponent gives a valid end, all are compared at once.
     """
     grid = k.grid
     i_lam = k.index(lam)
-    k_lam = float(k(np.array([i_lam]))[0])
-    hi, lo = np.inf, -np.inf
-    if i_lam + 1 < grid.size:
-        def up(i: np.ndarray) -> np.ndarray:
-            return (k(i) - k_lam - log_eta) / (grid[i] - lam)
-
-        hi = float(up(np.array([_best(up, i_lam + 1, grid.size - 1)]))[0])
-    if i_lam > 0:
-        def down(i: np.ndarray) -> np.ndarray:
-            return -(log_eta - (k(i) - k_lam)) / (lam - grid[i])
-
-        lo = -float(down(np.array([_best(down, 0, i_lam - 1)]))[0])
+    values = k(np.arange(grid.size))
+    rise = values - values[i_lam]
+    scales = np.asarray(scales, dtype=float)
+    hi = np.full(scales.shape, np.inf)
+    lo = np.full(scales.shape, -np.inf)
+    with np.errstate(invalid="ignore"):
+        if i_lam + 1 < grid.size:
+            t = grid[i_lam + 1:] - lam
+            hi = np.nanmin((np.multiply.outer(scales, rise[i_lam + 1:]) - log_eta) / t, axis=1, initial=np.inf)
+        if i_lam > 0:
+            t = lam - grid[:i_lam]
+            lo = np.nanmax((log_eta - np.multiply.outer(scales, rise[:i_lam])) / t, axis=1, initial=-np.inf)
     comps = k.comps
     support_lo = sum(c.count * c.upper.start for c in comps) * h
     support_hi = sum(c.count * (c.upper.start + len(c.upper.masses) - 1) for c in comps) * h
-    lo, hi = max(lo, support_lo), min(hi, support_hi)
-    return math.floor(lo / h), max(math.ceil(hi / h), math.floor(lo / h) + 1)
+    lo, hi = np.maximum(lo, scales * support_lo), np.minimum(hi, scales * support_hi)
+    j_lo = np.floor(lo / h)
+    return j_lo.astype(np.int64), np.maximum(np.ceil(hi / h), j_lo + 1).astype(np.int64)
 
 
 def window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> tuple[int, int]:
@@ -319,10 +328,10 @@ def window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> 
 
 def window_points(comps: Components, counts: np.ndarray, lam: float, log_eta: float) -> np.ndarray:
     """Points of the :func:`window` of the one component of ``comps`` taken each of ``counts``
-    times."""
-    h = comps[0].upper.h
-    return np.array([float(np.subtract(*window(comps.recounted(int(c)), h, lam, log_eta)[::-1]) + 1)
-                     for c in counts])
+    times (K is linear in the count)."""
+    (c,) = comps
+    lo, hi = _windows(comps.cumulant("upper", lam), lam, c.upper.h, log_eta, np.asarray(counts, dtype=float) / c.count)
+    return (hi - lo + 1).astype(float)
 
 def single_step(comps: Sequence[Component]) -> bool:
     return len(comps) == 1 and comps[0].count == 1
