@@ -82,6 +82,7 @@ class FFTAccountant:
             self._directions.append([(b, k) for _, b, k in self._parts])
         self._comp_cache: dict[tuple[float, float, int], Components] = {}
         self._cache: dict[tuple, tuple[Profile, Profile]] = {}
+        self._tilts: dict[tuple, float] = {}
         # Every composed profile made so far, per direction. Answers take the best
         # certified value over all of them, so that eps(delta) and delta(eps) stay
         # consistent: delta(eps(d)) <= d whatever grids the two queries used.
@@ -117,7 +118,10 @@ class FFTAccountant:
             # it may be composed by; the tilt and the window are chosen there.
             g = levels.fine(h) if levels.applies(self._directions[d]) else h
             comps = self.components(g, log_eta, d)
-            lam = choose_tilt(comps, eps_target, g, log_eta, log_budget)
+            tilt_key = (g, log_eta, d, eps_target, log_budget)
+            if tilt_key not in self._tilts:
+                self._tilts[tilt_key] = choose_tilt(comps, eps_target, g, log_eta, log_budget)
+            lam = self._tilts[tilt_key]
             key = (h, log_eta, lam, d)
             if key not in self._cache:
                 # Errors that levels carry (see levels) may take up to half of tol, on the eps scale.
