@@ -66,7 +66,7 @@ _POINTS = 1 << 15
 #: Cost of one convolution and re-discretisation beyond its FFT: per point, and fixed (in
 #: units of one point's share of an FFT).
 _PER_POINT = 40.0
-_OVERHEAD = 4e6
+_OVERHEAD = 2e6
 
 
 @dataclass(frozen=True)
