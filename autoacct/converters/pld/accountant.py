@@ -27,7 +27,7 @@ from ...loss import GaussianLoss, PrivacyLoss
 from . import levels
 from .compose import N_MAX, AccuracyWarning, compose
 from .cumulants import ChernoffProfile, Component, Components, chernoff_profiles, choose_tilt, window_points
-from .discretize import DiscretePLD, discretize, discretize_upper
+from .discretize import DiscretePLD, discretize, discretize_lazy, discretize_upper
 from .grid import choose_spacing, index_range
 from .profile_ops import DiscreteProfile
 
@@ -90,15 +90,19 @@ class FFTAccountant:
 
     def components(self, h: float, log_eta: float, d: int, lazy_lower: bool = False) -> Components:
         """Discretised components of direction ``d`` on the lattice hZ (cached); with
-        ``lazy_lower``, when not cached, each lower PLD is made only when first read."""
+        ``lazy_lower``, when not cached, each lower PLD is made only when first read (a
+        direction of one law keeps its cell masses for it; others compute them again)."""
         key = (h, log_eta, d)
         if key not in self._comp_cache:
             k_tot = sum(k for _, _, k in self._parts)
             eta = min(math.exp(log_eta), 1e-12) / (4.0 * k_tot)
+            parts = self._directions[d]
             comps = []
-            for loss, k in self._directions[d]:
+            for loss, k in parts:
                 j_lo, j_hi = index_range(loss, h, eta)
-                if lazy_lower:
+                if lazy_lower and len(parts) == 1:
+                    comps.append(Component(*discretize_lazy(loss, h, j_lo, j_hi), k))
+                elif lazy_lower:
                     up = discretize_upper(loss, h, j_lo, j_hi)
                     comps.append(Component(up, partial(_lower_of, loss, h, j_lo, j_hi), k))
                 else:
@@ -116,8 +120,10 @@ class FFTAccountant:
         for d in range(len(self._directions)) if directions is None else directions:
             # A law composed very often is discretised on the finest lattice of the levels
             # it may be composed by; the tilt and the window are chosen there.
-            g = levels.fine(h) if levels.applies(self._directions[d]) else h
-            comps = self.components(g, log_eta, d)
+            # Its lower PLD is made only if levels use that lattice (see _compose).
+            many = levels.applies(self._directions[d])
+            g = levels.fine(h) if many else h
+            comps = self.components(g, log_eta, d, lazy_lower=many)
             tilt_key = (g, log_eta, d, eps_target, log_budget)
             if tilt_key not in self._tilts:
                 self._tilts[tilt_key] = choose_tilt(comps, eps_target, g, log_eta, log_budget)

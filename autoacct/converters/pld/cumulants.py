@@ -111,15 +111,21 @@ class Components(tuple):
 
     @cached_property
     def _support(self) -> dict[str, tuple[float, float]]:
-        return {side: support_ends(self, side) for side in ("upper", "lower")}
+        return {}
+
+    def _support_of(self, side: str) -> tuple[float, float]:
+        # Per side, so that reading the upper side never makes lazy lower PLDs.
+        if side not in self._support:
+            self._support[side] = support_ends(self, side)
+        return self._support[side]
 
     def support_top(self, side: str) -> float:
         """Largest finite loss the composed discrete PLD of ``side`` can take."""
-        return self._support[side][1]
+        return self._support_of(side)[1]
 
     def support_bottom(self, side: str) -> float:
         """Smallest finite loss the composed discrete PLD of ``side`` can take."""
-        return self._support[side][0]
+        return self._support_of(side)[0]
 
 
 def as_components(comps: Sequence[Component]) -> Components:

@@ -33,9 +33,9 @@ delta_w; applying this factor by factor orders the composed profiles.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -143,12 +143,27 @@ _UNDERFLOW = 1e-322
 
 def discretize(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> tuple[DiscretePLD, DiscretePLD]:
     """Upper and lower discrete PLDs of ``loss`` on the grid points j h, j_lo <= j <= j_hi."""
+    upper, lower = discretize_lazy(loss, h, j_lo, j_hi)
+    return upper, lower()
+
+
+def discretize_lazy(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int
+                    ) -> tuple[DiscretePLD, Callable[[], DiscretePLD]]:
+    """The upper discrete PLD of :func:`discretize`, and a function that makes the lower one
+    from the cell masses computed here (it keeps them: a few arrays of the grid's length)."""
     n = j_hi - j_lo + 1
     g, m_p, m_q, inner, upper, halves = _connect_the_dots(loss, h, j_lo, n, halves=True)
+    return upper, partial(_lower_from_cells, loss, h, j_lo, g, m_p, m_q, inner, halves)
+
+
+def _lower_from_cells(loss: PrivacyLoss, h: float, j_lo: int, g: np.ndarray, m_p: np.ndarray, m_q: np.ndarray,
+                      inner: np.ndarray, halves: tuple[np.ndarray, np.ndarray]) -> DiscretePLD:
+    """The lower discrete PLD of :func:`discretize` from its connect-the-dots pieces."""
+    n = len(g)
     below_p, inner_p, above_p = m_p[0], m_p[1:-1], m_p[-1]
     if loss.purely_atomic and below_p == 0.0 and above_p == 0.0 and _atoms_on_grid(loss, h):
         # Every atom sits on a grid point: the split is exact and so is the PLD.
-        return upper, DiscretePLD(h, j_lo, inner.copy(), _attained_inf(loss))
+        return DiscretePLD(h, j_lo, inner.copy(), _attained_inf(loss))
 
     atoms_q = _atoms_q(loss, g[1:]) if loss.has_atoms else np.zeros(n - 1)
     lower = _lower(loss, g, h, j_lo, m_p, m_q, halves, atoms_q)
@@ -157,7 +172,7 @@ def discretize(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> tuple[Discr
         down[:-1] += inner_p
         down[-1] += above_p
         lower = DiscretePLD(h, j_lo, down, _attained_inf(loss))
-    return upper, lower
+    return lower
 
 
 def discretize_upper(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
