@@ -29,8 +29,9 @@ neighbouring (DP-SGD), sampling rate q, noise multiplier sigma, k steps.
 Every timed call starts from construction (fresh mechanism / accountant, so no
 cache is reused). Each (case, accountant) runs in its own worker subprocess,
 launched one after the other by this one script, that first warms its library
-up on a tiny problem (imports, FFT plans), then times the call (best of up to
-3 repetitions when a call takes under a second) and reports its peak resident
+up on a tiny problem (imports, FFT plans), then times the call (the best of as many
+repetitions as fit in one second of calls, at most 25: on this shared machine single
+calls of a few milliseconds vary by 30% or more) and reports its peak resident
 memory above the post-import baseline (``resource.getrusage`` ru_maxrss).
 ``--in-process`` runs every timing in this single process instead (no memory
 figures, no caps). Times are CPU seconds of the worker (``time.process_time``;
@@ -170,7 +171,7 @@ def _rss_mb() -> float:
 
 
 def measure(acct: str, case: dict, tol: float | None = None, warm: bool = True,
-            max_repeat: int = 3) -> dict:
+            max_repeat: int = 25) -> dict:
     """Time ``acct`` on ``case`` (full call from construction, fresh objects every repetition)."""
     warnings.simplefilter("ignore")
     fn = RUNNERS[acct]
