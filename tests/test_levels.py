@@ -39,9 +39,9 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> list[levels.Plan]:
     used: list[levels.Plan] = []
     inner = levels.self_compose
 
-    def spy(step, p, log_eta, lam):
+    def spy(step, p, log_eta, lam, lower=True):
         used.append(p)
-        return inner(step, p, log_eta, lam)
+        return inner(step, p, log_eta, lam, lower)
 
     monkeypatch.setattr(levels, "self_compose", spy)
     return used

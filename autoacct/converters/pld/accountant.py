@@ -112,10 +112,11 @@ class FFTAccountant:
 
     def profiles(self, h: float, log_eta: float, eps_target: float | None = None,
                  log_budget: float | None = None, directions: Sequence[int] | None = None,
-                 delta: float | None = None) -> list[tuple[DiscreteProfile, DiscreteProfile]]:
+                 delta: float | None = None, lower: bool = True) -> list[tuple[Profile, Profile]]:
         """(upper, lower) composed profiles of the given directions (default: all), tilted
         towards ``eps_target`` (see :func:`choose_tilt` for the rounding budget ``log_budget``,
-        a share of tol * delta for a query eps(``delta``))."""
+        a share of tol * delta for a query eps(``delta``)). Without ``lower`` only the upper
+        PLDs are composed, and the lower profile is one that says nothing (eps >= 0)."""
         out = []
         for d in range(len(self._directions)) if directions is None else directions:
             # A law composed very often is discretised on the finest lattice of the levels
@@ -123,18 +124,18 @@ class FFTAccountant:
             # Its lower PLD is made only if levels use that lattice (see _compose).
             many = levels.applies(self._directions[d])
             g = levels.fine(h) if many else h
-            comps = self.components(g, log_eta, d, lazy_lower=many)
+            comps = self.components(g, log_eta, d, lazy_lower=many or not lower)
             tilt_key = (g, log_eta, d, eps_target, log_budget)
             if tilt_key not in self._tilts:
                 self._tilts[tilt_key] = choose_tilt(comps, eps_target, g, log_eta, log_budget)
             lam = self._tilts[tilt_key]
-            key = (h, log_eta, lam, d)
+            key = (h, log_eta, lam, d, lower)
             if key not in self._cache:
                 # Errors that levels carry (see levels) may take up to half of tol, on the eps scale.
                 budget = None
                 if eps_target is not None and log_budget is not None and delta is not None:
                     budget = (eps_target, delta, math.exp(log_budget) * _LEVELS_SHARE / _ROUNDING_SHARE)
-                self._cache[key] = self._compose(comps, g, h, log_eta, lam, d, budget)
+                self._cache[key] = self._compose(comps, g, h, log_eta, lam, d, budget, lower)
                 self._made[d].append(self._cache[key])
             out.append(self._cache[key])
         return out
@@ -149,10 +150,12 @@ class FFTAccountant:
             self._made[d].append(self._cache[key])
 
     def _compose(self, comps: Components, g: float, h: float, log_eta: float, lam: float,
-                 d: int, budget: tuple[float, float, float] | None = None) -> tuple[DiscreteProfile, DiscreteProfile]:
+                 d: int, budget: tuple[float, float, float] | None = None,
+                 lower: bool = True) -> tuple[Profile, Profile]:
         """Composed profiles of direction d at the accuracy of spacing h: by levels (see
         :mod:`levels`; ``comps`` are then on their finest lattice g) when one lattice would
-        need a long window, else on the lattice hZ.
+        need a long window, else on the lattice hZ. Without ``lower``, the lower profile
+        is the one of :func:`chernoff_profiles`, which says nothing.
 
         With ``budget`` = (target eps, delta, allowance), the errors the levels carry into
         the upper profile must not move eps(delta) by more than the allowance moves it as
@@ -171,19 +174,20 @@ class FFTAccountant:
                 max_leak = math.exp(min(math.log(allowance) + lam * target - log_k, 0.0))
             p = levels.plan(comps[0].count, h, width, max_leak)
             step = None if p is None else comps if p.fine == g else self.components(p.fine, log_eta, d)
-            parts = levels.self_compose(step, p, log_eta, lam) if p is not None else None
+            parts = levels.self_compose(step, p, log_eta, lam, lower) if p is not None else None
             if parts is not None:
-                out = compose(parts, p.coarse, log_eta, lam)
+                up, low = compose(parts, p.coarse, log_eta, lam, lower)
                 if budget is None:
-                    return out
+                    return up, low if low is not None else chernoff_profiles(comps, g)[1]
                 # delta falls about like e^{-lam eps} near the answer, so an error term that is
                 # a share s of delta moves eps by about s / lam, i.e. s / (lam eps) relatively.
-                eps_up = float(out[0].epsilon(budget[1]))
+                eps_up = float(up.epsilon(budget[1]))
                 scale = max(lam * eps_up, 1.0) if math.isfinite(eps_up) else 1.0
-                if out[0].log_c1 - lam * eps_up <= math.log(budget[2] * scale):
-                    return out
-            comps = self.components(h, log_eta, d)
-        return compose(comps, h, log_eta, lam)
+                if up.log_c1 - lam * eps_up <= math.log(budget[2] * scale):
+                    return up, low if low is not None else chernoff_profiles(comps, g)[1]
+            comps = self.components(h, log_eta, d, lazy_lower=not lower)
+        up, low = compose(comps, h, log_eta, lam, lower)
+        return up, low if low is not None else chernoff_profiles(comps, h)[1]
 
     def _best_epsilon(self, delta: float) -> tuple[float, float]:
         """Best (lower, upper) eps(delta) over every profile made so far.
@@ -276,7 +280,8 @@ class FFTAccountant:
                 if not self._settled(d, delta):
                     self._chernoff(d, coarse, log_eta)
                 if not self._settled(d, delta):
-                    self.profiles(coarse, log_eta, target, log_budget, [d], delta)
+                    # Only its upper profile can settle it: the lower one is not composed.
+                    self.profiles(coarse, log_eta, target, log_budget, [d], delta, lower=False)
                 if not self._settled(d, delta):
                     fine.append(d)
             profs = fine_profiles(target, fine)

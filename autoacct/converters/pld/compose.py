@@ -138,10 +138,11 @@ class Convolution:
 
 
 def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 0.0,
-             max_points: float = math.inf) -> Convolution | None:
+             max_points: float = math.inf, lower: bool = True) -> Convolution | None:
     """Tilted composition of ``comps`` on the lattice hZ by one FFT, on the window outside
     which the tilted law has mass at most e^log_eta on each side; None if that window has
-    more than ``max_points`` points."""
+    more than ``max_points`` points. Without ``lower`` only row 0 (the upper PLDs) is
+    composed and the lower PLDs are never read."""
     comps = as_components(comps)
     j_lo, j_hi = window(comps, h, lam, log_eta)
     if j_hi - j_lo + 1 > max_points:
@@ -153,7 +154,8 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
         n = N_MAX
     rho = 4.0 * _U * (math.log2(n) + 2.0)
     spec = None
-    log_k = np.zeros(2)
+    rows = 2 if lower else 1
+    log_k = np.zeros(rows)
     offset = 0
     # Error propagation: with M_i >= |z_i|, |z^_i| and |dz_i| <= e_i, the product of powers
     # moves by at most sum_i k_i e_i M_i^(k_i - 1) prod_{j != i} M_j^(k_j)
@@ -163,15 +165,15 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
     group = max(1, _GROUP_POINTS // n)
     for g0 in range(0, len(comps), group):
         part = comps[g0:g0 + group]
-        rows = np.zeros((len(part), 2, n))
+        grid = np.zeros((len(part), rows, n))
         for i, c in enumerate(part):
-            for j, pld in enumerate((c.upper, c.lower)):
-                tilted, log_m = _tilt(pld, lam)
+            for j in range(rows):
+                tilted, log_m = _tilt(c.upper if j == 0 else c.lower, lam)
                 log_k[j] += c.count * log_m
-                _fold_into(rows[i, j], tilted)
+                _fold_into(grid[i, j], tilted)
             offset += c.count * c.upper.start
-        s = _rfft(rows)
-        del rows
+        s = _rfft(grid)
+        del grid
         mag = np.abs(s)
         mag += rho
         np.minimum(mag, 1.0, out=mag)
@@ -205,7 +207,7 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
     dens = _irfft(spec, n)
     dens = np.roll(dens, -((j_lo - offset) % n), axis=-1)
 
-    # Per-entry error bound of the tilted result (both rows).
+    # Per-entry error bound of the tilted result (each row).
     spec_err = np.multiply(bound, weight, out=weight)
     fold = 2.0 * spec_err[:, 1:].sum(axis=-1) + spec_err[:, 0]
     mod = np.abs(spec, out=bound)
@@ -215,39 +217,41 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
     return Convolution(comps=comps, h=h, lam=lam, j_lo=j_lo, dens=dens, err=err, log_k=log_k)
 
 
-def compose(comps: Sequence[Component], h: float, log_eta: float,
-            lam: float = 0.0) -> tuple[DiscreteProfile, DiscreteProfile]:
-    """Upper and lower profiles of the composition of ``comps`` on the lattice hZ.
+def compose(comps: Sequence[Component], h: float, log_eta: float, lam: float = 0.0,
+            lower: bool = True) -> tuple[DiscreteProfile, DiscreteProfile | None]:
+    """Upper and lower profiles of the composition of ``comps`` on the lattice hZ (without
+    ``lower``: the upper one and None, and the lower PLDs are never read).
 
     ``log_eta`` is the log of the tilted tail mass left outside the window;
     ``lam`` >= 0 is the tilt (see :func:`cumulants.choose_tilt`).
     """
     if single_step(comps):
-        return _uncomposed(comps[0], h)
-    conv = convolve(comps, h, log_eta, lam)
+        return _uncomposed(comps[0], h, lower)
+    conv = convolve(comps, h, log_eta, lam, lower=lower)
     assert conv is not None
     n = conv.dens.shape[-1]
     geometric = n if lam <= 0 else min(n, 1.0 / -math.expm1(-lam * h))
     out = []
-    for j, side in enumerate(("upper", "lower")):
+    for j, side in enumerate(("upper", "lower")[:conv.dens.shape[0]]):
         k_lam = float(conv.log_k[j])
-        tilted_above, tilted_below = conv.tilted_above(j), conv.tilted_below(j)
         inf_mass = conv.inf_mass(j)
         err = float(conv.err[j])
         with np.errstate(divide="ignore"):
             log_err = math.log(err * geometric) if err > 0 else -np.inf
-            log_alias = math.log(tilted_above + tilted_below) if tilted_above + tilted_below > 0 else -np.inf
         if side == "upper":
             c0 = inf_mass + math.exp(conv.log_above(j))
             leak = conv.leak()
             log_c1 = k_lam + (float(np.logaddexp(log_err, math.log(leak))) if leak > 0 else log_err)
         else:
+            alias = conv.tilted_above(j) + conv.tilted_below(j)
+            with np.errstate(divide="ignore"):
+                log_alias = math.log(alias) if alias > 0 else -np.inf
             c0 = inf_mass - conv.clipped()
             log_c1 = k_lam + float(np.logaddexp(log_err, log_alias))
         out.append(DiscreteProfile(h=h, start=conv.j_lo, tilted=conv.dens[j], log_k=k_lam, lam=lam,
                                    c0=c0, log_c1=log_c1, upper=side == "upper",
                                    support_top=conv.comps.support_top(side), inf_mass=inf_mass))
-    return out[0], out[1]
+    return out[0], (out[1] if lower else None)
 
 
 def _rfft(rows: np.ndarray) -> np.ndarray:
@@ -289,7 +293,7 @@ def _power(z: np.ndarray, k: int, live: np.ndarray) -> None:
 _LOG_TINY = -690.0
 
 
-def _uncomposed(c: Component, h: float) -> tuple[DiscreteProfile, DiscreteProfile]:
+def _uncomposed(c: Component, h: float, lower: bool = True) -> tuple[DiscreteProfile, DiscreteProfile | None]:
     """Profiles of one step taken once: its discrete PLDs themselves, read off without an
     FFT, so with no rounding or wrap-around term of the composer.
 
@@ -301,7 +305,9 @@ def _uncomposed(c: Component, h: float) -> tuple[DiscreteProfile, DiscreteProfil
     profile by the same factor.
     """
     out = []
-    for pld, upper, scale in ((c.upper, True, 1.0 + _LAW_REL), (c.lower, False, 1.0 - _LAW_REL)):
+    sides = ((True, 1.0 + _LAW_REL), (False, 1.0 - _LAW_REL))[:2 if lower else 1]
+    for upper, scale in sides:
+        pld = c.upper if upper else c.lower
         inf_mass = min(pld.p_inf, 1.0)
         c0 = inf_mass if upper else inf_mass - pld.deficit
         out.append(DiscreteProfile(h=h, start=pld.start, tilted=pld.masses * scale, log_k=0.0, lam=0.0,
@@ -309,7 +315,7 @@ def _uncomposed(c: Component, h: float) -> tuple[DiscreteProfile, DiscreteProfil
                                    log_c1=-math.inf, upper=upper,
                                    support_top=support_ends([c], "upper" if upper else "lower")[1],
                                    inf_mass=min(inf_mass * (1.0 + _LAW_REL), 1.0)))
-    return out[0], out[1]
+    return out[0], (out[1] if lower else None)
 
 
 #: Relative rounding margin on a single step's discrete masses (see :func:`_uncomposed`).

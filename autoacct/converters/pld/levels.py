@@ -157,11 +157,12 @@ def _cost(n: float | np.ndarray) -> float | np.ndarray:
     return n * (np.log2(np.maximum(n, 2.0)) + _PER_POINT) + _OVERHEAD
 
 
-def self_compose(step: Components, p: Plan, log_eta: float, lam: float) -> Components | None:
+def self_compose(step: Components, p: Plan, log_eta: float, lam: float, lower: bool = True) -> Components | None:
     """Components on the lattice ``p.coarse`` whose composition bounds k copies of the one
     component of ``step`` (discretised on ``p.fine``), tilted by ``lam`` in every window;
     None when a window would be much longer than planned (heavy tilted tails), a level's
-    untilted masses would leave the floating-point range, or its lower PLD is empty."""
+    untilted masses would leave the floating-point range, or its lower PLD is empty.
+    Without ``lower`` only the upper PLDs are composed (and read)."""
     block = p.ratio * p.ratio
     k = p.count
     chain, acc = step, None
@@ -172,11 +173,11 @@ def self_compose(step: Components, p: Plan, log_eta: float, lam: float) -> Compo
         # Tail masses left outside a window end up in the final bounds once per copy of the
         # level's result and, in the lower ones, once per window point.
         level_eta = log_eta - math.log(4.0 * _POINTS * (k // block ** (j + 1)))
-        new_chain = _coarsen(convolve(chain.recounted(block), h, level_eta, lam, limit), coarse)
+        new_chain = _coarsen(convolve(chain.recounted(block), h, level_eta, lam, limit, lower), coarse)
         parts = Components(([acc] if acc is not None else []) + ([chain[0].recounted(d)] if d else []))
         if acc is None and d:
             parts = chain.recounted(d)
-        new_acc = _coarsen(convolve(parts, h, level_eta, lam, limit), coarse) if parts else None
+        new_acc = _coarsen(convolve(parts, h, level_eta, lam, limit, lower), coarse) if parts else None
         if new_chain is None or (parts and new_acc is None):
             return None
         chain, acc, h = Components([new_chain]), new_acc, coarse
@@ -194,29 +195,39 @@ def _coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     what the components' own leaks allow; all of it is carried as the upper PLD's leak.
     The lower measure is the lower row less its error bound and less the tilted mass the
     circular convolution folded in from either side (a tilted mass folded from x to x'
-    stands for e^{lam (x - x')} times the untilted mass it had).
+    stands for e^{lam (x - x')} times the untilted mass it had). A convolution of the
+    upper PLDs alone gives a component without a lower PLD (reading it is an error).
     """
     if conv is None:
         return None
     n = conv.dens.shape[-1]
-    idx = conv.j_lo + np.arange(n)
     ratio = round(coarse / conv.h)
     up = _coarse_upper(np.maximum(conv.dens[0], 0.0), conv, ratio)
+    if up is None:
+        return None
+    # Missing moment generating function at lam, relative to the composed components' one
+    # (e^{log_k}), and then to the upper PLD's own.
+    missing = conv.leak() + n * float(conv.err[0]) + conv.tilted_above(0) + conv.tilted_below(0)
+    leak = missing * math.exp(float(conv.log_k[0]) - float(log_mgfs([up], np.array([conv.lam]))[0, 0]))
+    up = replace(up, leak=leak, leak_lam=conv.lam)
+    if conv.dens.shape[0] == 1:
+        return Component(up, _no_lower, 1)
+    idx = conv.j_lo + np.arange(n)
     folded = conv.tilted_above(1) + conv.tilted_below(1)
     lower = _measure(conv.dens[1] - conv.err[1] - folded, idx, conv, row=1, p_inf=conv.inf_mass(1))
-    if up is None or lower is None:
+    if lower is None:
         return None
     j_lo = math.floor(idx[0] / ratio)
     j_hi = max(math.ceil(idx[-1] / ratio), j_lo + 3)
     _, low = discretize(lower, coarse, j_lo, j_hi)
     if not np.any(low.masses > 0):
         return None
-    # Missing moment generating function at lam, relative to the composed components' one
-    # (e^{log_k}), and then to the upper PLD's own.
-    missing = conv.leak() + n * float(conv.err[0]) + conv.tilted_above(0) + conv.tilted_below(0)
-    leak = missing * math.exp(float(conv.log_k[0]) - float(log_mgfs([up], np.array([conv.lam]))[0, 0]))
     deficit = (1.0 + conv.clipped()) * (1.0 + low.deficit) - 1.0
-    return Component(replace(up, leak=leak, leak_lam=conv.lam), replace(low, deficit=deficit), 1)
+    return Component(up, replace(low, deficit=deficit), 1)
+
+
+def _no_lower() -> DiscretePLD:
+    raise RuntimeError("this component composed upper PLDs only")
 
 
 def _coarse_upper(tilted: np.ndarray, conv: Convolution, ratio: int) -> DiscretePLD | None:
