@@ -66,6 +66,22 @@ def test_epsilon_brackets_the_closed_form(monkeypatch, mu_step, k, delta):
     assert upper - lower <= 1e-3 * upper
 
 
+@pytest.mark.parametrize("mu_step, k", [(0.01, 10 ** 6 + 1), (0.003, 10 ** 7 - 7), (0.003, 9_999_991)])
+def test_remainder_is_composed_on_the_top_lattice(monkeypatch, mu_step, k):
+    # k is not a multiple of a square block: the few copies over are composed on the top
+    # lattice (upper PLD there, a point mass at 0 as lower PLD), not by a second level.
+    used = _counting(monkeypatch)
+    acc = _accountant(mu_step, k)
+    delta = 1e-6
+    with strict_warnings():
+        lower, upper = acc.epsilon(delta, acc.eps_scale(delta))
+    truth = gaussian_eps_closed(mu_step * math.sqrt(k), delta)
+    assert used and all(p.count == k for p in used)
+    assert any(p.extra > 0 and not any(p.digits) for p in used)
+    assert lower <= truth <= upper
+    assert upper - lower <= 1e-3 * upper
+
+
 @pytest.mark.parametrize("mu_step, k", [(0.01, 10 ** 6), (2e-4, 10 ** 8)])
 def test_delta_curve_brackets_the_closed_form(monkeypatch, mu_step, k):
     used = _counting(monkeypatch)
@@ -127,3 +143,7 @@ def test_plan_is_none_when_one_lattice_is_cheap():
         assert q is not None and q.count == k
     # The one-lattice window has 1.2e6 points; the plan's longest is far shorter.
     assert p.points < 1e5
+    # Allowed a few copies on the top lattice, a prime k needs no second level convolution.
+    r = levels.plan(9_999_991, 4e-4, gaussian_width, max_extra=500)
+    assert r is not None and r.count == 9_999_991 and not any(r.digits)
+    assert 0 < r.extra <= 500 and abs(r.copies / r.ratio ** 2 - 1.0) <= 0.15

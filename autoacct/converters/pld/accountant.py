@@ -94,8 +94,7 @@ class FFTAccountant:
         direction of one law keeps its cell masses for it; others compute them again)."""
         key = (h, log_eta, d)
         if key not in self._comp_cache:
-            k_tot = sum(k for _, _, k in self._parts)
-            eta = min(math.exp(log_eta), 1e-12) / (4.0 * k_tot)
+            eta = self._eta(log_eta)
             parts = self._directions[d]
             comps = []
             for loss, k in parts:
@@ -109,6 +108,17 @@ class FFTAccountant:
                     comps.append(Component(*discretize(loss, h, j_lo, j_hi), k))
             self._comp_cache[key] = Components(comps)
         return self._comp_cache[key]
+
+    def _upper_on(self, d: int, h: float, log_eta: float) -> DiscretePLD:
+        """The upper discrete PLD of direction d's one law on the lattice hZ."""
+        (loss, _), = self._directions[d]
+        j_lo, j_hi = index_range(loss, h, self._eta(log_eta))
+        return discretize_upper(loss, h, j_lo, j_hi)
+
+    def _eta(self, log_eta: float) -> float:
+        """P-mass each law may leave outside its grid range on each side."""
+        k_tot = sum(k for _, _, k in self._parts)
+        return min(math.exp(log_eta), 1e-12) / (4.0 * k_tot)
 
     def profiles(self, h: float, log_eta: float, eps_target: float | None = None,
                  log_budget: float | None = None, directions: Sequence[int] | None = None,
@@ -160,21 +170,28 @@ class FFTAccountant:
         With ``budget`` = (target eps, delta, allowance), the errors the levels carry into
         the upper profile must not move eps(delta) by more than the allowance moves it as
         a share of delta, or one lattice is used (they are predicted at the target eps
-        first, then checked).
+        first, then checked). The allowance (a share _LEVELS_SHARE of tol * delta) also
+        bounds the copies a one-level plan may compose on its top lattice (see
+        :func:`levels.plan`): leaving them out of the lower bound moves eps by about their
+        share of k, kept below a twentieth of tol.
         """
         if g != h:
             def width(counts: np.ndarray) -> np.ndarray:
                 return g * window_points(comps, counts, lam, log_eta)
 
-            max_leak = math.inf
+            max_leak, max_extra = math.inf, 0
+            count = comps[0].count
             if budget is not None:
                 target, delta, allowance = budget
                 k = comps.cumulant("upper", lam)
                 log_k = float(k(np.array([k.index(lam)]))[0])
                 max_leak = math.exp(min(math.log(allowance) + lam * target - log_k, 0.0))
-            p = levels.plan(comps[0].count, h, width, max_leak)
+                max_extra = int(count * allowance / (_LEVELS_SHARE * delta) / 20.0)
+            p = levels.plan(count, h, width, max_leak, max_extra)
             step = None if p is None else comps if p.fine == g else self.components(p.fine, log_eta, d)
             parts = levels.self_compose(step, p, log_eta, lam, lower) if p is not None else None
+            if parts is not None and p.extra:
+                parts = Components([*parts, levels.extra_copies(self._upper_on(d, p.coarse, log_eta), p.extra)])
             if parts is not None:
                 up, low = compose(parts, p.coarse, log_eta, lam, lower)
                 if budget is None:

@@ -156,7 +156,8 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
     spec = None
     rows = 2 if lower else 1
     log_k = np.zeros(rows)
-    offset = 0
+    # Lattice index of each row's composed first point (the rows' PLDs may start apart).
+    offset = [0] * rows
     # Error propagation: with M_i >= |z_i|, |z^_i| and |dz_i| <= e_i, the product of powers
     # moves by at most sum_i k_i e_i M_i^(k_i - 1) prod_{j != i} M_j^(k_j)
     # = prod_j M_j^(k_j) * sum_i k_i e_i / M_i, which is small wherever any factor is.
@@ -168,10 +169,11 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
         grid = np.zeros((len(part), rows, n))
         for i, c in enumerate(part):
             for j in range(rows):
-                tilted, log_m = _tilt(c.upper if j == 0 else c.lower, lam)
+                pld = c.upper if j == 0 else c.lower
+                tilted, log_m = _tilt(pld, lam)
                 log_k[j] += c.count * log_m
                 _fold_into(grid[i, j], tilted)
-            offset += c.count * c.upper.start
+                offset[j] += c.count * pld.start
         s = _rfft(grid)
         del grid
         mag = np.abs(s)
@@ -205,7 +207,8 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
             bound *= mag[0]
         del s, mag
     dens = _irfft(spec, n)
-    dens = np.roll(dens, -((j_lo - offset) % n), axis=-1)
+    for j in range(rows):
+        dens[j] = np.roll(dens[j], -((j_lo - offset[j]) % n))
 
     # Per-entry error bound of the tilted result (each row).
     spec_err = np.multiply(bound, weight, out=weight)

@@ -71,7 +71,9 @@ _OVERHEAD = 2e6
 
 @dataclass(frozen=True)
 class Plan:
-    """How k copies are composed: spacing ratio R, finest spacing h_0, digits d_j, top count q."""
+    """How k copies are composed: spacing ratio R, finest spacing h_0, digits d_j, top count q,
+    copies per level B (R^2, or near it for one level), and ``extra`` copies composed on the
+    top lattice directly."""
 
     ratio: int
     fine: float
@@ -79,6 +81,13 @@ class Plan:
     top_count: int
     #: The longest window the plan expects.
     points: float = math.inf
+    block: int = 0
+    extra: int = 0
+
+    @property
+    def copies(self) -> int:
+        """Copies of the level below that each level composes (B)."""
+        return self.block or self.ratio * self.ratio
 
     @property
     def coarse(self) -> float:
@@ -87,9 +96,9 @@ class Plan:
 
     @property
     def count(self) -> int:
-        """The number of copies composed, k = q R^(2L) + sum_j d_j R^(2j)."""
-        block = self.ratio * self.ratio
-        return self.top_count * block ** len(self.digits) + sum(d * block ** j for j, d in enumerate(self.digits))
+        """The number of copies composed, k = q B^L + sum_j d_j B^j + extra."""
+        b = self.copies
+        return self.top_count * b ** len(self.digits) + sum(d * b ** j for j, d in enumerate(self.digits)) + self.extra
 
 
 def applies(parts: Sequence[tuple[PrivacyLoss, int]]) -> bool:
@@ -106,7 +115,7 @@ def fine(h: float) -> float:
 
 
 def plan(k: int, h: float, width: Callable[[np.ndarray], np.ndarray],
-         max_leak: float = math.inf) -> Plan | None:
+         max_leak: float = math.inf, max_extra: int = 0) -> Plan | None:
     """The cheapest plan for k copies at the accuracy of spacing h, or None when one lattice
     is cheaper; ``width(counts)`` gives the window width, in loss units, that the
     composition of each count of copies needs.
@@ -115,6 +124,11 @@ def plan(k: int, h: float, width: Callable[[np.ndarray], np.ndarray],
     E_FFT the per-point error of an FFT convolution); plans whose leak would exceed
     ``max_leak`` (relative to the composition's moment generating function at the tilt),
     or whose windows would exceed the composer's largest FFT, are not taken.
+
+    A one-level plan whose k is not a multiple of R^2 would compose the remainder by a
+    second convolution on the fine lattice. Instead a block B within 15% of R^2 is sought
+    that leaves at most ``max_extra`` copies over: those are composed on the top lattice
+    directly (see :func:`self_compose`), and the top level's error grows by R^2 / B.
     """
     if k < MIN_COUNT:
         return None
@@ -136,20 +150,45 @@ def plan(k: int, h: float, width: Callable[[np.ndarray], np.ndarray],
         # Level j composes R^(2j + 2) copies on the spacing h_0 R^j, and the part of k below
         # R^(2j + 2) once a digit so far is not 0; the top composes all k on h_0 R^L.
         block = ratio.astype(np.int64) ** 2
-        digits = [(k // block ** j) % block for j in range(levels)]
-        n_levels = [points(ratio ** (2 * j + 2), h_0 * ratio ** j) for j in range(levels)]
+        extra = np.zeros(ratio.shape, dtype=np.int64)
+        if levels == 1 and max_extra > 0:
+            # Without a remainder the cost is that of the block and the top; for the few
+            # cheapest ratios, look for a block that leaves at most max_extra copies over.
+            free = _cost(points(block.astype(float), h_0)) + _cost(points(np.full(ratio.shape, float(k)),
+                                                                          h_0 * ratio))
+            for i in np.argsort(free)[:_BLOCK_TRIES]:
+                block[i], extra[i] = _block(k, int(block[i]), max_extra)
+        digits = [((k - extra) // block ** j) % block for j in range(levels)]
+        n_levels = [points(block.astype(float) ** (j + 1), h_0 * ratio ** j) for j in range(levels)]
         n_top = points(np.full(ratio.shape, float(k)), h_0 * ratio ** levels)
         remainder = np.cumsum([d > 0 for d in digits], axis=0) > 0
         cost = sum((1 + remainder[j]) * _cost(n) for j, n in enumerate(n_levels)) + _cost(n_top)
-        leak = sum(k / ratio ** (2 * j + 2) * n * _FFT_ERROR for j, n in enumerate(n_levels))
+        leak = sum(k / block.astype(float) ** (j + 1) * n * _FFT_ERROR for j, n in enumerate(n_levels))
         longest = np.max([n_top, *n_levels], axis=0)
         cost = np.where((leak <= max_leak) & (longest <= N_MAX), cost, np.inf)
         i = int(np.argmin(cost))
         if cost[i] < best_cost:
-            best = Plan(int(ratio[i]), h_0, tuple(int(d[i]) for d in digits), k // int(block[i]) ** levels,
-                        float(longest[i]))
+            best = Plan(int(ratio[i]), h_0, tuple(int(d[i]) for d in digits),
+                        (k - int(extra[i])) // int(block[i]) ** levels, float(longest[i]), int(block[i]),
+                        int(extra[i]))
             best_cost = float(cost[i])
     return best
+
+
+#: Ratios of a one-level plan for which a block near R^2 is sought.
+_BLOCK_TRIES = 4
+
+
+def _block(k: int, square: int, max_extra: int) -> tuple[int, int]:
+    """The block B within 15% of ``square`` (R^2) that leaves the fewest copies of k over,
+    and that remainder k mod B, if it is at most ``max_extra``; else R^2 and 0 (its
+    remainder then goes to a digit). R^2 itself is kept when it divides k."""
+    if k % square == 0:
+        return square, 0
+    cand = np.arange(max(2, int(0.85 * square)), int(1.15 * square) + 1, dtype=np.int64)
+    rem = k % cand
+    j = int(np.argmin(rem + np.abs(cand - square) / (square + 1.0)))
+    return (int(cand[j]), int(rem[j])) if rem[j] <= max_extra else (square, 0)
 
 
 def _cost(n: float | np.ndarray) -> float | np.ndarray:
@@ -162,9 +201,10 @@ def self_compose(step: Components, p: Plan, log_eta: float, lam: float, lower: b
     component of ``step`` (discretised on ``p.fine``), tilted by ``lam`` in every window;
     None when a window would be much longer than planned (heavy tilted tails), a level's
     untilted masses would leave the floating-point range, or its lower PLD is empty.
-    Without ``lower`` only the upper PLDs are composed (and read)."""
-    block = p.ratio * p.ratio
-    k = p.count
+    Without ``lower`` only the upper PLDs are composed (and read). The plan's ``extra``
+    copies are left out: the caller adds them on the top lattice (see :func:`extra_copies`)."""
+    block = p.copies
+    k = p.count - p.extra
     chain, acc = step, None
     h = p.fine
     limit = _SLACK * p.points
@@ -184,6 +224,14 @@ def self_compose(step: Components, p: Plan, log_eta: float, lam: float, lower: b
     out = Components([chain[0].recounted(p.top_count)] + ([acc] if acc is not None else []))
     j_lo, j_hi = window(out, h, lam, log_eta)
     return out if j_hi - j_lo + 1 <= limit else None
+
+
+def extra_copies(upper: DiscretePLD, count: int) -> Component:
+    """``count`` copies of a law composed on the top lattice directly: its upper PLD there,
+    and as lower PLD a point mass at loss 0, whose profile (1 - e^eps)_+ lies below that of
+    any pair (H_gamma(P || Q) >= P(all) - gamma Q(all)); the lower bound then holds for the
+    composition without these copies, which is below the one with them."""
+    return Component(upper, DiscretePLD(upper.h, 0, np.ones(1), 0.0), count)
 
 
 def _coarsen(conv: Convolution | None, coarse: float) -> Component | None:
