@@ -143,6 +143,9 @@ def plan(k: int, h: float, width: Callable[[np.ndarray], np.ndarray],
         return None
     best, best_cost = None, _cost(n_single)
     for levels in range(1, _MAX_LEVELS + 1):
+        if (levels + 1) * _OVERHEAD >= best_cost:
+            # Every plan with this many levels makes at least levels + 1 convolutions.
+            break
         h_0 = h / math.sqrt(levels + 1)
         ratio = np.arange(2, int((k / _MIN_TOP) ** (1.0 / (2 * levels))) + 1).astype(float)
         if ratio.size == 0:
