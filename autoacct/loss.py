@@ -344,10 +344,14 @@ class DiscreteLoss(PrivacyLoss):
 
     def __init__(self, values: np.ndarray, p_mass: np.ndarray, q_mass: np.ndarray,
                  p_inf: float = 0.0, q_ninf: float = 0.0, lattice: float | None = None) -> None:
-        order = np.argsort(values)
-        self.values = np.asarray(values, dtype=float)[order]
-        self.p_mass = np.asarray(p_mass, dtype=float)[order]
-        self.q_mass = np.asarray(q_mass, dtype=float)[order]
+        # Sorted by value; arrays already sorted are kept as given (not copied: every caller
+        # hands over arrays it has just computed and does not modify).
+        self.values = np.asarray(values, dtype=float)
+        self.p_mass = np.asarray(p_mass, dtype=float)
+        self.q_mass = np.asarray(q_mass, dtype=float)
+        if np.any(self.values[1:] < self.values[:-1]):
+            order = np.argsort(self.values)
+            self.values, self.p_mass, self.q_mass = self.values[order], self.p_mass[order], self.q_mass[order]
         self.p_inf = float(p_inf)
         self.q_ninf = float(q_ninf)
         self.lattice = lattice
