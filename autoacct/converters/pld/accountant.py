@@ -88,10 +88,11 @@ class FFTAccountant:
         # consistent: delta(eps(d)) <= d whatever grids the two queries used.
         self._made: list[list[tuple[Profile, Profile]]] = [[] for _ in self._directions]
 
-    def components(self, h: float, log_eta: float, d: int, lazy_lower: bool = False) -> Components:
-        """Discretised components of direction ``d`` on the lattice hZ (cached); with
-        ``lazy_lower``, when not cached, each lower PLD is made only when first read (a
-        direction of one law keeps its cell masses for it; others compute them again)."""
+    def components(self, h: float, log_eta: float, d: int, lower: str = "now") -> Components:
+        """Discretised components of direction ``d`` on the lattice hZ (cached). When not
+        cached, ``lower`` says when each lower PLD is made: "now"; "kept" (when first read,
+        from cell masses kept for it, for a direction of one law; else now); or "lazy"
+        (when first read, computing the cell masses again: for PLDs likely never read)."""
         key = (h, log_eta, d)
         if key not in self._comp_cache:
             eta = self._eta(log_eta)
@@ -99,9 +100,9 @@ class FFTAccountant:
             comps = []
             for loss, k in parts:
                 j_lo, j_hi = index_range(loss, h, eta)
-                if lazy_lower and len(parts) == 1:
+                if lower == "kept" and len(parts) == 1:
                     comps.append(Component(*discretize_lazy(loss, h, j_lo, j_hi), k))
-                elif lazy_lower:
+                elif lower == "lazy":
                     up = discretize_upper(loss, h, j_lo, j_hi)
                     comps.append(Component(up, partial(_lower_of, loss, h, j_lo, j_hi), k))
                 else:
@@ -134,7 +135,7 @@ class FFTAccountant:
             # Its lower PLD is made only if levels use that lattice (see _compose).
             many = levels.applies(self._directions[d])
             g = levels.fine(h) if many else h
-            comps = self.components(g, log_eta, d, lazy_lower=many or not lower)
+            comps = self.components(g, log_eta, d, "lazy" if not lower else "kept" if many else "now")
             tilt_key = (g, log_eta, d, eps_target, log_budget)
             if tilt_key not in self._tilts:
                 self._tilts[tilt_key] = choose_tilt(comps, eps_target, g, log_eta, log_budget)
@@ -156,7 +157,7 @@ class FFTAccountant:
         key = ("chernoff", h, log_eta, d)
         if key not in self._cache:
             g = levels.fine(h) if levels.applies(self._directions[d]) else h
-            self._cache[key] = chernoff_profiles(self.components(g, log_eta, d, lazy_lower=True), g)
+            self._cache[key] = chernoff_profiles(self.components(g, log_eta, d, "lazy"), g)
             self._made[d].append(self._cache[key])
 
     def _compose(self, comps: Components, g: float, h: float, log_eta: float, lam: float,
@@ -202,7 +203,7 @@ class FFTAccountant:
                 scale = max(lam * eps_up, 1.0) if math.isfinite(eps_up) else 1.0
                 if up.log_c1 - lam * eps_up <= math.log(budget[2] * scale):
                     return up, low if low is not None else chernoff_profiles(comps, g)[1]
-            comps = self.components(h, log_eta, d, lazy_lower=not lower)
+            comps = self.components(h, log_eta, d, "now" if lower else "lazy")
         up, low = compose(comps, h, log_eta, lam, lower)
         return up, low if low is not None else chernoff_profiles(comps, h)[1]
 
