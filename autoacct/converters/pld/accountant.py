@@ -129,68 +129,95 @@ class FFTAccountant:
         a share of tol * delta for a query eps(``delta``)). Without ``lower`` only the upper
         PLDs are composed, and the lower profile is one that says nothing (eps >= 0)."""
         out = []
+        # Errors that levels carry (see levels) may take up to half of tol, on the eps scale.
+        budget = None
+        if eps_target is not None and log_budget is not None and delta is not None:
+            budget = (eps_target, delta, math.exp(log_budget) * _LEVELS_SHARE / _ROUNDING_SHARE)
         for d in range(len(self._directions)) if directions is None else directions:
-            # A law composed very often is discretised on the finest lattice of the levels
-            # it may be composed by; the tilt and the window are chosen there.
-            # Its lower PLD is made only if levels use that lattice (see _compose).
-            many = levels.applies(self._directions[d])
-            g = levels.fine(h) if many else h
-            comps = self.components(g, log_eta, d, "lazy" if not lower else "kept" if many else "now")
-            tilt_key = (g, log_eta, d, eps_target, log_budget)
+            # A law composed very often may be composed by levels, on the finest lattice of
+            # their plan; the tilt and the window are chosen on the lattice used.
+            p = self._plan(d, h, log_eta, eps_target, log_budget, budget)
+            g = h if p is None else p.fine
+            comps = self.components(g, log_eta, d, "lazy" if not lower else "now" if p is None else "kept")
+            tilt_key = (h, log_eta, d, eps_target, log_budget)
             if tilt_key not in self._tilts:
-                self._tilts[tilt_key] = choose_tilt(comps, eps_target, g, log_eta, log_budget)
+                self._tilts[tilt_key] = choose_tilt(comps, eps_target, h, log_eta, log_budget)
             lam = self._tilts[tilt_key]
             key = (h, log_eta, lam, d, lower)
             if key not in self._cache:
-                # Errors that levels carry (see levels) may take up to half of tol, on the eps scale.
-                budget = None
-                if eps_target is not None and log_budget is not None and delta is not None:
-                    budget = (eps_target, delta, math.exp(log_budget) * _LEVELS_SHARE / _ROUNDING_SHARE)
-                self._cache[key] = self._compose(comps, g, h, log_eta, lam, d, budget, lower)
+                self._cache[key] = self._compose(comps, p, h, log_eta, lam, d, budget, lower)
                 self._made[d].append(self._cache[key])
             out.append(self._cache[key])
         return out
+
+    def _plan(self, d: int, h: float, log_eta: float, eps_target: float | None, log_budget: float | None,
+              budget: tuple[float, float, float] | None) -> levels.Plan | None:
+        """The levels plan for direction d at the accuracy of spacing h, or None for one
+        lattice (see :func:`levels.plan`).
+
+        The windows it weighs come from the direction's law discretised (upper PLD only)
+        on a lattice levels.PROBE times coarser than h, with its own tilt: a window's width
+        in loss units barely depends on the spacing, and a law that one lattice composes
+        more cheaply is then never discretised on the finer lattice of the levels.
+
+        With ``budget`` = (target eps, delta, allowance), plans whose rounding would carry
+        more than the allowance are not taken, and the allowance (a share _LEVELS_SHARE of
+        tol * delta) also bounds the copies a one-level plan may compose on its top
+        lattice: leaving them out of the lower bound moves eps by about their share of k,
+        kept below a twentieth of tol.
+        """
+        if not levels.applies(self._directions[d]):
+            return None
+        key = ("plan", h, log_eta, d, eps_target, log_budget)
+        if key not in self._cache:
+            coarse = h * levels.PROBE
+            probe = self.components(coarse, log_eta, d, "lazy")
+            # The tilt is chosen here, for the accuracy's spacing h, whichever lattice is used.
+            tilt_key = (h, log_eta, d, eps_target, log_budget)
+            if tilt_key not in self._tilts:
+                self._tilts[tilt_key] = choose_tilt(probe, eps_target, h, log_eta, log_budget)
+            lam = self._tilts[tilt_key]
+
+            def width(counts: np.ndarray) -> np.ndarray:
+                return coarse * window_points(probe, counts, lam, log_eta)
+
+            max_leak, max_extra = math.inf, 0
+            count = probe[0].count
+            if budget is not None:
+                target, delta, allowance = budget
+                k = probe.cumulant("upper", lam)
+                log_k = float(k(np.array([k.index(lam)]))[0])
+                max_leak = math.exp(min(math.log(allowance) + lam * target - log_k, 0.0))
+                max_extra = int(count * allowance / (_LEVELS_SHARE * delta) / 20.0)
+            self._cache[key] = levels.plan(count, h, width, max_leak, max_extra)
+        return self._cache[key]
 
     def _chernoff(self, d: int, h: float, log_eta: float) -> None:
         """Add direction d's Chernoff profiles (no FFT; see :class:`ChernoffProfile`) to the
         profiles made, from its laws on the lattice that :meth:`profiles` would use."""
         key = ("chernoff", h, log_eta, d)
         if key not in self._cache:
-            g = levels.fine(h) if levels.applies(self._directions[d]) else h
+            # On the finest lattice of a one-level plan when levels may compose the law: a
+            # later pass on the same grid then reuses these upper PLDs.
+            g = h / math.sqrt(2.0) if levels.applies(self._directions[d]) else h
             self._cache[key] = chernoff_profiles(self.components(g, log_eta, d, "lazy"), g)
             self._made[d].append(self._cache[key])
 
-    def _compose(self, comps: Components, g: float, h: float, log_eta: float, lam: float,
+    def _compose(self, comps: Components, p: levels.Plan | None, h: float, log_eta: float, lam: float,
                  d: int, budget: tuple[float, float, float] | None = None,
                  lower: bool = True) -> tuple[Profile, Profile]:
-        """Composed profiles of direction d at the accuracy of spacing h: by levels (see
-        :mod:`levels`; ``comps`` are then on their finest lattice g) when one lattice would
-        need a long window, else on the lattice hZ. Without ``lower``, the lower profile
-        is the one of :func:`chernoff_profiles`, which says nothing.
+        """Composed profiles of direction d at the accuracy of spacing h: by the levels plan
+        ``p`` (see :mod:`levels`; ``comps`` are then on its finest lattice), else on the
+        lattice hZ. Without ``lower``, the lower profile is the one of
+        :func:`chernoff_profiles`, which says nothing.
 
         With ``budget`` = (target eps, delta, allowance), the errors the levels carry into
         the upper profile must not move eps(delta) by more than the allowance moves it as
-        a share of delta, or one lattice is used (they are predicted at the target eps
-        first, then checked). The allowance (a share _LEVELS_SHARE of tol * delta) also
-        bounds the copies a one-level plan may compose on its top lattice (see
-        :func:`levels.plan`): leaving them out of the lower bound moves eps by about their
-        share of k, kept below a twentieth of tol.
+        a share of delta, or one lattice is used.
         """
-        if g != h:
-            def width(counts: np.ndarray) -> np.ndarray:
-                return g * window_points(comps, counts, lam, log_eta)
-
-            max_leak, max_extra = math.inf, 0
-            count = comps[0].count
-            if budget is not None:
-                target, delta, allowance = budget
-                k = comps.cumulant("upper", lam)
-                log_k = float(k(np.array([k.index(lam)]))[0])
-                max_leak = math.exp(min(math.log(allowance) + lam * target - log_k, 0.0))
-                max_extra = int(count * allowance / (_LEVELS_SHARE * delta) / 20.0)
-            p = levels.plan(count, h, width, max_leak, max_extra)
-            step = None if p is None else comps if p.fine == g else self.components(p.fine, log_eta, d)
-            parts = levels.self_compose(step, p, log_eta, lam, lower) if p is not None else None
+        if p is not None:
+            g = p.fine
+            parts = levels.self_compose(comps, p, log_eta, lam, lower)
             if parts is not None and p.extra:
                 parts = Components([*parts, levels.extra_copies(self._upper_on(d, p.coarse, log_eta), p.extra)])
             if parts is not None:

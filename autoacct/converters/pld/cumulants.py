@@ -320,8 +320,9 @@ def _windows(k: Cumulant, lam: float, h: float, log_eta: float, scales: np.ndarr
             t = lam - grid[:i_lam]
             lo = np.nanmax((log_eta - np.multiply.outer(scales, rise[:i_lam])) / t, axis=1, initial=-np.inf)
     comps = k.comps
-    support_lo = sum(c.count * c.upper.start for c in comps) * h
-    support_hi = sum(c.count * (c.upper.start + len(c.upper.masses) - 1) for c in comps) * h
+    # (in loss units, from each PLD's own lattice: h may be another lattice's spacing)
+    support_lo = sum(c.count * c.upper.start * c.upper.h for c in comps)
+    support_hi = sum(c.count * (c.upper.start + len(c.upper.masses) - 1) * c.upper.h for c in comps)
     lo, hi = np.maximum(lo, scales * support_lo), np.minimum(hi, scales * support_hi)
     j_lo = np.floor(lo / h)
     return j_lo.astype(np.int64), np.maximum(np.ceil(hi / h), j_lo + 1).astype(np.int64)
