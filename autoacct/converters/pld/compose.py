@@ -144,6 +144,7 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
     more than ``max_points`` points. Without ``lower`` only row 0 (the upper PLDs) is
     composed and the lower PLDs are never read."""
     comps = as_components(comps)
+    _check_lattice(comps, h)
     j_lo, j_hi = window(comps, h, lam, log_eta)
     if j_hi - j_lo + 1 > max_points:
         return None
@@ -229,6 +230,7 @@ def compose(comps: Sequence[Component], h: float, log_eta: float, lam: float = 0
     ``lam`` >= 0 is the tilt (see :func:`cumulants.choose_tilt`).
     """
     if single_step(comps):
+        _check_lattice(comps, h)
         return _uncomposed(comps[0], h, lower)
     conv = convolve(comps, h, log_eta, lam, lower=lower)
     assert conv is not None
@@ -283,6 +285,12 @@ def _irfft(spec: np.ndarray, n: int) -> np.ndarray:
 #: Rows at least this long are transformed one at a time: batched transforms of long rows
 #: take working buffers that do not stay in cache and are freshly mapped on every call.
 _ROW_BY_ROW = 1 << 14
+
+
+def _check_lattice(comps: Sequence[Component], h: float) -> None:
+    """Components composed on the lattice hZ must have been discretised on it."""
+    if any(c.upper.h != h for c in comps):
+        raise ValueError(f"components discretised on another lattice than h={h!r}")
 
 
 def _power(z: np.ndarray, k: int, live: np.ndarray) -> None:

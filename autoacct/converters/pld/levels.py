@@ -10,6 +10,13 @@ FFT on H_j (:func:`compose.convolve`), and discretises both results again on
 H_(j+1) (:func:`discretize.discretize`). The top level hands C_L with count
 q = k // n_L, and A_L, to the final composition.
 
+A one-level plan may take a block B within 15% of R^2 instead (C_1 is then B
+copies), chosen so that k = q B + r leaves few copies r over: instead of a second
+convolution on h_0 for A_1, the r copies join the final composition directly,
+with the law's upper PLD on H_1 and a point mass at loss 0 as lower PLD (valid
+for any law; the lower bound then holds for k - r copies, below k). The plan
+allows r up to k tol / 20, which moves the lower eps by about r / k relatively.
+
 Validity. A convolution's rows are turned into discrete measures. The upper row's
 positive part falls short of the exact composition of its components by at most
 the error bound per point and the tilted mass outside the window: a measure
