@@ -303,9 +303,10 @@ class FFTAccountant:
 
         With two directions, the one likely to be larger (by a normal approximation)
         is composed on the fine grid first. The other is first bounded by a Chernoff
-        bound, then composed on a grid 4 times coarser, then refined, each step only
-        if its upper bound is not already below the first one's lower bound (a
-        direction below the other cannot set eps).
+        bound, then composed on a grid 4 times coarser (its upper PLDs only: only its
+        upper bound can settle it), then refined, each step only if its upper bound is
+        not already below the first one's lower bound (a direction below the other
+        cannot set eps).
         """
         log_eta = _log_eta(delta, tol)
         # Rounding may cost delta a small fraction of what an eps error of tol allows.
