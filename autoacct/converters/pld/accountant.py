@@ -83,6 +83,7 @@ class FFTAccountant:
         self._comp_cache: dict[tuple[float, float, int], Components] = {}
         self._cache: dict[tuple, tuple[Profile, Profile]] = {}
         self._tilts: dict[tuple, float] = {}
+        self._plans: dict[tuple, levels.Plan | None] = {}
         # Every composed profile made so far, per direction. Answers take the best
         # certified value over all of them, so that eps(delta) and delta(eps) stay
         # consistent: delta(eps(d)) <= d whatever grids the two queries used.
@@ -168,8 +169,8 @@ class FFTAccountant:
         """
         if not levels.applies(self._directions[d]):
             return None
-        key = ("plan", h, log_eta, d, eps_target, log_budget)
-        if key not in self._cache:
+        key = (h, log_eta, d, eps_target, log_budget)
+        if key not in self._plans:
             coarse = h * levels.PROBE
             probe = self.components(coarse, log_eta, d, "lazy")
             # The tilt is chosen here, for the accuracy's spacing h, whichever lattice is used.
@@ -189,8 +190,8 @@ class FFTAccountant:
                 log_k = float(k(np.array([k.index(lam)]))[0])
                 max_leak = math.exp(min(math.log(allowance) + lam * target - log_k, 0.0))
                 max_extra = int(count * allowance / (_LEVELS_SHARE * delta) / 20.0)
-            self._cache[key] = levels.plan(count, h, width, max_leak, max_extra)
-        return self._cache[key]
+            self._plans[key] = levels.plan(count, h, width, max_leak, max_extra)
+        return self._plans[key]
 
     def _chernoff(self, d: int, h: float, log_eta: float) -> None:
         """Add direction d's Chernoff profiles (no FFT; see :class:`ChernoffProfile`) to the
@@ -199,7 +200,7 @@ class FFTAccountant:
         if key not in self._cache:
             # On the finest lattice of a one-level plan when levels may compose the law: a
             # later pass on the same grid then reuses these upper PLDs.
-            g = h / math.sqrt(2.0) if levels.applies(self._directions[d]) else h
+            g = levels.fine(h) if levels.applies(self._directions[d]) else h
             self._cache[key] = chernoff_profiles(self.components(g, log_eta, d, "lazy"), g)
             self._made[d].append(self._cache[key])
 

@@ -115,6 +115,12 @@ def applies(parts: Sequence[tuple[PrivacyLoss, int]]) -> bool:
     return len(parts) == 1 and parts[0][1] >= MIN_COUNT and not parts[0][0].has_atoms
 
 
+def fine(h: float) -> float:
+    """The finest spacing h_0 of a one-level plan for the accuracy of spacing h (plans with
+    more levels are finer still)."""
+    return h / math.sqrt(2.0)
+
+
 #: A plan's windows are measured on the law discretised this many times coarser than the
 #: accuracy's spacing (see FFTAccountant._plan).
 PROBE = 8.0
