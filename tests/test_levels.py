@@ -129,10 +129,11 @@ def test_dpsgd_levels_agree_with_one_lattice(monkeypatch, q, sigma, k, delta):
 
 
 def test_first_order_short_lower_falls_back_to_one_lattice(monkeypatch):
-    # On the levels' finer lattice (h / sqrt 2) this law's lower PLD rounds its steep bottom
-    # cells down (its mean falls 16% short); composed 261 x 212 times that put the lower
-    # eps at 377.6 against an upper 427.8. The accountant then composes on one lattice,
-    # which meets the tolerance in one pass.
+    # On the levels' finer lattice (h / sqrt 2) this law's lower PLD once rounded its steep
+    # bottom cells down (its mean fell 16% short); composed 261 x 212 times that put the
+    # lower eps at 377.6 against an upper 427.8. The discretiser now lowers those cells onto
+    # a convex minorant instead, and the accountant would fall back to one lattice if the
+    # lower PLD were still first-order short: either way one pass meets the tolerance.
     from autoacct.converters.pld import accountant
 
     monkeypatch.setattr(accountant, "_MAX_REFINE", 0)

@@ -22,8 +22,11 @@ delta(gamma) = H_gamma(P || Q).
   points and c D^2/24 on average over the cell: half the chord's average c D^2/12,
   where tangents at the cell ends would give 5 c D^2/12. Where neighbouring
   cells' masses differ by more than a factor of 1.5 (support ends, atoms) a cell
-  uses the tangent at one of its ends instead, and where even that leaves a
-  negative mass it is rounded down (seed 003, Lemma 6: first order, always valid).
+  uses the tangent at one of its ends instead. Where the lowered values still
+  have a concave kink (a negative mass: steep support ends, a law within a few
+  cells), the values around it are lowered onto their greatest convex minorant,
+  which lies below the segments and so below the profile; only where even that
+  fails is a cell rounded down (seed 003, Lemma 6: first order, always valid).
 
 Why these bounds survive composition: for masses w, w' with delta_w <= delta_w'
 pointwise in gamma, and any other nonnegative masses v,
@@ -219,8 +222,9 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
     """Second-order lower PLD, or None when no valid one was found.
 
     Each cell is bounded by :func:`_second_order` in the mode :func:`_modes` gives it
-    (_MIDPOINT, or _ONE_END where the masses change fast). Around the points where that
-    gives negative masses, cells move to the next mode, up to _ROUNDED: those form a
+    (_MIDPOINT, or _ONE_END where the masses change fast), which first lowers concave
+    kinks onto a convex minorant (:func:`_convex_near`). Around the points where negative
+    masses remain, cells move to the next mode, up to _ROUNDED: those form a
     second sub-measure whose mass moves to each cell's left end (losses only decrease),
     and the cells next to them are then support ends of the first. Profiles are linear
     in the measure, so the two lower bounds add.
@@ -389,7 +393,43 @@ def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, 
     near[:-1] += inner[1:]
     tiny = np.maximum(1e-6 * near, 1e-14 * max(float(inner.max()), 1e-300))
     bad = np.flatnonzero(masses < -tiny)
+    if bad.size and top > 3:
+        # Concave kinks: lower the values around them onto their greatest convex minorant,
+        # which lies below the interpolant of v (so below the profile) and is convex there.
+        w = _convex_near(gam, v, bad, top)
+        c += w - v
+        masses = _masses_with_correction(inner, gam, dgam, c, top)
+        masses[top] = gam[top] * w[top - 1] / dgam[top - 1]
+        bad = np.flatnonzero(masses < -tiny)
     return masses, bad
+
+
+def _convex_near(gam: np.ndarray, v: np.ndarray, bad: np.ndarray, top: int) -> np.ndarray:
+    """v with the points within _HULL_REACH of each of ``bad`` (and strictly between grid
+    points 1 and ``top``, which stay) replaced by the greatest convex minorant, in gamma, of
+    each such stretch with its end points fixed.
+
+    Points that are not vertices of the minorant lie above the segment of their current
+    neighbours; all such are dropped at once until none is left. The minorant is then read
+    off by interpolation, and capped by v (interpolation rounds).
+    """
+    w = v.copy()
+    near = np.zeros(len(v), dtype=bool)
+    for j in bad:
+        near[max(j - _HULL_REACH, 1):min(j + _HULL_REACH, top) + 1] = True
+    near[1] = near[top] = False
+    # Each run of marked points, with the unmarked point on either side as fixed ends.
+    edges = np.flatnonzero(np.diff(near.astype(np.int8)))
+    for a, b in zip(edges[::2], edges[1::2] + 1):
+        idx = np.arange(a, b + 1)
+        while idx.size > 2:
+            s = np.diff(v[idx]) / np.diff(gam[idx])
+            drop = np.flatnonzero(s[1:] < s[:-1]) + 1
+            if drop.size == 0:
+                break
+            idx = np.delete(idx, drop)
+        w[a:b + 1] = np.minimum(np.interp(gam[a:b + 1], gam[idx], v[idx]), v[a:b + 1])
+    return w
 
 
 def _gap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -433,6 +473,8 @@ def _modes(cell_p: np.ndarray) -> np.ndarray:
 #: Relative excess of the lower masses over the law's mass still treated as rounding.
 _EXCESS = 1e-12
 _HULL_EDGES = 64
+#: Points on either side of a concave kink that :func:`_convex_near` may lower.
+_HULL_REACH = 16
 
 
 def _hull_from_top(gam: np.ndarray, v: np.ndarray, top: int) -> int:
