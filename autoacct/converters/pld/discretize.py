@@ -222,12 +222,16 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
     """Second-order lower PLD, or None when no valid one was found.
 
     Each cell is bounded by :func:`_second_order` in the mode :func:`_modes` gives it
-    (_MIDPOINT, or _ONE_END where the masses change fast), which first lowers concave
-    kinks onto a convex minorant (:func:`_convex_near`). Around the points where negative
-    masses remain, cells move to the next mode, up to _ROUNDED: those form a
+    (_MIDPOINT, or _ONE_END where the masses change fast). Around the points where that
+    gives negative masses, cells move to the next mode, up to _ROUNDED: those form a
     second sub-measure whose mass moves to each cell's left end (losses only decrease),
     and the cells next to them are then support ends of the first. Profiles are linear
-    in the measure, so the two lower bounds add.
+    in the measure, so the two lower bounds add. When there were negative masses, the
+    same is done with concave kinks first lowered onto a convex minorant
+    (:func:`_convex_near`), and of the two valid lower PLDs the one with the larger mean
+    is kept: the minorant keeps a law with steep support ends second order where
+    rounding cells down is first order, while for a law within a few cells rounding a
+    cell or two can lose less than bridging many.
     """
     n = len(g)
     if n < 3:
@@ -241,20 +245,37 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
     if np.any(dgam <= 0.0):
         # e^g underflows to equal values far below the loss scale.
         return None
+    plain, kinked = _lower_in_modes(loss, g, h, j_lo, gam, dgam, m_p, m_q, halves, atoms_q, False)
+    if not kinked:
+        return plain
+    hulled, _ = _lower_in_modes(loss, g, h, j_lo, gam, dgam, m_p, m_q, halves, atoms_q, True)
+    found = [pld for pld in (plain, hulled) if pld is not None]
+    return max(found, key=lambda pld: float(pld.masses @ pld.losses) - pld.deficit * float(g[-1]),
+               default=None)
+
+
+def _lower_in_modes(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, gam: np.ndarray, dgam: np.ndarray,
+                    m_p: np.ndarray, m_q: np.ndarray, halves: tuple[np.ndarray, np.ndarray],
+                    atoms_q: np.ndarray, hull: bool) -> tuple[DiscretePLD | None, bool]:
+    """The lower PLD of :func:`_lower` with or without the convex minorant (or None), and
+    whether the first construction had negative masses."""
+    n = len(g)
     level = np.full(n - 1, _MIDPOINT, dtype=np.int8)
     masses = np.zeros(n)
+    kinked = False
     for _ in range(_ROUNDS):
         # Rounded cells leave the sub-measure: its cells next to them are at a support end.
         mode = np.maximum(level, _modes(np.where(level == _ROUNDED, 0.0, m_p[1:-1])))
-        masses, bad = _second_order(gam, dgam, h, m_p, m_q, halves, atoms_q, mode)
+        masses, bad = _second_order(gam, dgam, h, m_p, m_q, halves, atoms_q, mode, hull)
         if masses is None:
-            return None
+            return None, kinked
         if bad.size == 0:
             break
+        kinked = True
         cells = np.unique(np.clip(np.add.outer(bad, np.arange(-2, 2)), 0, n - 2))
         level[cells] = np.minimum(mode[cells] + 1, _ROUNDED)
     else:
-        return None
+        return None, kinked
     rounded = mode == _ROUNDED
     if rounded.any():
         masses[:-1] += np.where(rounded, m_p[1:-1], 0.0)
@@ -266,10 +287,10 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
     finite = float(m_p[1:].sum())
     excess = max(float(masses.sum()) - finite, 0.0)
     if excess > _EXCESS * finite:
-        return None
+        return None, kinked
     unabsorbed = _absorb_negatives(masses)
     deficit = float(np.sum(np.maximum(-masses, 0.0))) + excess + unabsorbed
-    return DiscretePLD(h, j_lo, np.maximum(masses, 0.0), _attained_inf(loss), deficit)
+    return DiscretePLD(h, j_lo, np.maximum(masses, 0.0), _attained_inf(loss), deficit), kinked
 
 
 def _absorb_negatives(masses: np.ndarray) -> float:
@@ -306,7 +327,7 @@ def _absorb_negatives(masses: np.ndarray) -> float:
 
 def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
                   halves: tuple[np.ndarray, np.ndarray], atoms_q: np.ndarray,
-                  mode: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+                  mode: np.ndarray, hull: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
     """Second-order lower masses for the cells not _ROUNDED, and the points where they are < 0
     (``dgam`` holds the differences of gam; ``halves`` the P- and Q-masses of the cells' left
     halves).
@@ -393,7 +414,7 @@ def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, 
     near[:-1] += inner[1:]
     tiny = np.maximum(1e-6 * near, 1e-14 * max(float(inner.max()), 1e-300))
     bad = np.flatnonzero(masses < -tiny)
-    if bad.size and top > 3:
+    if hull and bad.size and top > 3:
         # Concave kinks: lower the values around them onto their greatest convex minorant,
         # which lies below the interpolant of v (so below the profile) and is convex there.
         w = _convex_near(gam, v, bad, top)
