@@ -45,6 +45,8 @@ _COARSE = 16.0
 _ROUNDING_SHARE = 1e-2
 #: Share of tol * delta that the errors carried by levels may take.
 _LEVELS_SHARE = 0.5
+#: Quarterings of the grid tolerance tried for a refinement that changes the grid.
+_STALL = 8
 
 
 @dataclass(frozen=True)
@@ -279,6 +281,18 @@ class FFTAccountant:
                   for a, b in [loss.quantile_range(1e-16)]]
         return max(widths, default=0.0)
 
+    def _finer(self, eps_scale: float, old: float, new: float, directions: Sequence[int]) -> float:
+        """A grid tolerance at most ``new`` whose spacing is finer than that of ``old`` for at
+        least one of the directions, if one is within _STALL quarterings: a spacing held by
+        a law's own scale (a few of its standard deviations) ignores the tolerance, and a
+        pass on the same grid would repeat the last one."""
+        before = [self.spacing(eps_scale, old, [d]) for d in directions]
+        for _ in range(_STALL):
+            if any(self.spacing(eps_scale, new, [d]) < b for d, b in zip(directions, before)):
+                break
+            new *= 0.25
+        return new
+
     def _direction_scales(self, delta: float) -> list[float]:
         """A rough eps(delta) of each direction from a normal approximation; sizes grids only."""
         out = []
@@ -346,7 +360,7 @@ class FFTAccountant:
                 return self._certified_lower(lower), upper
             if not math.isfinite(upper):
                 break
-            grid_tol *= _shrink(gap, tol * upper)
+            grid_tol = self._finer(eps_scale, grid_tol, grid_tol * _shrink(gap, tol * upper), fine)
         _warn(f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}] are wider than tol={tol:g}")
         return self._certified_lower(lower), upper
 
