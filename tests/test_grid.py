@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
+from autoacct.converters.pld.accountant import FFTAccountant
 from autoacct.converters.pld.grid import choose_spacing, decay_rate
 from autoacct.loss import SIZING_TILTS, GaussianLoss, PrivacyLoss, randomized_response_loss
 from autoacct.subsampled_loss import PoissonAddLoss, PoissonRemoveLoss
+from autoacct.zoo import Composition, Gaussian, PoissonSubsample
 
 
 def _sgm_log_moment(q: float, sigma: float, alpha: int) -> float:
@@ -97,3 +99,16 @@ def test_heavy_tails_coarsen_the_grid_and_light_ones_do_not():
     # The addition law's loss is bounded above: its tail is light, and it keeps the normal grid.
     assert (choose_spacing([(PoissonAddLoss(base, 0.01), 1000)], 2.0, 1e-3)
             == choose_spacing([(_NormalAdd(base, 0.01), 1000)], 2.0, 1e-3))
+
+
+def test_a_refinement_makes_the_grid_finer_when_a_narrow_law_caps_it():
+    """The spacing is capped at a few standard deviations of the narrowest law (here q = 1e-3,
+    sigma = 2), so halving the grid tolerance leaves it unchanged; the accountant's next pass
+    must still run on a finer grid, not repeat the last one."""
+    m = Composition()([PoissonSubsample(1e-3)(Gaussian(2.0)), PoissonSubsample(0.05)(Gaussian(0.8))], [200, 300])
+    acc = FFTAccountant(m._pld_parts())
+    scale = acc.eps_scale(1e-6)
+    assert acc.spacing(scale, 5e-4, [0]) == acc.spacing(scale, 1e-3, [0])
+    refined = acc._finer(scale, 1e-3, 5e-4, [0])
+    assert refined <= 5e-4
+    assert acc.spacing(scale, refined, [0]) < acc.spacing(scale, 1e-3, [0])
