@@ -290,7 +290,7 @@ _ROW_BY_ROW = 1 << 14
 def _check_lattice(comps: Sequence[Component], h: float) -> None:
     """Components composed on the lattice hZ must have been discretised on it (up to the
     rounding of h computed two ways)."""
-    if any(abs(c.upper.h - h) > 1e-9 * h for c in comps):
+    if any(abs(c.upper.h - h) > 1e-12 * h for c in comps):
         raise ValueError(f"components discretised on another lattice than h={h!r}")
 
 
