@@ -154,27 +154,50 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
                       "are valid but looser than requested", AccuracyWarning, stacklevel=4)
         n = N_MAX
     rho = 4.0 * _U * (math.log2(n) + 2.0)
-    spec = None
     rows = 2 if lower else 1
     log_k = np.zeros(rows)
-    # Lattice index of each row's composed first point (the rows' PLDs may start apart).
-    offset = [0] * rows
-    # Error propagation: with M_i >= |z_i|, |z^_i| and |dz_i| <= e_i, the product of powers
-    # moves by at most sum_i k_i e_i M_i^(k_i - 1) prod_{j != i} M_j^(k_j)
-    # = prod_j M_j^(k_j) * sum_i k_i e_i / M_i, which is small wherever any factor is.
-    bound = weight = None
-    # Components are transformed in groups, both rows of each at once.
+    dens = np.empty((rows, n))
+    err = np.empty(rows)
+    # Each row is composed to the end before the next one starts: a long row's arrays then
+    # stay in cache, and half as many are alive at once.
+    for j in range(rows):
+        spec, bound, weight, log_k[j], offset = _row_spectrum(comps, j, n, lam, rho)
+        # The rows' PLDs may start apart: each row's composed first point is its own offset.
+        _rolled_into(dens[j], _irfft(spec, n), (j_lo - offset) % n)
+        # Per-entry error bound of the tilted result.
+        spec_err = np.multiply(bound, weight, out=weight)
+        fold = 2.0 * spec_err[1:].sum() + spec_err[0]
+        mod = np.abs(spec, out=bound)
+        err[j] = fold / n + rho * (2.0 * mod[1:].sum() + mod[0]) / n
+    # Powers set to zero where they underflow (see _power) move each entry by at most this.
+    err = err + 2.0 * len(comps) * math.exp(_LOG_TINY)
+    return Convolution(comps=comps, h=h, lam=lam, j_lo=j_lo, dens=dens, err=err, log_k=log_k)
+
+
+def _row_spectrum(comps: Components, row: int, n: int, lam: float, rho: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
+    """The composed spectrum of one bound row (0: the components' upper PLDs, 1: their lower
+    ones) on n points, tilted by lam; with the bound M on its factors' moduli, the error
+    weight sum_i k_i e_i / M_i (see :func:`convolve`), log K(lam), and the lattice index of
+    the composed first point (the sum of the components' first indices, each k_i times).
+
+    Error propagation: with M_i >= |z_i|, |z^_i| and |dz_i| <= e_i, the product of powers
+    moves by at most sum_i k_i e_i M_i^(k_i - 1) prod_{j != i} M_j^(k_j)
+    = prod_j M_j^(k_j) * sum_i k_i e_i / M_i, which is small wherever any factor is.
+    """
+    spec = bound = weight = None
+    log_k, offset = 0.0, 0
+    # Components are transformed in groups.
     group = max(1, _GROUP_POINTS // n)
     for g0 in range(0, len(comps), group):
         part = comps[g0:g0 + group]
-        grid = np.zeros((len(part), rows, n))
+        grid = np.zeros((len(part), n))
         for i, c in enumerate(part):
-            for j in range(rows):
-                pld = c.upper if j == 0 else c.lower
-                tilted, log_m = _tilt(pld, lam)
-                log_k[j] += c.count * log_m
-                _fold_into(grid[i, j], tilted)
-                offset[j] += c.count * pld.start
+            pld = c.upper if row == 0 else c.lower
+            tilted, log_m = _tilt(pld, lam)
+            log_k += c.count * log_m
+            _fold_into(grid[i], tilted)
+            offset += c.count * pld.start
         s = _rfft(grid)
         del grid
         mag = np.abs(s)
@@ -207,18 +230,14 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
             spec *= s[0]
             bound *= mag[0]
         del s, mag
-    dens = _irfft(spec, n)
-    for j in range(rows):
-        dens[j] = np.roll(dens[j], -((j_lo - offset[j]) % n))
+    return spec, bound, weight, log_k, offset
 
-    # Per-entry error bound of the tilted result (each row).
-    spec_err = np.multiply(bound, weight, out=weight)
-    fold = 2.0 * spec_err[:, 1:].sum(axis=-1) + spec_err[:, 0]
-    mod = np.abs(spec, out=bound)
-    err = fold / n + rho * (2.0 * mod[:, 1:].sum(axis=-1) + mod[:, 0]) / n
-    # Powers set to zero where they underflow (see _power) move each entry by at most this.
-    err = err + 2.0 * len(comps) * math.exp(_LOG_TINY)
-    return Convolution(comps=comps, h=h, lam=lam, j_lo=j_lo, dens=dens, err=err, log_k=log_k)
+
+def _rolled_into(out: np.ndarray, x: np.ndarray, shift: int) -> None:
+    """out[i] = x[(i + shift) mod n] (np.roll(x, -shift), written into ``out``)."""
+    n = len(x)
+    out[:n - shift] = x[shift:]
+    out[n - shift:] = x[:shift]
 
 
 def compose(comps: Sequence[Component], h: float, log_eta: float, lam: float = 0.0,
