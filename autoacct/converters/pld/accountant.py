@@ -425,7 +425,7 @@ def _lower_short(c: Component, budget: tuple[float, float, float]) -> bool:
     needs) would carry through every block."""
     target, delta, allowance = budget
     tol = allowance / (_LEVELS_SHARE * delta)
-    gap = float(c.upper.masses @ c.upper.losses - c.lower.masses @ c.lower.losses)
+    gap = c.upper.moment - c.lower.moment
     return c.count * gap > 2.0 * tol * max(target, 1e-300)
 
 

@@ -107,7 +107,7 @@ class Components(tuple):
     @cached_property
     def mean(self) -> float:
         """Mean of the composed upper discrete PLD's finite part (masses as given)."""
-        return sum(c.count * float((c.upper.masses * c.upper.losses).sum()) for c in self)
+        return sum(c.count * c.upper.moment for c in self)
 
     @cached_property
     def _support(self) -> dict[str, tuple[float, float]]:

@@ -69,6 +69,15 @@ class DiscretePLD:
         return (self.start + np.arange(len(self.masses))) * self.h
 
     @cached_property
+    def moment(self) -> float:
+        """sum_i masses_i x_i, the first moment of the finite masses.
+
+        Not a BLAS dot: OpenBLAS runs a dot of more than 10^4 terms on a second thread,
+        which then spins on the other core for a tenth of a second, doubling the CPU time of
+        a query (and slowing it, where the two cores share a physical one)."""
+        return float((self.masses * self.losses).sum())
+
+    @cached_property
     def support(self) -> tuple[int, int] | None:
         """Indices of the first and last positive masses (None when there is none)."""
         m = self.masses
@@ -250,7 +259,7 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
         return plain
     hulled, _ = _lower_in_modes(loss, g, h, j_lo, gam, dgam, m_p, m_q, halves, atoms_q, True)
     found = [pld for pld in (plain, hulled) if pld is not None]
-    return max(found, key=lambda pld: float(pld.masses @ pld.losses) - pld.deficit * float(g[-1]),
+    return max(found, key=lambda pld: pld.moment - pld.deficit * float(g[-1]),
                default=None)
 
 
