@@ -172,18 +172,29 @@ def _lower_from_cells(loss: PrivacyLoss, h: float, j_lo: int, g: np.ndarray, m_p
                       inner: np.ndarray, halves: tuple[np.ndarray, np.ndarray]) -> DiscretePLD:
     """The lower discrete PLD of :func:`discretize` from its connect-the-dots pieces."""
     n = len(g)
-    below_p, inner_p, above_p = m_p[0], m_p[1:-1], m_p[-1]
-    if loss.purely_atomic and below_p == 0.0 and above_p == 0.0 and _atoms_on_grid(loss, h):
+    if loss.purely_atomic and m_p[0] == 0.0 and m_p[-1] == 0.0 and _atoms_on_grid(loss, h):
         # Every atom sits on a grid point: the split is exact and so is the PLD.
         return DiscretePLD(h, j_lo, inner.copy(), _attained_inf(loss))
 
     atoms_q = _atoms_q(loss, g[1:]) if loss.has_atoms else np.zeros(n - 1)
-    lower = _lower(loss, g, h, j_lo, m_p, m_q, halves, atoms_q)
+    return lower_from_cell_masses(g, h, j_lo, m_p, m_q, halves, atoms_q, _attained_inf(loss))
+
+
+def lower_from_cell_masses(g: np.ndarray, h: float, j_lo: int, m_p: np.ndarray, m_q: np.ndarray,
+                           halves: tuple[np.ndarray, np.ndarray], atoms_q: np.ndarray,
+                           p_inf: float) -> DiscretePLD:
+    """The lower discrete PLD on the grid points g = (j_lo + j) h of a law (a nonnegative
+    measure) given by its P- and Q-masses ``m_p``, ``m_q`` in the cells (-inf, g_0],
+    (g_j, g_(j+1)] and (g_last, inf), those of the left halves (g_j, (g_j + g_(j+1)) / 2]
+    of the inner cells (``halves``), the Q-masses ``atoms_q`` of its atoms at g_1, g_2, ...,
+    and the P-mass ``p_inf`` at +inf it attains: the second-order construction of the
+    module docstring, or each cell rounded down to its left end where that fails."""
+    lower = _lower(p_inf, g, h, j_lo, m_p, m_q, halves, atoms_q)
     if lower is None:
-        down = np.zeros(n)
-        down[:-1] += inner_p
-        down[-1] += above_p
-        lower = DiscretePLD(h, j_lo, down, _attained_inf(loss))
+        down = np.zeros(len(g))
+        down[:-1] += m_p[1:-1]
+        down[-1] += m_p[-1]
+        lower = DiscretePLD(h, j_lo, down, p_inf)
     return lower
 
 
@@ -226,7 +237,7 @@ def _connect_the_dots(loss: PrivacyLoss, h: float, j_lo: int, n: int, halves: bo
     return g, m_p, m_q, inner, DiscretePLD(h, j_lo, up, min(1.0, loss.p_inf + m_p[-1])), half_masses
 
 
-def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarray,
+def _lower(p_inf: float, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarray,
            m_q: np.ndarray, halves: tuple[np.ndarray, np.ndarray], atoms_q: np.ndarray) -> DiscretePLD | None:
     """Second-order lower PLD, or None when no valid one was found.
 
@@ -254,16 +265,16 @@ def _lower(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarra
     if np.any(dgam <= 0.0):
         # e^g underflows to equal values far below the loss scale.
         return None
-    plain, kinked = _lower_in_modes(loss, g, h, j_lo, gam, dgam, m_p, m_q, halves, atoms_q, False)
+    plain, kinked = _lower_in_modes(p_inf, g, h, j_lo, gam, dgam, m_p, m_q, halves, atoms_q, False)
     if not kinked:
         return plain
-    hulled, _ = _lower_in_modes(loss, g, h, j_lo, gam, dgam, m_p, m_q, halves, atoms_q, True)
+    hulled, _ = _lower_in_modes(p_inf, g, h, j_lo, gam, dgam, m_p, m_q, halves, atoms_q, True)
     found = [pld for pld in (plain, hulled) if pld is not None]
     return max(found, key=lambda pld: pld.moment - pld.deficit * float(g[-1]),
                default=None)
 
 
-def _lower_in_modes(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, gam: np.ndarray, dgam: np.ndarray,
+def _lower_in_modes(p_inf: float, g: np.ndarray, h: float, j_lo: int, gam: np.ndarray, dgam: np.ndarray,
                     m_p: np.ndarray, m_q: np.ndarray, halves: tuple[np.ndarray, np.ndarray],
                     atoms_q: np.ndarray, hull: bool) -> tuple[DiscretePLD | None, bool]:
     """The lower PLD of :func:`_lower` with or without the convex minorant (or None), and
@@ -299,7 +310,7 @@ def _lower_in_modes(loss: PrivacyLoss, g: np.ndarray, h: float, j_lo: int, gam: 
         return None, kinked
     unabsorbed = _absorb_negatives(masses)
     deficit = float(np.sum(np.maximum(-masses, 0.0))) + excess + unabsorbed
-    return DiscretePLD(h, j_lo, np.maximum(masses, 0.0), _attained_inf(loss), deficit), kinked
+    return DiscretePLD(h, j_lo, np.maximum(masses, 0.0), p_inf, deficit), kinked
 
 
 def _absorb_negatives(masses: np.ndarray) -> float:

@@ -48,10 +48,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...loss import DiscreteLoss, PrivacyLoss
+from ...loss import PrivacyLoss
 from .compose import N_MAX, Convolution, convolve
 from .cumulants import Component, Components, window
-from .discretize import DiscretePLD, discretize, log_mgfs
+from .discretize import DiscretePLD, log_mgfs, lower_from_cell_masses
 
 #: One lattice is used when its window has at most this many points, or the count is below
 #: MIN_COUNT.
@@ -275,15 +275,13 @@ def _coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     up = replace(up, leak=leak, leak_lam=conv.lam)
     if conv.dens.shape[0] == 1:
         return Component(up, _no_lower, 1)
-    idx = conv.j_lo + np.arange(n)
     folded = conv.tilted_above(1) + conv.tilted_below(1)
-    lower = _measure(conv.dens[1] - conv.err[1] - folded, idx, conv, row=1, p_inf=conv.inf_mass(1))
-    if lower is None:
-        return None
-    j_lo = math.floor(idx[0] / ratio)
-    j_hi = max(math.ceil(idx[-1] / ratio), j_lo + 3)
-    _, low = discretize(lower, coarse, j_lo, j_hi)
-    if not np.any(low.masses > 0):
+    # The row is conv's own: it becomes the tilted sub-measure in place.
+    sub = conv.dens[1]
+    sub -= float(conv.err[1]) + folded
+    np.maximum(sub, 0.0, out=sub)
+    low = _coarse_lower(sub, conv, ratio)
+    if low is None or not np.any(low.masses > 0):
         return None
     deficit = (1.0 + conv.clipped()) * (1.0 + low.deficit) - 1.0
     return Component(up, replace(low, deficit=deficit), 1)
@@ -325,17 +323,57 @@ def _coarse_upper(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
     return DiscretePLD(coarse, first, np.exp(log_w), conv.inf_mass(0))
 
 
-def _measure(tilted: np.ndarray, idx: np.ndarray, conv: Convolution, row: int,
-             p_inf: float) -> DiscreteLoss | None:
-    """The untilted measure p_i = tilted_i e^{K - lam x_i} on the points with tilted_i > 0,
-    as a discrete law; None when a Q-mass would overflow."""
-    pos = tilted > 0
-    x = idx[pos] * conv.h
+def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> DiscretePLD | None:
+    """The lower discrete PLD (:func:`discretize.lower_from_cell_masses`) on the lattice
+    ``ratio`` conv.h of the measure p_i = tilted_i e^{K - lam x_i} at the points
+    x_i = (conv.j_lo + i) conv.h (``tilted`` >= 0, row 1), with mass ``conv.inf_mass(1)``
+    at +inf; None when a Q-mass would overflow.
+
+    The coarse grid runs from the coarse point at or below the first point to the one at
+    or above the last (at least 4 points). Its cells (G_j, G_(j+1)] hold the points
+    G_j + r h, r = 1..R, so the cell masses are block sums, computed in logs:
+    P_j = e^{K - lam G_j} sum_r tilted e^{-lam r h} and
+    Q_j = e^{K - (lam + 1) G_j} sum_r tilted e^{-(lam + 1) r h}. The left halves hold the
+    points with r < R / 2 and, for even R, half of the point at the midpoint: the midpoint
+    tangent's slope may be any subgradient of the profile there, between -Q(L > s) and
+    -Q(L >= s), and each share of the midpoint's mass in the left half is one of them
+    (half and half gave the highest lower eps at k = 1e7, between all-left and all-right).
+    """
+    h, lam = conv.h, conv.lam
+    n = tilted.size
+    j_lo = math.floor(conv.j_lo / ratio)
+    j_hi = max(-(-(conv.j_lo + n - 1) // ratio), j_lo + 3)
+    cells = j_hi - j_lo
+    base = j_lo * ratio
+    # Fine offsets 0..cells R from G_0; offset 0 is the cell below the grid, (-inf, G_0].
+    fine = np.zeros(cells * ratio + 1)
+    fine[conv.j_lo - base:conv.j_lo - base + n] = tilted
+    block = fine[1:].reshape(cells, ratio)
+    offsets = np.arange(1, ratio + 1)
+    r = offsets * h
+    g = (j_lo + np.arange(cells + 1)) * ratio * h
+    log_k = float(conv.log_k[1])
+    # log P- and Q-masses (rates lam and lam + 1) of each cell, its left half, the point at
+    # its right end, and the cell below the grid.
+    logs = []
     with np.errstate(divide="ignore"):
-        log_p = np.log(tilted[pos]) + float(conv.log_k[row]) - conv.lam * x
-    if log_p.size and float((log_p - x).max()) > -_LOG_FLOOR:
+        for rate in (lam, lam + 1.0):
+            w = np.exp(-rate * r)
+            scale = log_k - rate * g[:-1]
+            w_left = np.where(2 * offsets < ratio, w, 0.0)
+            if ratio % 2 == 0:
+                w_left[ratio // 2 - 1] = 0.5 * w[ratio // 2 - 1]
+            logs.append((np.log(np.einsum("ij,j->i", block, w)) + scale,
+                         np.log(np.einsum("ij,j->i", block, w_left)) + scale,
+                         np.log(block[:, -1] * w[-1]) + scale,
+                         math.log(fine[0]) + log_k - rate * g[0] if fine[0] > 0 else -math.inf))
+    (cell_p, left_p, _, below_p), (cell_q, left_q, atom_q, below_q) = logs
+    if max(float(cell_q.max(initial=-np.inf)), below_q) > -_LOG_FLOOR:
         return None
-    return DiscreteLoss(x, np.exp(log_p), np.exp(log_p - x), p_inf=p_inf, lattice=conv.h)
+    m_p = np.concatenate(([math.exp(below_p)], np.exp(cell_p), [0.0]))
+    m_q = np.concatenate(([math.exp(below_q)], np.exp(cell_q), [0.0]))
+    return lower_from_cell_masses(g, ratio * h, j_lo, m_p, m_q, (np.exp(left_p), np.exp(left_q)),
+                                  np.exp(atom_q), conv.inf_mass(1))
 
 
 #: Smallest log-mass an upper PLD may have, and minus the largest log Q-mass of a lower measure.
