@@ -376,5 +376,5 @@ def _fold_into(row: np.ndarray, masses: np.ndarray) -> None:
         row += np.bincount(np.arange(len(masses)) % n, weights=masses, minlength=n)
 
 
-#: Lattice points transformed per group of components in :func:`compose`.
+#: Lattice points transformed per group of components in :func:`_row_spectrum`.
 _GROUP_POINTS = 1 << 19

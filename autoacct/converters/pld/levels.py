@@ -7,7 +7,9 @@ with H_j = h_0 R^j, the upper and lower discrete PLDs of n_j = R^(2j) copies
 (C_j) and of a_j < n_j copies (A_j: k's base-R^2 digits below level j). Level
 j + 1 composes R^2 copies of C_j, and A_j with d_j copies of C_j, each by one
 FFT on H_j (:func:`compose.convolve`), and discretises both results again on
-H_(j+1) (:func:`discretize.discretize`). The top level hands C_L with count
+H_(j+1): the upper row by connect-the-dots point by point, the lower row by the
+second-order construction of :mod:`discretize` from its cell masses
+(:func:`discretize.lower_from_cell_masses`). The top level hands C_L with count
 q = k // n_L, and A_L, to the final composition.
 
 A one-level plan may take a block B within 15% of R^2 instead (C_1 is then B
@@ -337,11 +339,11 @@ def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
     points with r < R / 2 and, for even R, half of the point at the midpoint: the midpoint
     tangent's slope may be any subgradient of the profile there, between -Q(L > s) and
     -Q(L >= s), and each share of the midpoint's mass in the left half is one of them
-    (half and half gave the highest lower eps at k = 1e7, between all-left and all-right).
+    (at k = 1e7 half and half gave a higher lower eps than all-left or all-right).
     """
     h, lam = conv.h, conv.lam
     n = tilted.size
-    j_lo = math.floor(conv.j_lo / ratio)
+    j_lo = conv.j_lo // ratio
     j_hi = max(-(-(conv.j_lo + n - 1) // ratio), j_lo + 3)
     cells = j_hi - j_lo
     base = j_lo * ratio
