@@ -6,15 +6,25 @@ tradeoff curves or privacy-loss distributions. Every epsilon or delta returned
 is an upper bound on the truth; every tradeoff value a lower bound.
 """
 
-from .converters.pld import AccuracyWarning
-from .core import Calibrator, Mechanism, Neighboring, RouteUnavailableError, Transformer
-from .dpsgd import dpsgd, dpsgd_schedule
-from .zoo import (ApproxDP, Composition, Gaussian, Laplace, PoissonSubsample, PureDP,
-                  RandomizedResponse, SampleWithoutReplacement, SampleWithReplacement, ZCDP)
+from autoacct.dpsgd import dpsgd, dpsgd_schedule
+from autoacct.errors import AccuracyWarning, InfeasibleBudgetError, RouteUnavailableError
+from autoacct.mechanism import Calibrator, Mechanism, Neighboring, Transformer
+from autoacct.zoo import (
+                  ZCDP,
+                  ApproxDP,
+                  Composition,
+                  Gaussian,
+                  Laplace,
+                  PoissonSubsample,
+                  PureDP,
+                  RandomizedResponse,
+                  SampleWithoutReplacement,
+                  SampleWithReplacement,
+)
 
 __version__ = "0.1.0"
 
 __all__ = ["AccuracyWarning", "ApproxDP", "Calibrator", "Composition", "Gaussian", "Laplace",
            "Mechanism", "Neighboring", "PoissonSubsample", "PureDP", "RandomizedResponse",
-           "RouteUnavailableError", "SampleWithReplacement", "SampleWithoutReplacement", "Transformer",
+           "InfeasibleBudgetError", "RouteUnavailableError", "SampleWithReplacement", "SampleWithoutReplacement", "Transformer",
            "ZCDP", "__version__", "dpsgd", "dpsgd_schedule"]

@@ -24,8 +24,9 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from . import __version__
-from .core import Mechanism, RouteUnavailableError
+from autoacct import __version__
+from autoacct.errors import RouteUnavailableError
+from autoacct.mechanism import Mechanism
 
 CONVENTIONS = """\
 conventions:
@@ -196,7 +197,7 @@ def _run_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _mechanism(args: argparse.Namespace, noise: float) -> Mechanism:
-    from .dpsgd import dpsgd  # noqa: PLC0415 - heavy import only when a command runs
+    from autoacct.dpsgd import dpsgd  # noqa: PLC0415 - heavy import only when a command runs
 
     return dpsgd(noise_multiplier=noise, **_run_kwargs(args))
 
@@ -260,7 +261,7 @@ def _cmd_epsilon(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from .calibrators import calibrate_dpsgd_result  # noqa: PLC0415
+    from autoacct.calibrators import calibrate_dpsgd_result  # noqa: PLC0415
 
     run = _run_kwargs(args)
     res = calibrate_dpsgd_result(args.epsilon, args.delta, tol=args.tol, **run)
@@ -294,7 +295,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    from .plotting import plot_privacy_profile, plot_tradeoff  # noqa: PLC0415
+    from autoacct.plotting import plot_privacy_profile, plot_tradeoff  # noqa: PLC0415
 
     eps_at = mech.epsilon(args.delta, tol=args.tol)
     fig, (ax_f, ax_d) = plt.subplots(1, 2, figsize=(11, 4.6))

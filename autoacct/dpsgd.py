@@ -21,11 +21,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from . import _validation as check
-from .core import Mechanism
-from .zoo.mechanisms import Gaussian
-from .zoo.subsampling import PoissonSubsample, SampleWithoutReplacement
-from .zoo.transformers import Composition
+from autoacct import _validation as check
+from autoacct.mechanism import Mechanism
+from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement
+from autoacct.zoo.mechanisms import Gaussian
+from autoacct.zoo.transformers import Composition
 
 __all__ = ["SAMPLINGS", "dpsgd", "dpsgd_schedule"]
 
@@ -74,7 +74,7 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
     sampling:
         "poisson" (add/remove relation; pairs of seed 000 section 6.1) or
         "without-replacement" (replace-one relation; see
-        :class:`~autoacct.zoo.subsampling.SampledWithoutReplacementMechanism`).
+        :class:`~autoacct.subsampling.SampledWithoutReplacementMechanism`).
 
     Returns
     -------

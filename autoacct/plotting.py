@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import Mechanism
+from autoacct.mechanism import Mechanism
 
 __all__ = ["plot_privacy_profile", "plot_rdp", "plot_tradeoff"]
 

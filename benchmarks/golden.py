@@ -25,12 +25,26 @@ from typing import Any
 import numpy as np
 
 from autoacct import dpsgd, dpsgd_schedule
-from autoacct.calibrators import (calibrate, calibrate_dpsgd, calibrate_dpsgd_steps,
-                                  calibrate_gaussian, gdp_mu)
-from autoacct.zoo import (ApproxDP, Binomial, Composition, DiscreteGaussian, DiscreteLaplace,
-                          ExponentialMechanism, Gaussian, GaussianSVT, Laplace, LaplaceSVT, NoisyGD,
-                          PoissonSubsample, PureDP, RandomizedResponse, SampleWithoutReplacement,
-                          SampleWithReplacement, ZCDP)
+from autoacct.calibrators import calibrate, calibrate_dpsgd, calibrate_dpsgd_steps, calibrate_gaussian, gdp_mu
+from autoacct.zoo import (
+    ZCDP,
+    ApproxDP,
+    Binomial,
+    Composition,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    ExponentialMechanism,
+    Gaussian,
+    GaussianSVT,
+    Laplace,
+    LaplaceSVT,
+    NoisyGD,
+    PoissonSubsample,
+    PureDP,
+    RandomizedResponse,
+    SampleWithoutReplacement,
+    SampleWithReplacement,
+)
 
 MECHANISMS: list[tuple[str, Callable[[], Any]]] = [
     ("gaussian", lambda: Gaussian(1.3)),

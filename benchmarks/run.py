@@ -108,7 +108,7 @@ def _autoacct_mechanism(case: dict):
     try:
         from autoacct.zoo import PoissonSubsample
     except ImportError:
-        from autoacct.zoo.subsampling import PoissonSubsample
+        from autoacct.subsampling import PoissonSubsample
     if case["kind"] == "hetero":
         steps = hetero_steps(case["n"])
         mechs = [PoissonSubsample(q)(Gaussian(s)) for q, s in steps]
@@ -270,7 +270,7 @@ def _poisson():
     try:
         from autoacct.zoo import PoissonSubsample
     except ImportError:
-        from autoacct.zoo.subsampling import PoissonSubsample
+        from autoacct.subsampling import PoissonSubsample
     return PoissonSubsample
 
 
@@ -331,6 +331,7 @@ def robust_large_eps(others: bool) -> dict:
     """delta(eps) for eps up to 200 on a mechanism with eps(1e-6) ~ 217."""
     warnings.simplefilter("ignore")
     import numpy as np
+
     from autoacct.zoo import Composition, Gaussian
     PoissonSubsample = _poisson()
     q, sigma, k = 0.1, 2.0, 100_000
@@ -406,8 +407,8 @@ def robust_large_eps(others: bool) -> dict:
 def robust_gaussian(others: bool) -> dict:
     """The FFT accountant on Gaussian laws against the closed form, eps up to ~100, delta to 1e-15."""
     warnings.simplefilter("ignore")
-    from autoacct.converters.pld import FFTAccountant
-    from autoacct.loss import GaussianLoss
+    from autoacct.losses import GaussianLoss
+    from autoacct.pld import FFTAccountant
     rows, problems = [], []
     for mu, kk in [(0.05, 400), (1.0, 1), (3.0, 1), (0.5, 100), (1.0, 100)]:
         for d in (1e-5, 1e-10, 1e-15):
@@ -425,6 +426,7 @@ def robust_single(others: bool) -> dict:
     """One Poisson-subsampled Gaussian step against the exact profile of its loss laws."""
     warnings.simplefilter("ignore")
     import numpy as np
+
     from autoacct.zoo import Gaussian
     PoissonSubsample = _poisson()
     rows, problems = [], []

@@ -13,9 +13,17 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from autoacct.calibrators import (CalibrationResult, InfeasibleBudgetError, ParameterCalibrator,
-                                  calibrate, calibrate_dpsgd, calibrate_dpsgd_result,
-                                  calibrate_dpsgd_steps, calibrate_gaussian, calibrate_result)
+from autoacct.calibrators import (
+    CalibrationResult,
+    InfeasibleBudgetError,
+    ParameterCalibrator,
+    calibrate,
+    calibrate_dpsgd,
+    calibrate_dpsgd_result,
+    calibrate_dpsgd_steps,
+    calibrate_gaussian,
+    calibrate_result,
+)
 from autoacct.zoo import Composition, Gaussian
 
 RTOL = 2e-3

@@ -15,10 +15,10 @@ from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_delta_cl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoacct.converters.pld.cumulants import Component, chernoff_profiles
-from autoacct.converters.pld.discretize import discretize
-from autoacct.converters.pld.grid import index_range
-from autoacct.loss import GaussianLoss, randomized_response_loss
+from autoacct.losses import GaussianLoss, randomized_response_loss
+from autoacct.pld.cumulants import Component, chernoff_profiles
+from autoacct.pld.discretize import discretize
+from autoacct.pld.grid import index_range
 
 
 def _profiles(loss, k: int, h: float):

@@ -6,10 +6,9 @@ import math
 
 import numpy as np
 import pytest
-
-from autoacct.zoo import Composition, Gaussian, Laplace, PureDP, RandomizedResponse, ZCDP
-
 from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_delta_closed, rr_eps_closed
+
+from autoacct.zoo import ZCDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse
 
 
 def lecture_demo():
@@ -101,8 +100,8 @@ def test_randomized_response_delta_matches_binomial_sum(p, k):
 
 def test_fft_route_on_gaussian_laws_is_certified():
     """The FFT accountant itself (not the closed form) on a Gaussian law."""
-    from autoacct.converters.pld import FFTAccountant
-    from autoacct.loss import GaussianLoss
+    from autoacct.losses import GaussianLoss
+    from autoacct.pld import FFTAccountant
 
     for sigma, k in [(1.0, 1), (5.0, 1000), (0.8, 100)]:
         mu = math.sqrt(k) / sigma

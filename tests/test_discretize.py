@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoacct.converters.pld.discretize import discretize
-from autoacct.converters.pld.grid import index_range
-from autoacct.loss import GaussianLoss, LaplaceLoss, randomized_response_loss
-from autoacct.subsampled_loss import PoissonAddLoss, PoissonRemoveLoss
+from autoacct.losses import GaussianLoss, LaplaceLoss, randomized_response_loss
+from autoacct.pld.discretize import discretize
+from autoacct.pld.grid import index_range
+from autoacct.subsampling.laws import PoissonAddLoss, PoissonRemoveLoss
 
 #: Relative slack for floating-point rounding in the profiles compared.
 _ROUNDING = 1e-9

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
-from autoacct.core import Neighboring
 from autoacct.dpsgd import dpsgd, dpsgd_schedule
+from autoacct.mechanism import Neighboring
+from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement
 from autoacct.zoo import Composition, Gaussian
-from autoacct.zoo.subsampling import PoissonSubsample, SampleWithoutReplacement
 
 _REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "visible.json"
 #: Copy of visible.json's "dpsgd_poisson_add_remove" cases, used when the file is not there.

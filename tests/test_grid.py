@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from autoacct.converters.pld.accountant import FFTAccountant
-from autoacct.converters.pld.grid import choose_spacing, decay_rate
-from autoacct.loss import SIZING_TILTS, GaussianLoss, PrivacyLoss, randomized_response_loss
-from autoacct.subsampled_loss import PoissonAddLoss, PoissonRemoveLoss
+from autoacct.losses import SIZING_TILTS, GaussianLoss, PrivacyLoss, randomized_response_loss
+from autoacct.pld.accountant import FFTAccountant
+from autoacct.pld.grid import choose_spacing, decay_rate
+from autoacct.subsampling.laws import PoissonAddLoss, PoissonRemoveLoss
 from autoacct.zoo import Composition, Gaussian, PoissonSubsample
 
 

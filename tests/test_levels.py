@@ -24,9 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from warning_policy import strict_warnings
 
-from autoacct.converters.pld import levels
-from autoacct.converters.pld.accountant import FFTAccountant
-from autoacct.loss import GaussianLoss
+from autoacct.losses import GaussianLoss
+from autoacct.pld import levels
+from autoacct.pld.accountant import FFTAccountant
 from autoacct.zoo import Composition, Gaussian, PoissonSubsample
 
 
@@ -137,7 +137,7 @@ def test_first_order_short_lower_falls_back_to_one_lattice(monkeypatch):
     # lower eps at 377.6 against an upper 427.8. The discretiser now lowers those cells onto
     # a convex minorant instead, and the accountant would fall back to one lattice if the
     # lower PLD were still first-order short: either way one pass meets the tolerance.
-    from autoacct.converters.pld import accountant
+    from autoacct.pld import accountant
 
     monkeypatch.setattr(accountant, "_MAX_REFINE", 0)
     m = Composition()([PoissonSubsample(0.036808270543033095)(Gaussian(0.6051024677650805))], [55332])

@@ -15,16 +15,14 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, special, stats
 
-from autoacct.converters.phi import (PhiAccountant, composed_log_phi, log_phi, phi_delta,
-                                     phi_epsilon, phi_tradeoff)
-from autoacct.loss import (GaussianLoss, LaplaceLoss, gaussian_delta, leaky_rr_loss,
-                           randomized_response_loss)
+from autoacct.losses import GaussianLoss, LaplaceLoss, gaussian_delta, leaky_rr_loss, randomized_response_loss
+from autoacct.phi import PhiAccountant, composed_log_phi, log_phi, phi_delta, phi_epsilon, phi_tradeoff
 from autoacct.zoo import ApproxDP, Composition, Gaussian, Laplace, PureDP
 
 try:  # the public home of PoissonSubsample; fall back to its module
     from autoacct.zoo import PoissonSubsample
 except ImportError:  # pragma: no cover - depends on the zoo's export list
-    from autoacct.zoo.subsampling import PoissonSubsample
+    from autoacct.subsampling import PoissonSubsample
 
 TOL = 1e-3
 

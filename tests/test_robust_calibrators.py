@@ -22,22 +22,27 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from closed_forms import (gaussian_delta_closed, gaussian_eps_closed,  # noqa: E402
-                          rr_eps_closed)
-from warning_policy import strict_warnings  # noqa: E402
+from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_eps_closed  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from warning_policy import strict_warnings  # noqa: E402
 
 from autoacct import AccuracyWarning  # noqa: E402
-from autoacct.calibrators import (DEFAULT_RTOL, InfeasibleBudgetError,  # noqa: E402
-                                  ParameterCalibrator, calibrate, calibrate_dpsgd,
-                                  calibrate_dpsgd_result, calibrate_dpsgd_steps,
-                                  calibrate_gaussian, calibrate_result)
+from autoacct.calibrators import (  # noqa: E402
+    DEFAULT_RTOL,
+    InfeasibleBudgetError,
+    ParameterCalibrator,
+    calibrate,
+    calibrate_dpsgd,
+    calibrate_dpsgd_result,
+    calibrate_dpsgd_steps,
+    calibrate_gaussian,
+    calibrate_result,
+)
 from autoacct.cli import main  # noqa: E402
 from autoacct.dpsgd import dpsgd  # noqa: E402
 from autoacct.plotting import plot_privacy_profile, plot_rdp, plot_tradeoff  # noqa: E402
-from autoacct.zoo import (ApproxDP, Composition, Gaussian, Laplace, PureDP,  # noqa: E402
-                          RandomizedResponse)
+from autoacct.zoo import ApproxDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse  # noqa: E402
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -19,14 +19,13 @@ import mpmath
 import numpy as np
 import pytest
 from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_delta_closed, rr_eps_closed
-from warning_policy import strict_warnings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
+from warning_policy import strict_warnings
 
 from autoacct import AccuracyWarning
-from autoacct.zoo import ApproxDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse, ZCDP
-
+from autoacct.zoo import ZCDP, ApproxDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse
 
 
 def sweep(n: int) -> settings:

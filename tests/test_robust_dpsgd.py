@@ -27,15 +27,15 @@ import warnings
 import numpy as np
 import pytest
 from closed_forms import gaussian_delta_closed, gaussian_eps_closed
-from warning_policy import strict_warnings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import optimize, special
+from warning_policy import strict_warnings
 
-from autoacct.converters.subsampled_rdp import sgm_rdp
 from autoacct.dpsgd import dpsgd, dpsgd_schedule
+from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
+from autoacct.subsampling.rdp import sgm_rdp
 from autoacct.zoo import Composition, Gaussian, Laplace
-from autoacct.zoo.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
 
 SETTINGS = settings(max_examples=12, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])

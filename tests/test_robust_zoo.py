@@ -20,13 +20,23 @@ import time
 import numpy as np
 import pytest
 from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_delta_closed
-from warning_policy import strict_warnings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
+from warning_policy import strict_warnings
 
-from autoacct.zoo import (Binomial, Composition, DiscreteGaussian, DiscreteLaplace,
-                          ExponentialMechanism, Gaussian, GaussianSVT, Laplace, LaplaceSVT, NoisyGD)
+from autoacct.zoo import (
+    Binomial,
+    Composition,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    ExponentialMechanism,
+    Gaussian,
+    GaussianSVT,
+    Laplace,
+    LaplaceSVT,
+    NoisyGD,
+)
 
 SETTINGS = settings(max_examples=6, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""Tests of autoacct.converters.subsampled_rdp.
+"""Tests of autoacct.subsampling.rdp.
 
 Reference values never come from the functions under test: the sampled
 Gaussian is checked against mpmath quadrature of its defining integral, the
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import integrate
 
-from autoacct.converters.subsampled_rdp import poisson_rdp_bound, sgm_rdp, swor_rdp_bound
+from autoacct.subsampling.rdp import poisson_rdp_bound, sgm_rdp, swor_rdp_bound
 
 QS_SIGMAS = [(0.01, 1.0), (0.1, 2.0), (0.001, 0.8), (0.5, 5.0)]
 ORDERS = [1.5, 2.5, 3.5, 2.0, 8.0, 32.0]

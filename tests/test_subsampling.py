@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, special, stats
 
-from autoacct.converters.subsampled_rdp import sgm_rdp
-from autoacct.core import Neighboring
-from autoacct.subsampled_loss import PoissonAddLoss, PoissonRemoveLoss, SymmetrizedLoss
-from autoacct.loss import GaussianLoss, LaplaceLoss, randomized_response_loss
-from autoacct.zoo import ApproxDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse, ZCDP
-from autoacct.zoo.subsampling import PoissonSubsample, SampleWithReplacement, SampleWithoutReplacement
+from autoacct.losses import GaussianLoss, LaplaceLoss, randomized_response_loss
+from autoacct.mechanism import Neighboring
+from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
+from autoacct.subsampling.laws import PoissonAddLoss, PoissonRemoveLoss, SymmetrizedLoss
+from autoacct.subsampling.rdp import sgm_rdp
+from autoacct.zoo import ZCDP, ApproxDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse
 
 #: Seed 000, Tables 1 and 2: delta(1.0) of the Poisson-subsampled Gaussian,
 #: q = 0.01, sigma = 1.5, k = 10^4, converged value.

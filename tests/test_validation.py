@@ -7,7 +7,7 @@ import math
 import pytest
 
 from autoacct import Mechanism, Neighboring, RouteUnavailableError
-from autoacct.zoo import ApproxDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse, ZCDP
+from autoacct.zoo import ZCDP, ApproxDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse
 
 
 @pytest.mark.parametrize("make, name", [

@@ -7,8 +7,8 @@ import re
 
 import numpy as np
 import pytest
-from zoo_cases import check_basic_conformance
 from scipy import special, stats
+from zoo_cases import check_basic_conformance
 
 from autoacct.zoo.composite import GaussianSVT, LaplaceSVT, NoisyGD
 from autoacct.zoo.mechanisms import Gaussian, PureDP

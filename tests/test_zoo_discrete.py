@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 import pytest
-from zoo_cases import check_basic_conformance
 from scipy import special, stats
+from zoo_cases import check_basic_conformance
 
-from autoacct.loss import gaussian_delta
+from autoacct.losses import gaussian_delta
 from autoacct.zoo.discrete import (
     BinaryCountingExponential,
     Binomial,

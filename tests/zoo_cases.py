@@ -13,10 +13,23 @@ from collections.abc import Callable
 import pytest
 from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_delta_closed, rr_eps_closed
 
-from autoacct.core import Mechanism
-from autoacct.zoo import (ApproxDP, Binomial, Composition, DiscreteGaussian, DiscreteLaplace,
-                          ExponentialMechanism, Gaussian, GaussianSVT, Laplace, LaplaceSVT, NoisyGD,
-                          PureDP, RandomizedResponse, ZCDP)
+from autoacct.mechanism import Mechanism
+from autoacct.zoo import (
+    ZCDP,
+    ApproxDP,
+    Binomial,
+    Composition,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    ExponentialMechanism,
+    Gaussian,
+    GaussianSVT,
+    Laplace,
+    LaplaceSVT,
+    NoisyGD,
+    PureDP,
+    RandomizedResponse,
+)
 
 Truth = tuple[Callable[[float], float], Callable[[float], float]] | None
 

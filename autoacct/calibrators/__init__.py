@@ -9,11 +9,11 @@
 * :class:`ParameterCalibrator`: autodp-style class interface over the same search.
 """
 
-from .dpsgd import calibrate_dpsgd, calibrate_dpsgd_result, calibrate_dpsgd_steps
-from .gaussian import calibrate_gaussian, gdp_mu
-from .parameter import ParameterCalibrator
-from .search import (DEFAULT_RTOL, CalibrationResult, InfeasibleBudgetError, calibrate,
-                     calibrate_result)
+from autoacct.calibrators.dpsgd import calibrate_dpsgd, calibrate_dpsgd_result, calibrate_dpsgd_steps
+from autoacct.calibrators.gaussian import calibrate_gaussian, gdp_mu
+from autoacct.calibrators.parameter import ParameterCalibrator
+from autoacct.calibrators.search import DEFAULT_RTOL, CalibrationResult, calibrate, calibrate_result
+from autoacct.errors import InfeasibleBudgetError
 
 __all__ = ["DEFAULT_RTOL", "CalibrationResult", "InfeasibleBudgetError", "ParameterCalibrator",
            "calibrate", "calibrate_dpsgd", "calibrate_dpsgd_result", "calibrate_dpsgd_steps",

@@ -21,14 +21,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import _validation as check
-from ..core import Mechanism
-from .gaussian import gdp_mu
-from .search import DEFAULT_RTOL, CalibrationResult, calibrate_result
+from autoacct import _validation as check
+from autoacct.calibrators.gaussian import gdp_mu
+from autoacct.calibrators.search import DEFAULT_RTOL, CalibrationResult, calibrate_result
+from autoacct.mechanism import Mechanism
 
 
 def _dpsgd(**kwargs: Any) -> Mechanism:
-    from ..dpsgd import dpsgd  # noqa: PLC0415 - written alongside; imported when used
+    from autoacct.dpsgd import dpsgd  # noqa: PLC0415 - written alongside; imported when used
 
     return dpsgd(**kwargs)
 

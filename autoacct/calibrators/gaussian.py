@@ -17,11 +17,11 @@ import warnings
 
 from scipy import optimize
 
-from .. import _validation as check
-from ..loss import gaussian_delta
-from ..converters.pld import AccuracyWarning
-from ..zoo import Composition, Gaussian
-from .search import DEFAULT_RTOL
+from autoacct import _validation as check
+from autoacct.calibrators.search import DEFAULT_RTOL
+from autoacct.errors import AccuracyWarning
+from autoacct.losses import gaussian_delta
+from autoacct.zoo import Composition, Gaussian
 
 #: Most rounds of raising sigma until the library's certified epsilon meets the budget.
 _MAX_RAISES = 20

@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from ..core import Calibrator, Mechanism
-from .search import DEFAULT_RTOL, CalibrationResult, calibrate_result
+from autoacct.calibrators.search import DEFAULT_RTOL, CalibrationResult, calibrate_result
+from autoacct.mechanism import Calibrator, Mechanism
 
 
 class ParameterCalibrator(Calibrator):

@@ -44,9 +44,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import _validation as check
-from ..converters.pld import DEFAULT_TOL, AccuracyWarning
-from ..core import ROUTES, Mechanism
+from autoacct import _validation as check
+from autoacct.errors import AccuracyWarning, InfeasibleBudgetError
+from autoacct.mechanism import ROUTES, Mechanism
+from autoacct.pld import DEFAULT_TOL
 
 Factory = Callable[[Any], Mechanism]
 
@@ -58,22 +59,6 @@ _MIN_CERT_TOL = 1e-6
 _TOL_SHRINK = 8.0
 #: Largest distance in log space the bracketing may travel from the first guess.
 _MAX_LOG_RANGE = 30.0
-
-
-class InfeasibleBudgetError(ValueError):
-    """The budget cannot be met by any parameter value in the search range.
-
-    ``achievable`` is the smallest certified epsilon(delta) found in the range
-    (at the most private end of it), ``at`` the parameter value giving it.
-    ``achievable`` is ``inf`` when epsilon(delta) is infinite for every value
-    tried (delta below the mechanism's reach); the message then gives the
-    smallest delta reachable at the target epsilon.
-    """
-
-    def __init__(self, message: str, achievable: float, at: float) -> None:
-        super().__init__(message)
-        self.achievable = achievable
-        self.at = at
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,16 @@
 """The mechanism and transformer zoo."""
 
-from .composite import GaussianSVT, LaplaceSVT, NoisyGD
-from .discrete import (BinaryCountingExponential, Binomial, DiscreteGaussian, DiscreteLaplace,
-                       ExponentialMechanism)
-from .mechanisms import ApproxDP, Gaussian, Laplace, PureDP, RandomizedResponse, ZCDP
-from .subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
-from .transformers import ComposedMechanism, Composition
+from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
+from autoacct.zoo.composite import GaussianSVT, LaplaceSVT, NoisyGD
+from autoacct.zoo.discrete import (
+                       BinaryCountingExponential,
+                       Binomial,
+                       DiscreteGaussian,
+                       DiscreteLaplace,
+                       ExponentialMechanism,
+)
+from autoacct.zoo.mechanisms import ZCDP, ApproxDP, Gaussian, Laplace, PureDP, RandomizedResponse
+from autoacct.zoo.transformers import ComposedMechanism, Composition
 
 __all__ = ["ApproxDP", "BinaryCountingExponential", "Binomial", "ComposedMechanism", "Composition",
            "DiscreteGaussian", "DiscreteLaplace", "ExponentialMechanism", "Gaussian", "GaussianSVT",

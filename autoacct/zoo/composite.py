@@ -12,9 +12,9 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import optimize, special
 
-from .. import _validation as check
-from ..core import Mechanism, Neighboring
-from ..loss import GaussianLoss, PrivacyLoss, randomized_response_loss
+from autoacct import _validation as check
+from autoacct.losses import GaussianLoss, PrivacyLoss, randomized_response_loss
+from autoacct.mechanism import Mechanism, Neighboring
 
 __all__ = ["GaussianSVT", "LaplaceSVT", "NoisyGD"]
 

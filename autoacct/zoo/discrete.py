@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special, stats
 
-from .. import _validation as check
-from ..core import Mechanism, Neighboring
-from ..loss import ContinuousLoss, DiscreteLoss, PrivacyLoss
+from autoacct import _validation as check
+from autoacct.losses import ContinuousLoss, DiscreteLoss, PrivacyLoss
+from autoacct.mechanism import Mechanism, Neighboring
 
 __all__ = ["AtomLoss", "BinaryCountingExponential", "Binomial", "BoundedRangeEnvelopeLoss",
            "DiscreteGaussian", "DiscreteLaplace", "ExponentialMechanism", "MAX_ATOMS", "TAIL_MASS",
@@ -77,7 +77,7 @@ def _bounded_int(name: str, value: Any, high: int = _INT_MAX) -> int:
 class AtomLoss(DiscreteLoss):
     """Loss law of a pair on countably many outcomes, held as sorted arrays of atoms.
 
-    Like :class:`autoacct.loss.DiscreteLoss`, but for large supports: its
+    Like :class:`autoacct.losses.DiscreteLoss`, but for large supports: its
     ``key`` is given by the caller (the mechanism's parameters) instead of
     the arrays, and its profile and quantiles use precomputed tail sums.
 
@@ -92,13 +92,13 @@ class AtomLoss(DiscreteLoss):
         P-mass at L = +inf and Q-mass at L = -inf.
     p_inf_truncated:
         The part of ``p_inf`` that is truncated finite-loss mass (see
-        :attr:`autoacct.loss.PrivacyLoss.p_inf_truncated`).
+        :attr:`autoacct.losses.PrivacyLoss.p_inf_truncated`).
     lattice:
         Spacing h of a lattice hZ containing every value, or None.
     tight:
         False when the atoms only dominate the mechanism's pair (merged by
         :func:`_atoms`): lower bounds computed from them are then not certified
-        (see :attr:`autoacct.loss.PrivacyLoss.tight`).
+        (see :attr:`autoacct.losses.PrivacyLoss.tight`).
     """
 
     def __init__(self, key: tuple, values: np.ndarray, p_mass: np.ndarray, q_mass: np.ndarray, *,

@@ -11,9 +11,9 @@ import math
 import numpy as np
 from scipy import special
 
-from .. import _validation as check
-from ..core import Mechanism, Neighboring
-from ..loss import GaussianLoss, LaplaceLoss, PrivacyLoss, leaky_rr_loss, randomized_response_loss
+from autoacct import _validation as check
+from autoacct.losses import GaussianLoss, LaplaceLoss, PrivacyLoss, leaky_rr_loss, randomized_response_loss
+from autoacct.mechanism import Mechanism, Neighboring
 
 
 def _own_params(name: str, **params: float) -> dict[str, float]:

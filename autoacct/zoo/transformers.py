@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import _validation as check
-from ..core import Mechanism, Neighboring, Transformer
-from ..loss import PrivacyLoss
+from autoacct import _validation as check
+from autoacct.losses import PrivacyLoss
+from autoacct.mechanism import Mechanism, Neighboring, Transformer
 
 
 def common_neighboring(mechanisms: Sequence[Mechanism]) -> Neighboring | None:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...loss import SIZING_TILTS, PrivacyLoss
+from autoacct.losses import SIZING_TILTS, PrivacyLoss
 
 
 def choose_spacing(parts: Sequence[tuple[PrivacyLoss, int]], eps_scale: float, tol: float) -> float:
@@ -68,7 +68,7 @@ def choose_spacing(parts: Sequence[tuple[PrivacyLoss, int]], eps_scale: float, t
 
 def decay_rate(cgf: np.ndarray, eps: float, normal_rate: float) -> float:
     """The exponent lam >= 0 minimising K(lam) - lam eps, from K tabulated at
-    :data:`~autoacct.loss.SIZING_TILTS` (the vertex of the parabola through the
+    :data:`~autoacct.losses.SIZING_TILTS` (the vertex of the parabola through the
     smallest value and its neighbours). Near eps, -log delta(eps) grows at about this
     rate. Past the table's last exponent, ``normal_rate`` (that of the normal
     approximation) is taken if it is larger.

@@ -47,11 +47,11 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from .. import _validation as check
-from ..converters.subsampled_rdp import poisson_rdp_bound, sgm_rdp, swor_rdp_bound
-from ..core import Mechanism, Neighboring, Transformer
-from ..loss import GaussianLoss, PrivacyLoss
-from ..subsampled_loss import MixtureLoss, PoissonAddLoss, PoissonRemoveLoss, SymmetrizedLoss
+from autoacct import _validation as check
+from autoacct.losses import GaussianLoss, PrivacyLoss
+from autoacct.mechanism import Mechanism, Neighboring, Transformer
+from autoacct.subsampling.laws import MixtureLoss, PoissonAddLoss, PoissonRemoveLoss, SymmetrizedLoss
+from autoacct.subsampling.rdp import poisson_rdp_bound, sgm_rdp, swor_rdp_bound
 
 __all__ = ["PoissonSubsample", "PoissonSubsampledMechanism", "SampleWithReplacement",
            "SampleWithoutReplacement", "SampledWithReplacementMechanism",
@@ -134,7 +134,7 @@ class _SubsampledRdp:
     """Upper bounds on the Renyi DP of a subsampled mechanism from its base curve.
 
     ``bound(curve, q, orders)`` (one of the theorems of
-    :mod:`autoacct.converters.subsampled_rdp`) is evaluated once at the integer
+    :mod:`autoacct.subsampling.rdp`) is evaluated once at the integer
     orders 2..``_RDP_TABLE_MAX``; fractional orders interpolate the log-moments
     K(n) = (n-1) eps(n) (convex in the order, K(1) = 0), and higher orders use the
     joint-convexity bound. The minimum with the joint-convexity bound is taken
@@ -193,7 +193,7 @@ class SubsampledMechanism(Mechanism, abstract=True):
     base:
         The mechanism run on the sample.
     name, params, neighboring:
-        As for :class:`~autoacct.core.Mechanism`.
+        As for :class:`~autoacct.mechanism.Mechanism`.
     """
 
     def __init__(self, base: Mechanism, *, name: str, params: Mapping[str, float],

@@ -76,9 +76,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, special
 
-from ..loss import LaplaceLoss, PrivacyLoss
-from .pld import AccuracyWarning
-from .profile import tradeoff_from_profile
+from autoacct.converters.profile import tradeoff_from_profile
+from autoacct.errors import AccuracyWarning
+from autoacct.losses import LaplaceLoss, PrivacyLoss
 
 #: Default relative accuracy (on the epsilon scale), as for the PLD accountant.
 DEFAULT_TOL = 1e-3
@@ -315,7 +315,7 @@ def _atom_arrays(loss: PrivacyLoss) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     """(values, P-masses, Q-masses) of a law held as finitely many atoms, or None.
 
     Any law exposing ``values``, ``p_mass`` and ``q_mass`` arrays qualifies
-    (:class:`~autoacct.loss.DiscreteLoss` and the zoo's large-support atom laws).
+    (:class:`~autoacct.losses.DiscreteLoss` and the zoo's large-support atom laws).
     """
     arrays = [getattr(loss, name, None) for name in ("values", "p_mass", "q_mass")]
     if any(a is None for a in arrays):

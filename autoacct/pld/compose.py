@@ -45,19 +45,25 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import fft as sfft
 
-from .cumulants import (Component, Components, Cumulant, as_components, chernoff_bound, side_pld, single_step,
-                        support_ends, window)
-from .discretize import DiscretePLD
-from .profile_ops import DiscreteProfile
+from autoacct.errors import AccuracyWarning
+from autoacct.pld.cumulants import (
+    Component,
+    Components,
+    Cumulant,
+    as_components,
+    chernoff_bound,
+    side_pld,
+    single_step,
+    support_ends,
+    window,
+)
+from autoacct.pld.discretize import DiscretePLD
+from autoacct.pld.profile_ops import DiscreteProfile
 
 #: Largest FFT length the composer uses (2^22 points: with both bound rows, their
 #: spectra and the error bookkeeping, well under 1 GB of memory).
 N_MAX = 1 << 22
 _U = np.finfo(float).eps
-
-
-class AccuracyWarning(UserWarning):
-    """The accountant could not reach the requested accuracy; its bounds remain valid."""
 
 
 @dataclass(frozen=True)

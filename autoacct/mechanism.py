@@ -30,12 +30,13 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from . import _validation as check
-from .converters.phi import PhiAccountant
-from .converters.pld import DEFAULT_TOL, FFTAccountant
-from .converters.profile import epsilon_from_profile, tradeoff_from_profile
-from .converters.rdp import rdp_to_delta, rdp_to_epsilon
-from .loss import PrivacyLoss, gaussian_delta
+from autoacct import _validation as check
+from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_profile
+from autoacct.converters.rdp import rdp_to_delta, rdp_to_epsilon
+from autoacct.errors import RouteUnavailableError
+from autoacct.losses import PrivacyLoss, gaussian_delta
+from autoacct.phi import PhiAccountant
+from autoacct.pld import DEFAULT_TOL, FFTAccountant
 
 ROUTES = ("auto", "exact", "pld", "rdp", "phi")
 _PRIMITIVES = ("_gdp_mu", "_pld_parts", "_rdp")
@@ -59,10 +60,6 @@ def _public_delta(val: Any) -> Any:
     """A delta as returned to users: a float for a scalar, else an array; never negative, never -0.0."""
     out = np.maximum(np.asarray(val, dtype=float), 0.0) + 0.0
     return float(out) if out.ndim == 0 else out
-
-
-class RouteUnavailableError(ValueError):
-    """A representation was asked for that this mechanism cannot give."""
 
 
 class Mechanism(ABC):

@@ -23,7 +23,6 @@ from functools import cache, cached_property
 import numpy as np
 from scipy import optimize, special
 
-
 #: Exponents at which :attr:`PrivacyLoss.sizing_cgf` is tabulated: 0, then 1/8 to 2^7 in steps of
 #: a factor sqrt(2) (so that each exponent is twice the one two places before it).
 SIZING_TILTS = np.concatenate(([0.0], 2.0 ** np.arange(-3.0, 7.5, 0.5)))

@@ -23,13 +23,14 @@ from functools import cached_property, partial
 
 import numpy as np
 
-from ...loss import GaussianLoss, PrivacyLoss
-from . import levels
-from .compose import N_MAX, AccuracyWarning, compose
-from .cumulants import ChernoffProfile, Component, Components, chernoff_profiles, choose_tilt, window_points
-from .discretize import DiscretePLD, discretize, discretize_lazy, discretize_upper
-from .grid import choose_spacing, index_range
-from .profile_ops import DiscreteProfile
+from autoacct.errors import AccuracyWarning
+from autoacct.losses import GaussianLoss, PrivacyLoss
+from autoacct.pld import levels
+from autoacct.pld.compose import N_MAX, compose
+from autoacct.pld.cumulants import ChernoffProfile, Component, Components, chernoff_profiles, choose_tilt, window_points
+from autoacct.pld.discretize import DiscretePLD, discretize, discretize_lazy, discretize_upper
+from autoacct.pld.grid import choose_spacing, index_range
+from autoacct.pld.profile_ops import DiscreteProfile
 
 #: A profile the accountant answers from.
 Profile = DiscreteProfile | ChernoffProfile

@@ -42,7 +42,7 @@ from functools import cached_property, partial
 
 import numpy as np
 
-from ...loss import PrivacyLoss
+from autoacct.losses import PrivacyLoss
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from .. import _validation
+from autoacct import _validation
 
 __all__ = ["poisson_rdp_bound", "sgm_rdp", "swor_rdp_bound"]
 

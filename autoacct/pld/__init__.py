@@ -7,7 +7,6 @@ self-composition), ``profile_ops`` (queries on a composed PLD) and
 ``accountant`` (orchestration, caching and refinement).
 """
 
-from .accountant import DEFAULT_TOL, FFTAccountant
-from .compose import AccuracyWarning
+from autoacct.pld.accountant import DEFAULT_TOL, FFTAccountant
 
-__all__ = ["DEFAULT_TOL", "FFTAccountant", "AccuracyWarning"]
+__all__ = ["DEFAULT_TOL", "FFTAccountant"]

@@ -35,7 +35,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .loss import PrivacyLoss, segment_sums, sizing_cgf_of
+from autoacct.losses import PrivacyLoss, segment_sums, sizing_cgf_of
 
 #: Number of grid points used to represent a base law for the moments (which only size
 #: grids: 1001 points give them to ~1e-4 of the standard deviation for subsampled Gaussians,
@@ -115,7 +115,7 @@ def representation(loss: PrivacyLoss) -> Representation:
     """Finitely many (value, P-mass, Q-mass) triples approximating the finite part of ``loss``.
 
     Laws with a ``_representation`` of their own give it (those of this module, and
-    :class:`~autoacct.loss.GaussianLoss`, which integrates its two marginals
+    :class:`~autoacct.losses.GaussianLoss`, which integrates its two marginals
     separately); any other law is represented by its cell masses on a fine grid
     over its quantile range, each cell at the loss log(P-mass / Q-mass) (the
     cell's midpoint when a mass vanishes).

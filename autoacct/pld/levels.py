@@ -50,10 +50,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...loss import PrivacyLoss
-from .compose import N_MAX, Convolution, convolve
-from .cumulants import Component, Components, window
-from .discretize import DiscretePLD, log_mgfs, lower_from_cell_masses
+from autoacct.losses import PrivacyLoss
+from autoacct.pld.compose import N_MAX, Convolution, convolve
+from autoacct.pld.cumulants import Component, Components, window
+from autoacct.pld.discretize import DiscretePLD, log_mgfs, lower_from_cell_masses
 
 #: One lattice is used when its window has at most this many points, or the count is below
 #: MIN_COUNT.

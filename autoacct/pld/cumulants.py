@@ -26,7 +26,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .discretize import DiscretePLD, log_mgfs
+from autoacct.pld.discretize import DiscretePLD, log_mgfs
 
 #: Positive exponents at which cumulants are evaluated for tail bounds and tilts
 #: (any exponent gives a valid Chernoff bound; this grid only decides how tight).

@@ -1,0 +1,35 @@
+"""The exceptions and warnings autoacct raises, in one place.
+
+* :class:`AccuracyWarning`: an answer is certified but wider than the requested
+  ``tol`` (the bounds remain valid).
+* :class:`RouteUnavailableError`: a representation (route) was asked of a
+  mechanism that cannot give it.
+* :class:`InfeasibleBudgetError`: no parameter value in a calibrator's search
+  range meets the budget; it says what is achievable.
+"""
+
+from __future__ import annotations
+
+
+class AccuracyWarning(UserWarning):
+    """The accountant could not reach the requested accuracy; its bounds remain valid."""
+
+
+class RouteUnavailableError(ValueError):
+    """A representation was asked for that this mechanism cannot give."""
+
+
+class InfeasibleBudgetError(ValueError):
+    """The budget cannot be met by any parameter value in the search range.
+
+    ``achievable`` is the smallest certified epsilon(delta) found in the range
+    (at the most private end of it), ``at`` the parameter value giving it.
+    ``achievable`` is ``inf`` when epsilon(delta) is infinite for every value
+    tried (delta below the mechanism's reach); the message then gives the
+    smallest delta reachable at the target epsilon.
+    """
+
+    def __init__(self, message: str, achievable: float, at: float) -> None:
+        super().__init__(message)
+        self.achievable = achievable
+        self.at = at
