@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Sized
 from typing import Any
 
 import numpy as np
@@ -85,7 +85,7 @@ def real_array(name: str, value: Any, *, low: float = -math.inf, high: float = m
     return arr
 
 
-def same_length(names: tuple[str, str], a: Sequence[Any], b: Sequence[Any]) -> None:
+def same_length(names: tuple[str, str], a: Sized, b: Sized) -> None:
     """Raise ``ValueError`` unless the two sequences have the same length."""
     if len(a) != len(b):
         raise ValueError(f"{names[0]} and {names[1]} must have the same length, "

@@ -1,18 +1,10 @@
-"""Mechanism, Transformer and Calibrator bases, and the neighbouring-relation enum.
+"""Mechanism and Transformer bases, and the neighbouring-relation enum.
 
-A :class:`Mechanism` is an immutable value describing the privacy guarantee of
-a randomised algorithm through one or more *primitive* representations that a
-subclass defines:
-
-* ``_gdp_mu()``: the mechanism is exactly mu-GDP, i.e. dominated by the pair
-  (N(mu, 1), N(0, 1)) (closed forms everywhere);
-* ``_pld_parts()``: dominating pairs given as privacy-loss laws, a list of
-  (forward law, backward law, count) (the FFT accountant);
-* ``_rdp(alpha)``: Renyi DP of the two orders of the neighbouring pair.
-
-Everything else (epsilon, delta, bounds, tradeoff curves) is derived here
-through the converters, preferring tight routes. A concrete subclass that
-defines none of the primitives is rejected when the class is created.
+A :class:`Mechanism` is an immutable value (a frozen dataclass whose fields are
+its parameters) describing the privacy guarantee of a randomised algorithm
+through the representations it knows exactly; every query (epsilon, delta,
+bounds, tradeoff curves, Renyi DP) is derived from them by the routes of
+:mod:`autoacct.routes`.
 
 Every public number is a certified bound: epsilon and delta are upper bounds
 on the truth, tradeoff values and ``lower`` ends are lower bounds.
@@ -21,28 +13,28 @@ on the truth, tradeoff values and ``lower`` ends are lower bounds.
 from __future__ import annotations
 
 import enum
-import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
-from scipy import special
 
 from autoacct import _validation as check
-from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_profile
-from autoacct.converters.rdp import rdp_to_delta, rdp_to_epsilon
+from autoacct import routes
 from autoacct.errors import RouteUnavailableError
-from autoacct.losses import PrivacyLoss, gaussian_delta
-from autoacct.phi import PhiAccountant
-from autoacct.pld import DEFAULT_TOL, FFTAccountant
+from autoacct.losses import PrivacyLoss
 
-ROUTES = ("auto", "exact", "pld", "rdp", "phi")
-_PRIMITIVES = ("_gdp_mu", "_pld_parts", "_rdp")
-_EXACT_REL = 1e-9  # covers rounding of the closed form where its two terms nearly cancel
 #: Smallest delta a query accepts: below it (subnormal floats) profiles lose their precision.
-MIN_DELTA = 1e-300
+MIN_DELTA = routes.MIN_DELTA
+ROUTES = routes.ROUTE_NAMES
+
+#: Orders alpha -> Renyi DP of both orders of a pair, shape (2,) + alpha.shape.
+PairRdp = Callable[[np.ndarray], np.ndarray]
+
+_T = TypeVar("_T")
+_HOOKS = ("exact_gdp_mu", "loss_parts", "rdp_curve")
 
 
 class Neighboring(enum.Enum):
@@ -56,130 +48,156 @@ class Neighboring(enum.Enum):
     REPLACE_ONE = "replace-one"
 
 
-def _public_delta(val: Any) -> Any:
-    """A delta as returned to users: a float for a scalar, else an array; never negative, never -0.0."""
-    out = np.maximum(np.asarray(val, dtype=float), 0.0) + 0.0
-    return float(out) if out.ndim == 0 else out
+class LossPart(NamedTuple):
+    """A dominating pair (P, Q) run ``times`` times, given by its two privacy-loss laws.
+
+    ``forward`` is the law of log(dP/dQ) under P (the removal direction of the
+    pair), ``backward`` that of log(dQ/dP) under Q (the addition direction).
+    """
+
+    forward: PrivacyLoss
+    backward: PrivacyLoss
+    times: int
 
 
+@dataclass(frozen=True, eq=False)
 class Mechanism(ABC):
-    """Base class of all mechanisms; see the module docstring.
+    """Base class of all mechanisms: parameters as frozen dataclass fields, queries derived.
 
     Parameters
     ----------
     name:
-        Provenance name of the mechanism.
-    params:
-        Its parameters, keyed ``"<name>.<parameter>"``.
+        Provenance name of the mechanism (keyword-only; default: the class's
+        ``default_name``). ``params`` keys are ``"<name>.<field>"``.
     neighboring:
-        The neighbouring relation the guarantee refers to, or None when the
-        guarantee holds for whichever relation the caller's sensitivity refers
-        to (base mechanisms).
+        The neighbouring relation D ~ D' the guarantee refers to, or None when
+        the guarantee holds for whichever relation the caller's sensitivity
+        refers to (base mechanisms). Keyword-only.
+
+    Subclassing
+    -----------
+    A mechanism is a ``@dataclass(frozen=True, eq=False)`` subclass whose
+    fields are its parameters. It validates them in ``__post_init__`` (call
+    ``super().__post_init__()`` first), storing normalised values with
+    :meth:`_set`, and defines at least one of three hooks. Each hook returns
+    None when the mechanism cannot give that representation (a composition
+    whose child lacks it, say); a class that overrides none of them is
+    rejected when it is defined.
+
+    ``exact_gdp_mu() -> float | None``
+        mu when the mechanism is exactly mu-GDP: its tradeoff curve is that of
+        the pair (N(mu, 1), N(0, 1)). Gives closed forms for every query.
+    ``loss_parts() -> list[LossPart] | None``
+        Dominating pairs as privacy-loss laws (:mod:`autoacct.losses`), each
+        with a count; the mechanism is dominated by their composition. Gives
+        the FFT (``"pld"``) and characteristic-function (``"phi"``) routes.
+        Lower bounds are certified only for laws flagged ``tight`` (attained
+        by a mechanism of the class).
+    ``rdp_curve() -> PairRdp | None``
+        A function of an array of orders alpha > 1 returning Renyi DP of both
+        orders of the pair, shape (2,) + alpha.shape (+inf where infinite).
+        Gives the ``"rdp"`` route.
+
+    Optional:
+
+    ``epsilon_lower(delta) -> float | None``
+        A certified lower bound on eps(delta) for mechanisms whose routes give
+        none (no tight loss law): the phi and RDP routes report it as their
+        lower end. None (the default) means 0.
+    ``params`` (property)
+        Override only when a parameter is not a field: by default it lists
+        every init field other than ``name`` and ``neighboring``, sequences as
+        ``field[i]``, booleans left out.
+
+    The base derives everything else and caches it per instance
+    (:meth:`cached`); overriding a query method is never needed.
     """
+
+    #: Name used when none is given.
+    default_name = ""
+
+    name: str = field(default="", kw_only=True)
+    neighboring: Neighboring | None = field(default=None, kw_only=True)
+    _cache: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if abstract:
             return
-        if not any(getattr(cls, p) is not getattr(Mechanism, p) for p in _PRIMITIVES):
-            raise TypeError(f"{cls.__name__} defines none of {', '.join(_PRIMITIVES)}: "
+        if not any(getattr(cls, h) is not getattr(Mechanism, h) for h in _HOOKS):
+            raise TypeError(f"{cls.__name__} defines none of {', '.join(_HOOKS)}: "
                             "a mechanism must give at least one representation")
 
-    def __init__(self, *, name: str, params: Mapping[str, float],
-                 neighboring: Neighboring | None = None) -> None:
-        if neighboring is not None and not isinstance(neighboring, Neighboring):
-            raise TypeError(f"neighboring must be a Neighboring or None, got {neighboring!r}")
-        object.__setattr__(self, "_name", str(name))
-        object.__setattr__(self, "_params", MappingProxyType(dict(params)))
-        object.__setattr__(self, "_neighboring", neighboring)
-        object.__setattr__(self, "_cache", {})
+    def __post_init__(self) -> None:
+        if "__dataclass_fields__" not in type(self).__dict__:
+            raise TypeError(f"{type(self).__name__} must be a @dataclass(frozen=True, eq=False)")
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a str, got {self.name!r}")
+        if not self.name:
+            self._set(name=type(self).default_name or type(self).__name__)
+        if self.neighboring is not None and not isinstance(self.neighboring, Neighboring):
+            raise TypeError(f"neighboring must be a Neighboring or None, got {self.neighboring!r}")
 
-    def __setattr__(self, key: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable; build a new mechanism instead")
+    def _set(self, **values: Any) -> None:
+        """Store validated, normalised field values; for ``__post_init__`` only."""
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self._params.items())
-        return f"<{self._name}: {inner}>"
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"<{self.name}: {inner}>"
+
+    def cached(self, key: Hashable, make: Callable[[], _T]) -> _T:
+        """``make()``, computed once per mechanism and ``key``.
+
+        A mechanism is immutable, so a value derived from it cannot go stale;
+        keys are tuples whose first entry names what is cached (a route's
+        accountant, an answer with its query arguments, a hook's expensive
+        intermediate).
+        """
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
 
     # ----- provenance -------------------------------------------------------------
     @property
-    def name(self) -> str:
-        """Structured name, e.g. ``Compose:{GM1: 3, GM2: 5}``."""
-        return self._name
-
-    @property
-    def params(self) -> Mapping[str, float]:
+    def params(self) -> Mapping[str, Any]:
         """Every parameter of the mechanism and of its children (read-only)."""
-        return self._params
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if not f.init or f.name in ("name", "neighboring"):
+                continue
+            value = getattr(self, f.name)
+            if isinstance(value, bool):
+                continue
+            if isinstance(value, (tuple, list)):
+                out.update({f"{self.name}.{f.name}[{i}]": v for i, v in enumerate(value)})
+            else:
+                out[f"{self.name}.{f.name}"] = value
+        return MappingProxyType(out)
 
-    @property
-    def neighboring(self) -> Neighboring | None:
-        """The neighbouring relation, or None for a relation-agnostic base mechanism."""
-        return self._neighboring
-
-    # ----- primitives (subclasses override at least one) -------------------------
-    def _gdp_mu(self) -> float | None:
+    # ----- hooks (subclasses override at least one) ------------------------------
+    def exact_gdp_mu(self) -> float | None:
         """mu when the mechanism is exactly mu-GDP, else None."""
         return None
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]] | None:
-        """Dominating pairs as (forward law, backward law, count), or None."""
+    def loss_parts(self) -> list[LossPart] | None:
+        """Dominating pairs as privacy-loss laws with counts, or None."""
         return None
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        """RDP of both orders of the pair, shape (2,) + alpha.shape."""
-        raise RouteUnavailableError(f"{self._name} has no Renyi-DP representation")
+    def rdp_curve(self) -> PairRdp | None:
+        """Renyi DP of both orders of the pair as a function of the orders, or None."""
+        return None
 
-    def _has_rdp(self) -> bool:
-        return type(self)._rdp is not Mechanism._rdp
-
-    def _epsilon_lower(self, delta: float) -> float:
-        """A certified lower bound on eps(delta) for mechanisms without a PLD (default 0)."""
-        return 0.0
+    def epsilon_lower(self, delta: float) -> float | None:
+        """A certified lower bound on eps(delta) where no route gives one, or None (meaning 0)."""
+        return None
 
     # ----- capabilities -----------------------------------------------------------
     @property
     def routes(self) -> tuple[str, ...]:
         """The routes this mechanism can answer by, among "exact", "pld", "phi" and "rdp"."""
-        key = "routes"
-        if key not in self._cache:
-            r = []
-            if self._gdp_mu() is not None:
-                r.append("exact")
-            if self._pld_parts() is not None:
-                r.extend(("pld", "phi"))
-            if self._has_rdp():
-                r.append("rdp")
-            self._cache[key] = tuple(r)
-        return self._cache[key]
-
-    def _route(self, via: str) -> str:
-        if not isinstance(via, str) or via not in ROUTES:
-            raise ValueError(f"via must be one of {ROUTES}, got {via!r}")
-        if via == "auto":
-            return via
-        if via == "pld" and "exact" in self.routes:
-            return "exact"
-        if via not in self.routes:
-            raise RouteUnavailableError(
-                f"{self._name} cannot be answered via {via!r}; available routes: {self.routes}")
-        return via
-
-    def _accountant(self) -> FFTAccountant:
-        if "acc" not in self._cache:
-            parts = self._pld_parts()
-            if parts is None:
-                raise RouteUnavailableError(f"{self._name} has no PLD representation")
-            self._cache["acc"] = FFTAccountant(parts)
-        return self._cache["acc"]
-
-    def _phi(self) -> PhiAccountant:
-        if "phi" not in self._cache:
-            parts = self._pld_parts()
-            if parts is None:
-                raise RouteUnavailableError(f"{self._name} has no PLD representation")
-            self._cache["phi"] = PhiAccountant(parts)
-        return self._cache["phi"]
+        return self.cached(("routes",), lambda: routes.available(self))
 
     # ----- Renyi DP ---------------------------------------------------------------
     def rdp(self, alpha: Any) -> Any:
@@ -189,39 +207,29 @@ class Mechanism(ABC):
         on sup_{D ~ D'} D_alpha(M(D) || M(D')), +inf where that is infinite.
         """
         a = check.real_array("alpha", alpha, low=1.0, low_open=True)
-        if not self._has_rdp():
-            raise RouteUnavailableError(f"{self._name} has no Renyi-DP representation; "
+        if "rdp" not in self.routes:
+            raise RouteUnavailableError(f"{self.name} has no Renyi-DP representation; "
                                         f"available routes: {self.routes}")
-        with np.errstate(over="ignore"):
-            val = np.max(np.asarray(self._rdp(a), dtype=float), axis=0)
-        val = np.where(np.isnan(val), np.inf, np.maximum(val, 0.0))
+        val = np.maximum(routes.rdp_of(self, a), 0.0)
         return float(val) if val.ndim == 0 else val
-
-    def _rdp_curve(self, alpha: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore"):
-            val = np.max(np.asarray(self._rdp(np.asarray(alpha, dtype=float)), dtype=float), axis=0)
-        return np.where(np.isnan(val), np.inf, val)
 
     # ----- epsilon and delta ------------------------------------------------------
     def epsilon(self, delta: float, via: str = "auto", tol: float | None = None) -> float:
         """Certified upper bound on the smallest eps such that the mechanism is (eps, delta)-DP.
 
-        ``delta`` lies in [MIN_DELTA, 1) (MIN_DELTA = 1e-300). ``via``: "auto" (the tightest route, to within ``tol``), "exact" (closed
-        form), "pld" (FFT accountant), "phi" (characteristic-function
-        accountant, upper bounds only), "rdp" (RDP conversion). ``tol``: relative
-        accuracy of the PLD route (default 1e-3: within 0.1% of the truth).
+        ``delta`` lies in [MIN_DELTA, 1) (MIN_DELTA = 1e-300). ``via``: "auto"
+        (the tightest route, to within ``tol``), "exact" (closed form), "pld"
+        (FFT accountant), "phi" (characteristic-function accountant, upper
+        bounds only), "rdp" (RDP conversion). ``tol``: relative accuracy of the
+        PLD route (default 1e-3: within 0.1% of the truth).
         """
         d = check.real("delta", delta, low=MIN_DELTA, high=1.0, high_open=True)
-        t = self._tol(tol)
-        route = self._route(via)
-        if route == "auto":
-            return self._auto_epsilon(d, t)[1]
-        return self._epsilon_by(route, d, t)[1]
+        return routes.epsilon_bounds(self, d, via, routes.tolerance(tol))[1]
 
     def epsilon_bounds(self, delta: float, tol: float | None = None) -> tuple[float, float]:
         """(lower, upper) with lower <= the true eps(delta) <= upper."""
         d = check.real("delta", delta, low=MIN_DELTA, high=1.0, high_open=True)
-        return self._auto_epsilon(d, self._tol(tol))
+        return routes.epsilon_bounds(self, d, "auto", routes.tolerance(tol))
 
     def delta(self, epsilon: Any, via: str = "auto", tol: float | None = None) -> Any:
         """Certified upper bound on delta(eps), the smallest delta with (eps, delta)-DP.
@@ -229,107 +237,13 @@ class Mechanism(ABC):
         ``epsilon`` may be an array (one accountant run serves all of it).
         """
         e = check.real_array("epsilon", epsilon, low=0.0)
-        t = self._tol(tol)
-        route = self._route(via)
-        val = self._auto_delta(e, t)[1] if route == "auto" else self._delta_by(route, e, t)[1]
-        return _public_delta(val)
+        return routes.public_delta(routes.delta_bounds(self, e, via, routes.tolerance(tol))[1])
 
     def delta_bounds(self, epsilon: Any, tol: float | None = None) -> tuple[Any, Any]:
         """(lower, upper) with lower <= the true delta(eps) <= upper."""
         e = check.real_array("epsilon", epsilon, low=0.0)
-        lo, up = self._auto_delta(e, self._tol(tol))
-        return _public_delta(lo), _public_delta(up)
-
-    def _auto_epsilon(self, delta: float, tol: float) -> tuple[float, float]:
-        """Tightest certified bounds: the closed form if there is one; else the PLD when it
-        is within ``tol`` (an RDP bound lies above the truth, so it cannot then be tighter
-        by more than tol); else the best of the PLD and RDP routes."""
-        if "exact" in self.routes:
-            return self._epsilon_by("exact", delta, tol)
-        results = []
-        if "pld" in self.routes:
-            lo, up = self._epsilon_by("pld", delta, tol)
-            if up - lo <= tol * up:
-                return lo, up
-            results.append((lo, up))
-        if "rdp" in self.routes:
-            results.append(self._epsilon_by("rdp", delta, tol))
-        return max(r[0] for r in results), min(r[1] for r in results)
-
-    def _auto_delta(self, eps: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-        """As :meth:`_auto_epsilon`, for delta at an array of eps."""
-        if "exact" in self.routes:
-            return self._delta_by("exact", eps, tol)
-        if "pld" not in self.routes:
-            return self._delta_by("rdp", eps, tol)
-        # The same query gets the same answer, whatever was asked in between (later
-        # queries can refine the PLD and so change which points need the RDP bound).
-        key = ("delta", eps.shape, eps.tobytes(), tol)
-        if key not in self._cache:
-            self._cache[key] = self._pld_delta_with_rdp(eps, tol)
-        lo, up = self._cache[key]
-        return lo.copy(), up.copy()
-
-    def _pld_delta_with_rdp(self, eps: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-        """PLD bounds on delta, with the RDP bound taken where they are not within tol."""
-        lo, up = (np.array(v, dtype=float) for v in self._delta_by("pld", eps, tol))
-        # Within tol on the eps scale (the accountant's target): the upper bound at eps is
-        # below the lower bound at eps (1 - tol), or within tol of the lower bound.
-        shrunk = np.asarray(self._accountant().best_delta(eps * (1.0 - tol))[0])
-        loose = ~((up <= shrunk) | (up - lo <= tol * up))
-        if np.any(loose) and "rdp" in self.routes:
-            # The RDP bound can only help where the PLD bounds are not within tol (and it
-            # costs an order optimisation per point, so it is asked only there).
-            r_lo, r_up = self._delta_by("rdp", eps[loose], tol)
-            lo[loose] = np.maximum(lo[loose], r_lo)
-            up[loose] = np.minimum(up[loose], r_up)
-        return lo, up
-
-    @staticmethod
-    def _tol(tol: float | None) -> float:
-        if tol is None:
-            return DEFAULT_TOL
-        return check.real("tol", tol, low=1e-7, high=0.5)
-
-    def _epsilon_by(self, route: str, delta: float, tol: float) -> tuple[float, float]:
-        key = ("eps", route, delta, tol)
-        if key in self._cache:
-            return self._cache[key]
-        if route == "exact":
-            mu = self._gdp_mu()
-            assert mu is not None
-
-            def up_fn(e: float) -> float:
-                return float(gaussian_delta(mu, e)) * (1 + _EXACT_REL)
-
-            def low_fn(e: float) -> float:
-                return float(gaussian_delta(mu, e)) * (1 - _EXACT_REL)
-
-            guess = mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta))
-            res = (epsilon_from_profile(low_fn, delta, guess, upper=False),
-                   epsilon_from_profile(up_fn, delta, guess, upper=True))
-        elif route == "pld":
-            acc = self._accountant()
-            res = acc.epsilon(delta, acc.eps_scale(delta), tol)
-        elif route == "phi":
-            res = (self._epsilon_lower(delta), self._phi().epsilon(delta, tol))
-        else:
-            res = (self._epsilon_lower(delta), rdp_to_epsilon(self._rdp_curve, delta))
-        self._cache[key] = res
-        return res
-
-    def _delta_by(self, route: str, eps: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-        if route == "exact":
-            mu = self._gdp_mu()
-            assert mu is not None
-            val = gaussian_delta(mu, eps)
-            return val * (1 - _EXACT_REL), np.minimum(val * (1 + _EXACT_REL) + 1e-300, 1.0)
-        if route == "pld":
-            acc = self._accountant()
-            return acc.delta(eps, acc.eps_scale(1e-6), tol)
-        if route == "phi":
-            return np.zeros(eps.shape), self._phi().delta(eps, tol)
-        return np.zeros(eps.shape), rdp_to_delta(self._rdp_curve, eps)
+        lo, up = routes.delta_bounds(self, e, "auto", routes.tolerance(tol))
+        return routes.public_delta(lo), routes.public_delta(up)
 
     # ----- f-DP ----------------------------------------------------------------------
     def tradeoff(self, fpr: Any, via: str = "auto") -> Any:
@@ -339,26 +253,7 @@ class Mechanism(ABC):
         discretisation) otherwise; "rdp" converts the RDP curve for comparison.
         """
         a = check.real_array("fpr", fpr, low=0.0, high=1.0)
-        route = self._route(via)
-        if route == "auto":
-            route = next(r for r in ("exact", "pld", "rdp") if r in self.routes)
-        if route == "exact":
-            mu = self._gdp_mu()
-            assert mu is not None
-            val = special.ndtr(special.ndtri(1.0 - a) - mu) - 1e-15
-        elif route == "pld":
-            acc = self._accountant()
-            val = acc.tradeoff(a, acc.eps_scale(1e-6))
-        elif route == "phi":
-            val = self._phi().tradeoff(a)
-        else:
-            # Up to where the RDP profile is negligible, so that small fpr are covered too.
-            top = rdp_to_epsilon(self._rdp_curve, 1e-15)
-            top = max(top, 1.0) if np.isfinite(top) else 10.0 ** 2.5
-            eps_grid = np.concatenate(([0.0], np.geomspace(1e-3, top, 300)))
-            val = tradeoff_from_profile(lambda e: rdp_to_delta(self._rdp_curve, e, polish=False),
-                                        a, eps_grid)
-        val = np.clip(val, 0.0, 1.0 - a)
+        val = np.clip(routes.tradeoff(self, a, via), 0.0, 1.0 - a)
         return float(val) if np.ndim(val) == 0 else val
 
 

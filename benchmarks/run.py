@@ -432,7 +432,7 @@ def robust_single(others: bool) -> dict:
     rows, problems = [], []
     for q, sigma in [(0.01, 1.0), (0.1, 0.5), (0.5, 0.3)]:
         m = PoissonSubsample(q)(Gaussian(sigma))
-        parts = m._pld_parts()
+        parts = m.loss_parts()
         for eps in (0.5, 2.0, 5.0, 10.0):
             try:
                 lo, up = PoissonSubsample(q)(Gaussian(sigma)).delta_bounds(eps)

@@ -15,6 +15,7 @@ from scipy import optimize, special
 
 from autoacct.dpsgd import dpsgd, dpsgd_schedule
 from autoacct.mechanism import Neighboring
+from autoacct.routes import PLD
 from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement
 from autoacct.zoo import Composition, Gaussian
 
@@ -131,7 +132,7 @@ def test_schedule_equals_composition_and_merges_equal_phases():
     assert split.epsilon(1e-5) == one.epsilon(1e-5)
     mixed = dpsgd_schedule([(0.01, 1.2, 100), (0.05, 3.0, 50), (0.01, 1.2, 20)])
     assert mixed.counts == (100, 50, 20)
-    assert len(mixed._accountant()._parts) == 2
+    assert len(PLD.accountant(mixed)._parts) == 2
     assert dict(mixed.params)["[1]PoissonSubsample.q"] == 0.05
 
 

@@ -106,7 +106,7 @@ def test_a_refinement_makes_the_grid_finer_when_a_narrow_law_caps_it():
     sigma = 2), so halving the grid tolerance leaves it unchanged; the accountant's next pass
     must still run on a finer grid, not repeat the last one."""
     m = Composition()([PoissonSubsample(1e-3)(Gaussian(2.0)), PoissonSubsample(0.05)(Gaussian(0.8))], [200, 300])
-    acc = FFTAccountant(m._pld_parts())
+    acc = FFTAccountant(m.loss_parts())
     scale = acc.eps_scale(1e-6)
     assert acc.spacing(scale, 5e-4, [0]) == acc.spacing(scale, 1e-3, [0])
     refined = acc._finer(scale, 1e-3, 5e-4, [0])

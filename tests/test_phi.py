@@ -145,7 +145,7 @@ def test_gaussian_delta_is_exact_and_never_below(sigmas, counts):
     mu = math.sqrt(sum(k / s ** 2 for s, k in zip(sigmas, counts)))
     eps = np.concatenate(([0.0], np.linspace(0.05, 6.0, 40)))
     exact = gaussian_delta(mu, eps)
-    got = phi_delta(m._pld_parts(), eps)
+    got = phi_delta(m.loss_parts(), eps)
     # The closed form itself is accurate to about 1e-13 relative (log-space evaluation).
     assert np.all(got >= exact * (1 - 1e-10)), "phi's delta fell below the exact Gaussian value"
     big = exact > 1e-10
@@ -157,7 +157,7 @@ def test_gaussian_epsilon_is_exact_and_never_below(delta):
     m = Composition()([Gaussian(5.0), Gaussian(8.0)], [3, 5])
     mu = math.sqrt(3 / 25 + 5 / 64)
     exact = _gaussian_eps(mu, delta)
-    got = phi_epsilon(m._pld_parts(), delta)
+    got = phi_epsilon(m.loss_parts(), delta)
     assert got >= exact
     assert got <= exact * (1 + TOL)
 
@@ -185,7 +185,7 @@ def test_randomized_response_composition_upper_bounds_closed_form(eps0, k):
 @pytest.mark.parametrize("b,k", [(1.0, 10), (5.0, 50), (0.3, 1), (2.0, 4)])
 def test_laplace_composition_agrees_with_pld(b, k):
     m = Composition()([Laplace(b)], [k])
-    parts = m._pld_parts()
+    parts = m.loss_parts()
     for delta in (1e-3, 1e-6):
         lower, _ = m.epsilon_bounds(delta)
         pld = m.epsilon(delta, via="pld")
@@ -206,7 +206,7 @@ def test_mixed_gaussian_and_pure_dp_agrees_with_pld():
     m = Composition()([Gaussian(5.0), Gaussian(8.0), PureDP(0.1)], [3, 5, 1])
     for delta in (1e-4, 1e-6):
         lower, upper = m.epsilon_bounds(delta)
-        got = phi_epsilon(m._pld_parts(), delta)
+        got = phi_epsilon(m.loss_parts(), delta)
         assert lower * (1 - 1e-9) <= got <= upper * (1 + TOL)
 
 
@@ -214,11 +214,11 @@ def test_atom_at_infinity():
     m = Composition()([ApproxDP(0.5, 1e-3)], [3])
     p_inf = 1 - (1 - 1e-3) ** 3
     eps = np.array([0.0, 1.0, 1.5, 3.0])
-    got = phi_delta(m._pld_parts(), eps)
+    got = phi_delta(m.loss_parts(), eps)
     assert np.all(got >= p_inf)
     assert got[-1] <= p_inf * (1 + TOL) + 1e-12    # no finite loss above 1.5
-    assert phi_epsilon(m._pld_parts(), p_inf / 2) == math.inf
-    e = phi_epsilon(m._pld_parts(), 2 * p_inf)
+    assert phi_epsilon(m.loss_parts(), p_inf / 2) == math.inf
+    e = phi_epsilon(m.loss_parts(), 2 * p_inf)
     assert 0.0 < e <= 1.5 * (1 + TOL)
 
 
@@ -227,7 +227,7 @@ def test_atom_at_infinity():
 # ---------------------------------------------------------------------------------------------
 def test_poisson_subsampled_gaussian_agrees_with_pld():
     m = Composition()([PoissonSubsample(0.1)(Gaussian(1.0))], [10])
-    parts = m._pld_parts()
+    parts = m.loss_parts()
     acc = PhiAccountant(parts)
     lower, _ = m.epsilon_bounds(1e-5)
     pld = m.epsilon(1e-5, via="pld")
@@ -248,7 +248,7 @@ def test_poisson_subsampled_gaussian_agrees_with_pld():
 def test_seed_000_table_value():
     """Seed 000, Tables 1-2: delta(1.0) = 0.0496014103163 for q = 0.01, sigma = 1.5, k = 10^4."""
     m = Composition()([PoissonSubsample(0.01)(Gaussian(1.5))], [10_000])
-    got = float(phi_delta(m._pld_parts(), [1.0])[0])
+    got = float(phi_delta(m.loss_parts(), [1.0])[0])
     assert 0.0496014103163 <= got <= 0.0496014103163 * (1 + 2e-4)
 
 

@@ -453,7 +453,10 @@ def test_rdp_order_near_one_is_the_kl_divergence(make, kl):
             mm, p = dl_loss_pmf(m.t, 1)
             kl = float(np.dot(p, mm / m.t))
         else:
-            lx, ly = m._log_x, m._log_y
+            # The exponential mechanism's two outcome probabilities on X and on its neighbour Y.
+            e, a = m.eps_tilde, m.eps_tilde * (2 * m.m - m.n)
+            lx = np.log([1 / (1 + math.exp(-a)), 1 / (1 + math.exp(a))])
+            ly = np.log([1 / (1 + math.exp(e - a)), 1 / (1 + math.exp(a - e))])
             kl = max(float(np.dot(np.exp(lx), lx - ly)), float(np.dot(np.exp(ly), ly - lx)))
     with strict_warnings():
         r = m.rdp(1 + 1e-8)

@@ -317,7 +317,7 @@ def test_swor_q_one_and_general_bases():
 
 def test_swor_symmetric_profile_identity():
     """For eps < 0 a symmetric relation forces H(eps) = 1 - e^eps + e^eps H(-eps)."""
-    law = SampleWithoutReplacement(0.2)(Laplace(0.7))._pld_parts()[0][0]
+    law = SampleWithoutReplacement(0.2)(Laplace(0.7)).loss_parts()[0][0]
     for e in (0.1, 0.4, 1.3):
         neg = float(law.profile(np.array(-e)))
         pos = float(law.profile(np.array(e)))

@@ -158,7 +158,7 @@ def test_exponential_epsilon_lower_is_exact_single() -> None:
         exact = 2 * math.log(math.exp(0.5) - math.sqrt(d * math.expm1(1.0)))
         lo, up = mech.epsilon_bounds(d)
         assert lo <= exact <= up
-        assert mech._epsilon_lower(d) == pytest.approx(exact, rel=1e-9)
+        assert mech.epsilon_lower(d) == pytest.approx(exact, rel=1e-9)
 
 
 def test_counting_exponential_rdp_exact() -> None:
@@ -303,7 +303,7 @@ def test_discrete_laplace_vs_direct_hockey_stick(t: float, sens: int) -> None:
 
     mech = DiscreteLaplace(t, sensitivity=sens)
     assert_sound_and_tight(mech.delta(eps), exact, eps)
-    loss = mech._pld_parts()[0][0]
+    loss = mech.loss_parts()[0][0]
     assert len(np.unique(np.round(loss.values * t, 9))) == sens + 1
     for a in (1.5, 4.0):
         direct = renyi_direct(math.log(c) - np.abs(x - sens) / t, math.log(c) - np.abs(x) / t, a)

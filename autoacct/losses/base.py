@@ -316,7 +316,7 @@ def _standard_normal_cells() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return out
 
 
-def gaussian_delta(mu: float, eps: np.ndarray) -> np.ndarray:
+def gaussian_delta(mu: float, eps: float | np.ndarray) -> np.ndarray:
     """Exact privacy profile of mu-GDP (Balle and Wang 2018, Theorem 8).
 
     delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), computed in
@@ -342,7 +342,8 @@ class DiscreteLoss(PrivacyLoss):
     """
 
     def __init__(self, values: np.ndarray, p_mass: np.ndarray, q_mass: np.ndarray,
-                 p_inf: float = 0.0, q_ninf: float = 0.0, lattice: float | None = None) -> None:
+                 p_inf: float = 0.0, q_ninf: float = 0.0, lattice: float | None = None,
+                 tight: bool = True) -> None:
         # Sorted by value; arrays already sorted are kept as given (not copied: every caller
         # hands over arrays it has just computed and does not modify).
         self.values = np.asarray(values, dtype=float)
@@ -354,6 +355,7 @@ class DiscreteLoss(PrivacyLoss):
         self.p_inf = float(p_inf)
         self.q_ninf = float(q_ninf)
         self.lattice = lattice
+        self.tight = tight
         self.has_atoms = True
         if lattice:
             r = self.values / lattice
@@ -396,14 +398,15 @@ class DiscreteLoss(PrivacyLoss):
         return sizing_cgf_of(self.values, self.p_mass)
 
 
-def randomized_response_loss(eps: float) -> DiscreteLoss:
+def randomized_response_loss(eps: float, tight: bool = True) -> DiscreteLoss:
     """Loss of binary randomized response with log-odds ``eps``.
 
-    P = (p, 1-p), Q = (1-p, p) with p = e^eps / (1 + e^eps).
+    P = (p, 1-p), Q = (1-p, p) with p = e^eps / (1 + e^eps). ``tight``: whether
+    the mechanism described is known to attain this pair (see ``PrivacyLoss.tight``).
     """
     p = special.expit(eps)
     return DiscreteLoss(np.array([-eps, eps]), np.array([1 - p, p]), np.array([p, 1 - p]),
-                        lattice=eps if eps > 0 else None)
+                        lattice=eps if eps > 0 else None, tight=tight)
 
 
 def leaky_rr_loss(eps: float, delta: float) -> DiscreteLoss:

@@ -42,14 +42,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass, fields
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats
 
 from autoacct import _validation as check
 from autoacct.losses import GaussianLoss, PrivacyLoss
-from autoacct.mechanism import Mechanism, Neighboring, Transformer
+from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, Transformer
+from autoacct.routes import rdp_of
 from autoacct.subsampling.laws import MixtureLoss, PoissonAddLoss, PoissonRemoveLoss, SymmetrizedLoss
 from autoacct.subsampling.rdp import poisson_rdp_bound, sgm_rdp, swor_rdp_bound
 
@@ -82,10 +85,10 @@ def _single_symmetric_loss(base: Mechanism, sampler: str) -> PrivacyLoss | None:
     A mu-GDP base gives the Gaussian law (also for compositions of Gaussians).
     Raises ValueError for several parts or an asymmetric part.
     """
-    mu = base._gdp_mu()
+    mu = base.exact_gdp_mu()
     if mu is not None:
         return GaussianLoss(mu)
-    parts = base._pld_parts()
+    parts = base.loss_parts()
     if parts is None:
         return None
     if len(parts) == 1 and parts[0][2] == 1 and parts[0][0].key == parts[0][1].key:
@@ -176,7 +179,7 @@ def _base_curve(base: Mechanism) -> Callable[[np.ndarray], np.ndarray]:
     """alpha -> the base's Renyi DP (larger order of its pair), >= 0, inf where undefined."""
 
     def curve(alpha: np.ndarray) -> np.ndarray:
-        return np.maximum(base._rdp_curve(np.asarray(alpha, dtype=float)), 0.0)
+        return np.maximum(rdp_of(base, np.asarray(alpha, dtype=float)), 0.0)
 
     return curve
 
@@ -185,92 +188,104 @@ def _base_curve(base: Mechanism) -> Callable[[np.ndarray], np.ndarray]:
 # mechanisms
 # ----------------------------------------------------------------------------------
 
+@dataclass(frozen=True, eq=False)
 class SubsampledMechanism(Mechanism, abstract=True):
-    """Common part of the subsampled mechanisms: the base, its loss law, RDP caching.
+    """Common part of the subsampled mechanisms: the base, the derived name and parameters.
 
     Parameters
     ----------
     base:
         The mechanism run on the sample.
-    name, params, neighboring:
-        As for :class:`~autoacct.mechanism.Mechanism`.
     """
 
-    def __init__(self, base: Mechanism, *, name: str, params: Mapping[str, float],
-                 neighboring: Neighboring) -> None:
-        super().__init__(name=name, params=params, neighboring=neighboring)
-        object.__setattr__(self, "base", base)
+    #: The transformer's name, prefix of the mechanism's name and parameters.
+    _SAMPLER = ""
+    #: The relation the sampler works under (a base declared under the other is rejected).
+    _RELATION = Neighboring.ADD_REMOVE
 
-    def _cached_rdp(self, alpha: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-        a = np.asarray(alpha, dtype=float)
-        key = ("rdp", a.shape, a.tobytes())
-        if key not in self._cache:
-            v = np.asarray(compute(a), dtype=float).reshape(a.shape)
-            self._cache[key] = np.stack([v, v])
-        return self._cache[key]
+    base: Mechanism
+
+    def __post_init__(self) -> None:
+        base = _require_mechanism(self.base)
+        other = next(r for r in Neighboring if r is not self._RELATION)
+        if base.neighboring is other:
+            raise ValueError(f"mechanism {base.name!r} is declared under the {other.value} relation; "
+                             f"{self._SAMPLER} needs a mechanism under {self._RELATION.value} (or a "
+                             "base mechanism without a declared relation)")
+        self._set(name=self.name or f"{self._SAMPLER}({base.name})", neighboring=self._RELATION)
+        super().__post_init__()
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        own = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.init and f.name not in ("base", "name", "neighboring")}
+        return MappingProxyType(_params(self.base, self._SAMPLER, own))
+
+    def _cached_rdp(self, compute: Callable[[np.ndarray], np.ndarray]) -> PairRdp:
+        """``compute`` as a pair curve (both orders equal), cached per array of orders."""
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            a = np.asarray(alpha, dtype=float)
+
+            def both() -> np.ndarray:
+                v = np.asarray(compute(a), dtype=float).reshape(a.shape)
+                return np.stack([v, v])
+            return self.cached(("rdp", a.shape, a.tobytes()), both)
+        return curve
 
 
+@dataclass(frozen=True, eq=False)
 class _RateSubsampledMechanism(SubsampledMechanism, abstract=True):
     """Common part of the mechanisms subsampled at a rate q: checks, loss law, q = 1, RDP.
 
     Subclasses set the transformer's name, the neighbouring relation they work
-    under (a base declared under the other one is rejected), the RDP bound for
-    general bases, and the pairs of the subsampled loss.
+    under, the RDP bound for general bases, and the pairs of the subsampled loss.
     """
 
-    _SAMPLER: str
-    _RELATION: Neighboring
-    _OTHER: Neighboring
-    _RDP_BOUND: Callable
+    _RDP_BOUND: ClassVar[Callable[..., np.ndarray]]
     #: Whether a Gaussian base has its own exact RDP (then the general bound is not needed for it).
     _EXACT_GAUSSIAN_RDP = False
 
-    def __init__(self, base: Mechanism, q: float) -> None:
-        base = _require_mechanism(base)
-        qq = check.real("q", q, low=0.0, high=1.0, low_open=True)
-        if base.neighboring is self._OTHER:
-            raise ValueError(f"mechanism {base.name!r} is declared under the {self._OTHER.value} relation; "
-                             f"{self._SAMPLER} needs a mechanism under {self._RELATION.value} (or a "
-                             "base mechanism without a declared relation)")
-        loss = None if qq == 1.0 else _single_symmetric_loss(base, self._SAMPLER)
-        super().__init__(base, name=f"{self._SAMPLER}({base.name})",
-                         params=_params(base, self._SAMPLER, {"q": qq}),
-                         neighboring=self._RELATION)
-        object.__setattr__(self, "q", qq)
-        object.__setattr__(self, "_loss", loss)
-        gaussian = base._gdp_mu() is not None
-        if qq < 1.0 and ((gaussian and not self._EXACT_GAUSSIAN_RDP) or (not gaussian and base._has_rdp())):
-            object.__setattr__(self, "_general_rdp",
-                               _SubsampledRdp(_base_curve(base), qq, type(self)._RDP_BOUND))
+    q: float
 
-    def _gdp_mu(self) -> float | None:
-        return self.base._gdp_mu() if self.q == 1.0 else None
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set(q=check.real("q", self.q, low=0.0, high=1.0, low_open=True))
+        self._loss()  # a base that is not a single symmetric pair is rejected here
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]] | None:
+    def _loss(self) -> PrivacyLoss | None:
         if self.q == 1.0:
-            return self.base._pld_parts()
-        if self._loss is None:
             return None
-        return self._subsampled_parts()
+        return self.cached(("base_loss",), lambda: _single_symmetric_loss(self.base, self._SAMPLER))
 
-    def _subsampled_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
+    def exact_gdp_mu(self) -> float | None:
+        return self.base.exact_gdp_mu() if self.q == 1.0 else None
+
+    def loss_parts(self) -> list[LossPart] | None:
+        if self.q == 1.0:
+            return self.base.loss_parts()
+        loss = self._loss()
+        if loss is None:
+            return None
+        return self._subsampled_parts(loss)
+
+    def _subsampled_parts(self, loss: PrivacyLoss) -> list[LossPart]:
         raise NotImplementedError
 
-    def _has_rdp(self) -> bool:
-        return self.base._gdp_mu() is not None or self.base._has_rdp()
-
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+    def rdp_curve(self) -> PairRdp | None:
         if self.q == 1.0:
-            return self.base._rdp(alpha)
-        mu = self.base._gdp_mu()
+            return self.base.rdp_curve()
+        mu = self.base.exact_gdp_mu()
         if mu is not None and self._EXACT_GAUSSIAN_RDP:
             sigma = 1.0 / mu
-            return self._cached_rdp(alpha, lambda a: sgm_rdp(self.q, sigma, a))
-        if not self._has_rdp():
-            return super()._rdp(alpha)
-        return self._cached_rdp(alpha, self._general_rdp)
+            return self._cached_rdp(lambda a: sgm_rdp(self.q, sigma, a))
+        if mu is None and self.base.rdp_curve() is None:
+            return None
+        general = self.cached(("general_rdp",), lambda: _SubsampledRdp(
+            _base_curve(self.base), self.q, type(self)._RDP_BOUND))
+        return self._cached_rdp(general)
 
 
+@dataclass(frozen=True, eq=False)
 class PoissonSubsampledMechanism(_RateSubsampledMechanism):
     """``base`` run on a Poisson sample: every record is kept independently with probability ``q``.
 
@@ -289,14 +304,14 @@ class PoissonSubsampledMechanism(_RateSubsampledMechanism):
 
     _SAMPLER = "PoissonSubsample"
     _RELATION = Neighboring.ADD_REMOVE
-    _OTHER = Neighboring.REPLACE_ONE
     _RDP_BOUND = staticmethod(poisson_rdp_bound)
     _EXACT_GAUSSIAN_RDP = True
 
-    def _subsampled_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
-        return [(PoissonRemoveLoss(self._loss, self.q), PoissonAddLoss(self._loss, self.q), 1)]
+    def _subsampled_parts(self, loss: PrivacyLoss) -> list[LossPart]:
+        return [LossPart(PoissonRemoveLoss(loss, self.q), PoissonAddLoss(loss, self.q), 1)]
 
 
+@dataclass(frozen=True, eq=False)
 class SampledWithoutReplacementMechanism(_RateSubsampledMechanism):
     """``base`` run on a uniformly random subset of fixed size q n of the n records.
 
@@ -317,14 +332,14 @@ class SampledWithoutReplacementMechanism(_RateSubsampledMechanism):
 
     _SAMPLER = "SampleWithoutReplacement"
     _RELATION = Neighboring.REPLACE_ONE
-    _OTHER = Neighboring.ADD_REMOVE
     _RDP_BOUND = staticmethod(swor_rdp_bound)
 
-    def _subsampled_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
-        law = SymmetrizedLoss(PoissonRemoveLoss(self._loss, self.q))
-        return [(law, law, 1)]
+    def _subsampled_parts(self, loss: PrivacyLoss) -> list[LossPart]:
+        law = SymmetrizedLoss(PoissonRemoveLoss(loss, self.q))
+        return [LossPart(law, law, 1)]
 
 
+@dataclass(frozen=True, eq=False)
 class SampledWithReplacementMechanism(SubsampledMechanism):
     """A Gaussian ``base`` run on ``batch_size`` records drawn uniformly with replacement.
 
@@ -346,37 +361,34 @@ class SampledWithReplacementMechanism(SubsampledMechanism):
         Number of records n, a positive integer.
     """
 
-    def __init__(self, base: Mechanism, batch_size: int, dataset_size: int) -> None:
-        base = _require_mechanism(base)
-        b = check.positive_int("batch_size", batch_size)
-        n = check.positive_int("dataset_size", dataset_size)
-        if b > n:
-            raise ValueError(f"batch_size must not exceed dataset_size ({n}), got {batch_size!r}")
-        if base.neighboring is Neighboring.ADD_REMOVE:
-            raise ValueError(f"mechanism {base.name!r} is declared under the add/remove relation; "
-                             "SampleWithReplacement needs a mechanism under replace-one (or a "
-                             "base mechanism without a declared relation)")
-        mu = base._gdp_mu()
-        if mu is None:
-            raise ValueError(f"mechanism {base.name!r} is not a Gaussian mechanism; "
-                             "SampleWithReplacement supports Gaussian bases only")
-        super().__init__(base, name=f"SampleWithReplacement({base.name})",
-                         params=_params(base, "SampleWithReplacement",
-                                        {"batch_size": b, "dataset_size": n}),
-                         neighboring=Neighboring.REPLACE_ONE)
-        object.__setattr__(self, "batch_size", b)
-        object.__setattr__(self, "dataset_size", n)
-        object.__setattr__(self, "_mu", float(mu))
+    _SAMPLER = "SampleWithReplacement"
+    _RELATION = Neighboring.REPLACE_ONE
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
+    batch_size: int
+    dataset_size: int
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        b = check.positive_int("batch_size", self.batch_size)
+        n = check.positive_int("dataset_size", self.dataset_size)
+        if b > n:
+            raise ValueError(f"batch_size must not exceed dataset_size ({n}), got {self.batch_size!r}")
+        if self.base.exact_gdp_mu() is None:
+            raise ValueError(f"mechanism {self.base.name!r} is not a Gaussian mechanism; "
+                             "SampleWithReplacement supports Gaussian bases only")
+        self._set(batch_size=b, dataset_size=n)
+
+    def loss_parts(self) -> list[LossPart]:
         law = self._law()
-        return [(law, law, 1)]
+        return [LossPart(law, law, 1)]
 
     def _law(self) -> PrivacyLoss:
         b, n = self.batch_size, self.dataset_size
+        mu = self.base.exact_gdp_mu()
+        assert mu is not None
         p = 1.0 / n
         if n == 1:
-            return GaussianLoss(b * self._mu)
+            return GaussianLoss(b * mu)
         log_b0 = b * math.log1p(-p)
         eta = -math.expm1(log_b0)
         sf = stats.binom.sf(np.arange(0, b + 1), b, p)
@@ -387,7 +399,7 @@ class SampledWithReplacementMechanism(SubsampledMechanism):
         w = stats.binom.pmf(draws, b, p) / eta
         w_inf = float(sf[l_max]) / eta if l_max < b else 0.0
         w = w * ((1.0 - w_inf) / w.sum())
-        mixture = MixtureLoss([GaussianLoss(float(l) * self._mu) for l in draws], w, w_inf)
+        mixture = MixtureLoss([GaussianLoss(float(l) * mu) for l in draws], w, w_inf)
         if eta >= 1.0:
             return mixture
         return SymmetrizedLoss(PoissonRemoveLoss(mixture, eta))

@@ -8,29 +8,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, special
 
 from autoacct import _validation as check
-from autoacct.losses import GaussianLoss, PrivacyLoss, randomized_response_loss
-from autoacct.mechanism import Mechanism, Neighboring
+from autoacct.losses import GaussianLoss, randomized_response_loss
+from autoacct.mechanism import LossPart, Mechanism, PairRdp
+from autoacct.zoo.mechanisms import rr_rdp
 
 __all__ = ["GaussianSVT", "LaplaceSVT", "NoisyGD"]
-
-
-def _own_params(name: str, **params: float) -> dict[str, float]:
-    return {f"{name}.{k}": v for k, v in params.items()}
-
-
-def _rr_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
-    """Exact RDP of randomised response with log-odds eps, p = e^eps / (1 + e^eps):
-    log(p^alpha (1-p)^(1-alpha) + (1-p)^alpha p^(1-alpha)) / (alpha - 1), in log space."""
-    a = np.asarray(alpha, dtype=float)
-    lp = -np.logaddexp(0.0, -eps)
-    lq = -np.logaddexp(0.0, eps)
-    v = np.logaddexp(a * lp + (1 - a) * lq, a * lq + (1 - a) * lp) / (a - 1)
-    return np.clip(v, 0.0, eps)
 
 
 def _cutoff(c: int, k: int | None) -> int:
@@ -40,6 +28,7 @@ def _cutoff(c: int, k: int | None) -> int:
     return cc
 
 
+@dataclass(frozen=True, eq=False)
 class LaplaceSVT(Mechanism):
     """Sparse vector technique with Laplace noise (Lyu, Su and Li 2017, Algorithm 1).
 
@@ -71,36 +60,42 @@ class LaplaceSVT(Mechanism):
         q_i(D) >= q_i(D') for all i or q_i(D) <= q_i(D') for all i).
     """
 
-    def __init__(self, b_threshold: float, b_query: float, c: int = 1, *, monotone: bool = False,
-                 name: str = "LaplaceSVT", neighboring: Neighboring | None = None) -> None:
-        b1 = check.real("b_threshold", b_threshold, low=0.0, low_open=True)
-        b2 = check.real("b_query", b_query, low=0.0, low_open=True)
-        cc = _cutoff(c, None)
-        if not isinstance(monotone, (bool, np.bool_)):
-            raise TypeError(f"monotone must be a bool, got {monotone!r}")
-        eps = 1.0 / b1 + (1.0 if monotone else 2.0) * cc / b2
+    b_threshold: float
+    b_query: float
+    c: int = 1
+    monotone: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        b1 = check.real("b_threshold", self.b_threshold, low=0.0, low_open=True)
+        b2 = check.real("b_query", self.b_query, low=0.0, low_open=True)
+        cc = _cutoff(self.c, None)
+        if not isinstance(self.monotone, (bool, np.bool_)):
+            raise TypeError(f"monotone must be a bool, got {self.monotone!r}")
+        eps = 1.0 / b1 + (1.0 if self.monotone else 2.0) * cc / b2
         if not math.isfinite(eps) or eps > 700.0:
             raise ValueError(f"b_threshold and b_query give eps = {eps!r}, above 700; "
                              "increase the noise scales")
-        super().__init__(name=name, params=_own_params(name, b_threshold=b1, b_query=b2, c=cc),
-                         neighboring=neighboring)
-        object.__setattr__(self, "b_threshold", b1)
-        object.__setattr__(self, "b_query", b2)
-        object.__setattr__(self, "c", cc)
-        object.__setattr__(self, "monotone", bool(monotone))
-        object.__setattr__(self, "eps0", eps)
+        self._set(b_threshold=b1, b_query=b2, c=cc, monotone=bool(self.monotone))
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
-        loss = randomized_response_loss(self.eps0)
+    @property
+    def eps0(self) -> float:
+        """The pure-DP epsilon of the class docstring."""
+        return 1.0 / self.b_threshold + (1.0 if self.monotone else 2.0) * self.c / self.b_query
+
+    def loss_parts(self) -> list[LossPart]:
         # Randomised response dominates SVT but is not known to be attained by it.
-        loss.tight = False
-        return [(loss, loss, 1)]
+        loss = randomized_response_loss(self.eps0, tight=False)
+        return [LossPart(loss, loss, 1)]
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        v = _rr_rdp(self.eps0, alpha)
-        return np.stack([v, v])
+    def rdp_curve(self) -> PairRdp:
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            v = rr_rdp(self.eps0, alpha)
+            return np.stack([v, v])
+        return curve
 
 
+@dataclass(frozen=True, eq=False)
 class GaussianSVT(Mechanism):
     """Sparse vector technique with Gaussian noise (Zhu and Wang 2020), as a Renyi-DP bound.
 
@@ -145,31 +140,30 @@ class GaussianSVT(Mechanism):
         Whether the queries are monotone (for neighbours, all q_i move the same way).
     """
 
-    def __init__(self, sigma_threshold: float, sigma_query: float, k: int, c: int = 1, *,
-                 monotone: bool = False, name: str = "GaussianSVT",
-                 neighboring: Neighboring | None = None) -> None:
-        s1 = check.real("sigma_threshold", sigma_threshold, low=0.0, low_open=True)
-        s2 = check.real("sigma_query", sigma_query, low=0.0, low_open=True)
-        kk = check.positive_int("k", k)
+    sigma_threshold: float
+    sigma_query: float
+    k: int
+    c: int = 1
+    monotone: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        s1 = check.real("sigma_threshold", self.sigma_threshold, low=0.0, low_open=True)
+        s2 = check.real("sigma_query", self.sigma_query, low=0.0, low_open=True)
+        kk = check.positive_int("k", self.k)
         if kk > 2 ** 52:
-            raise ValueError(f"k must be at most 2**52, got {k!r}")
-        cc = _cutoff(c, kk)
+            raise ValueError(f"k must be at most 2**52, got {self.k!r}")
+        cc = _cutoff(self.c, kk)
         if cc > 10_000:
-            raise ValueError(f"c must be at most 10000, got {c!r}")
-        if not isinstance(monotone, (bool, np.bool_)):
-            raise TypeError(f"monotone must be a bool, got {monotone!r}")
-        super().__init__(name=name, params=_own_params(name, sigma_threshold=s1, sigma_query=s2,
-                                                       k=kk, c=cc),
-                         neighboring=neighboring)
-        object.__setattr__(self, "sigma_threshold", s1)
-        object.__setattr__(self, "sigma_query", s2)
-        object.__setattr__(self, "k", kk)
-        object.__setattr__(self, "c", cc)
-        object.__setattr__(self, "monotone", bool(monotone))
-        m = np.arange(cc + 1, dtype=float)
-        log_binom = special.gammaln(kk + 1.0) - special.gammaln(m + 1.0) - special.gammaln(kk - m + 1.0)
-        object.__setattr__(self, "_log_binom", log_binom)
-        object.__setattr__(self, "_alpha_min", self._argmin_order())
+            raise ValueError(f"c must be at most 10000, got {self.c!r}")
+        if not isinstance(self.monotone, (bool, np.bool_)):
+            raise TypeError(f"monotone must be a bool, got {self.monotone!r}")
+        self._set(sigma_threshold=s1, sigma_query=s2, k=kk, c=cc, monotone=bool(self.monotone))
+
+    def _log_binom(self) -> np.ndarray:
+        """log C(k, m) for m = 0..c."""
+        m = np.arange(self.c + 1, dtype=float)
+        return special.gammaln(self.k + 1.0) - special.gammaln(m + 1.0) - special.gammaln(self.k - m + 1.0)
 
     def _bound(self, alpha: np.ndarray) -> np.ndarray:
         """The bound eps(alpha) of the class docstring (not monotone in alpha)."""
@@ -178,7 +172,7 @@ class GaussianSVT(Mechanism):
         rho_term = a / (2.0 * self.sigma_threshold ** 2)
         b = a * s * s / (2.0 * self.sigma_query ** 2)
         m = np.arange(self.c + 1, dtype=float)
-        terms = self._log_binom + (a[..., None] - 1.0) * b[..., None] * m
+        terms = self.cached(("log_binom",), self._log_binom) + (a[..., None] - 1.0) * b[..., None] * m
         return rho_term + special.logsumexp(terms, axis=-1) / (a - 1.0)
 
     def _argmin_order(self) -> float:
@@ -191,13 +185,18 @@ class GaussianSVT(Mechanism):
                                        method="bounded", options={"xatol": 1e-12 * hi})
         return float(res.x) if res.success and res.fun <= vals[i] else float(grid[i])
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        # Renyi divergence is non-decreasing in the order, so the bound at any
-        # order alpha' >= alpha also bounds order alpha: use alpha' = max(alpha, argmin).
-        v = self._bound(np.maximum(np.asarray(alpha, dtype=float), self._alpha_min))
-        return np.stack([v, v])
+    def rdp_curve(self) -> PairRdp:
+        alpha_min = self.cached(("argmin_order",), self._argmin_order)
+
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            # Renyi divergence is non-decreasing in the order, so the bound at any
+            # order alpha' >= alpha also bounds order alpha: use alpha' = max(alpha, argmin).
+            v = self._bound(np.maximum(np.asarray(alpha, dtype=float), alpha_min))
+            return np.stack([v, v])
+        return curve
 
 
+@dataclass(frozen=True, eq=False)
 class NoisyGD(Mechanism):
     """Full-batch noisy gradient descent: the composition of Gaussian mechanisms N(g_i, sigma_i^2).
 
@@ -213,8 +212,11 @@ class NoisyGD(Mechanism):
         Noise multipliers sigma_i > 0 of the steps (noise std / sensitivity), non-empty.
     """
 
-    def __init__(self, sigmas: Sequence[float] | np.ndarray, *, name: str = "NoisyGD",
-                 neighboring: Neighboring | None = None) -> None:
+    sigmas: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        sigmas = self.sigmas
         if isinstance(sigmas, (str, bytes)) or not isinstance(sigmas, (Sequence, np.ndarray)):
             raise TypeError(f"sigmas must be a sequence of positive numbers, got {sigmas!r}")
         if np.ndim(sigmas) != 1:
@@ -222,21 +224,24 @@ class NoisyGD(Mechanism):
         if len(sigmas) == 0:
             raise ValueError("sigmas must not be empty")
         ss = tuple(check.real(f"sigmas[{i}]", s, low=0.0, low_open=True) for i, s in enumerate(sigmas))
-        params = {f"{name}.sigmas[{i}]": s for i, s in enumerate(ss)}
-        super().__init__(name=name, params=params, neighboring=neighboring)
-        mu = math.sqrt(math.fsum(1.0 / s / s for s in ss))  # s * s could underflow to 0
-        if not math.isfinite(mu):
-            raise ValueError(f"sigmas give mu = {mu!r}; the noise multipliers are too small")
-        object.__setattr__(self, "sigmas", ss)
-        object.__setattr__(self, "mu", mu)
+        self._set(sigmas=ss)
+        if not math.isfinite(self.mu):
+            raise ValueError(f"sigmas give mu = {self.mu!r}; the noise multipliers are too small")
 
-    def _gdp_mu(self) -> float:
+    @property
+    def mu(self) -> float:
+        """mu = sqrt(sum_i 1 / sigma_i^2) of the composition."""
+        return math.sqrt(math.fsum(1.0 / s / s for s in self.sigmas))  # s * s could underflow to 0
+
+    def exact_gdp_mu(self) -> float:
         return self.mu
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
+    def loss_parts(self) -> list[LossPart]:
         loss = GaussianLoss(self.mu)
-        return [(loss, loss, 1)]
+        return [LossPart(loss, loss, 1)]
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        v = np.asarray(alpha, dtype=float) * self.mu ** 2 / 2.0
-        return np.stack([v, v])
+    def rdp_curve(self) -> PairRdp:
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            v = np.asarray(alpha, dtype=float) * self.mu ** 2 / 2.0
+            return np.stack([v, v])
+        return curve

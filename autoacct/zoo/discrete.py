@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from scipy import optimize, special, stats
 
 from autoacct import _validation as check
 from autoacct.losses import ContinuousLoss, DiscreteLoss, PrivacyLoss
-from autoacct.mechanism import Mechanism, Neighboring
+from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp
 
 __all__ = ["AtomLoss", "BinaryCountingExponential", "Binomial", "BoundedRangeEnvelopeLoss",
            "DiscreteGaussian", "DiscreteLaplace", "ExponentialMechanism", "MAX_ATOMS", "TAIL_MASS",
@@ -39,10 +40,6 @@ MAX_ATOMS = 1 << 17
 _CHUNK = 1 << 20
 #: Integer parameters must stay exactly representable as floats.
 _INT_MAX = 2 ** 52
-
-
-def _own_params(name: str, **params: float) -> dict[str, float]:
-    return {f"{name}.{k}": v for k, v in params.items()}
 
 
 def _log_expm1(y: np.ndarray) -> np.ndarray:
@@ -243,6 +240,7 @@ def bounded_range_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
     return np.minimum(np.minimum(env, a * eps * eps / 8.0), eps)
 
 
+@dataclass(frozen=True, eq=False)
 class ExponentialMechanism(Mechanism):
     """Any ``eps``-bounded-range mechanism, in particular the exponential mechanism.
 
@@ -289,11 +287,11 @@ class ExponentialMechanism(Mechanism):
         The bounded-range parameter, eps > 0.
     """
 
-    def __init__(self, eps: float, *, name: str = "ExponentialMechanism",
-                 neighboring: Neighboring | None = None) -> None:
-        e = check.real("eps", eps, low=0.0, high=700.0, low_open=True)
-        super().__init__(name=name, params=_own_params(name, eps=e), neighboring=neighboring)
-        object.__setattr__(self, "eps0", e)
+    eps: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set(eps=check.real("eps", self.eps, low=0.0, high=700.0, low_open=True))
 
     @classmethod
     def binary_counting(cls, eps_tilde: float, n: int, m: int, *,
@@ -304,21 +302,23 @@ class ExponentialMechanism(Mechanism):
         """
         return BinaryCountingExponential(eps_tilde, n, m, name=name)
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
-        loss = BoundedRangeEnvelopeLoss(self.eps0)
-        return [(loss, loss, 1)]
+    def loss_parts(self) -> list[LossPart]:
+        loss = BoundedRangeEnvelopeLoss(self.eps)
+        return [LossPart(loss, loss, 1)]
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        v = bounded_range_rdp(self.eps0, alpha)
-        return np.stack([v, v])
+    def rdp_curve(self) -> PairRdp:
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            v = bounded_range_rdp(self.eps, alpha)
+            return np.stack([v, v])
+        return curve
 
-    def _epsilon_lower(self, delta: float) -> float:
+    def epsilon_lower(self, delta: float) -> float:
         """The exact eps(delta) of one eps-BR mechanism (attained in the limit by some t-pair).
 
         Inverts delta = (e^{eps/2} - e^{eps'/2})^2 / (e^eps - 1):
         eps' = 2 log(e^{eps/2} - sqrt(delta (e^eps - 1))).
         """
-        e = self.eps0
+        e = self.eps
         root = math.exp(e / 2.0) - math.sqrt(delta * math.expm1(e))
         if root <= 1.0:
             return 0.0
@@ -332,6 +332,7 @@ def _two_point_rdp(logp: np.ndarray, logq: np.ndarray, alpha: np.ndarray) -> np.
     return special.logsumexp(terms, axis=-1) / (np.asarray(alpha, dtype=float) - 1.0)
 
 
+@dataclass(frozen=True, eq=False)
 class BinaryCountingExponential(Mechanism):
     """The exponential mechanism for a binary counting query, on one pair of datasets (seed 003, 6.1).
 
@@ -361,39 +362,50 @@ class BinaryCountingExponential(Mechanism):
         Number of zeros in X, 1 <= m <= n.
     """
 
-    def __init__(self, eps_tilde: float, n: int, m: int, *, name: str = "ExpMechCounting") -> None:
-        e = check.real("eps_tilde", eps_tilde, low=0.0, high=700.0, low_open=True)
-        nn = _bounded_int("n", n)
-        mm = check.positive_int("m", m)
+    default_name = "ExpMechCounting"
+
+    eps_tilde: float
+    n: int
+    m: int
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        e = check.real("eps_tilde", self.eps_tilde, low=0.0, high=700.0, low_open=True)
+        nn = _bounded_int("n", self.n)
+        mm = check.positive_int("m", self.m)
         if mm > nn:
-            raise ValueError(f"m must lie in [1, n] = [1, {nn}], got {m!r}")
-        super().__init__(name=name, params=_own_params(name, eps_tilde=e, n=nn, m=mm),
-                         neighboring=Neighboring.ADD_REMOVE)
-        object.__setattr__(self, "eps_tilde", e)
-        object.__setattr__(self, "n", nn)
-        object.__setattr__(self, "m", mm)
-        a = e * (2 * mm - nn)
-        # log P(0), log P(1) for M(X) and M(Y).
+            raise ValueError(f"m must lie in [1, n] = [1, {nn}], got {self.m!r}")
+        if self.neighboring not in (None, Neighboring.ADD_REMOVE):
+            raise ValueError(f"neighboring must be ADD_REMOVE (removal of one record), got {self.neighboring!r}")
+        self._set(eps_tilde=e, n=nn, m=mm, neighboring=Neighboring.ADD_REMOVE)
+
+    def _log_masses(self) -> tuple[np.ndarray, np.ndarray]:
+        """(log P(0), log P(1)) for M(X) and for M(Y)."""
+        e = self.eps_tilde
+        a = e * (2 * self.m - self.n)
         log_x = np.array([special.log_expit(a), special.log_expit(-a)])
         log_y = np.array([special.log_expit(a - e), special.log_expit(e - a)])
-        object.__setattr__(self, "_log_x", log_x)
-        object.__setattr__(self, "_log_y", log_y)
+        return log_x, log_y
 
     @property
     def losses(self) -> tuple[float, float]:
         """(s_0, s_1): the privacy losses log(P[M(X) = y] / P[M(Y) = y]) at y = 0 and y = 1."""
-        s = self._log_x - self._log_y
+        log_x, log_y = self._log_masses()
+        s = log_x - log_y
         return float(s[0]), float(s[1])
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
-        lx, ly = self._log_x, self._log_y
+    def loss_parts(self) -> list[LossPart]:
+        lx, ly = self._log_masses()
         fwd = DiscreteLoss(lx - ly, np.exp(lx), np.exp(ly))
         bwd = DiscreteLoss(ly - lx, np.exp(ly), np.exp(lx))
-        return [(fwd, bwd, 1)]
+        return [LossPart(fwd, bwd, 1)]
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        return np.stack([_two_point_rdp(self._log_x, self._log_y, alpha),
-                         _two_point_rdp(self._log_y, self._log_x, alpha)])
+    def rdp_curve(self) -> PairRdp:
+        lx, ly = self._log_masses()
+
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            return np.stack([_two_point_rdp(lx, ly, alpha), _two_point_rdp(ly, lx, alpha)])
+        return curve
 
 
 # ----- binomial mechanism ------------------------------------------------------------------
@@ -460,6 +472,7 @@ def _binomial_losses(n: int, p: float, shift: int) -> tuple[PrivacyLoss, Privacy
     return fwd, bwd
 
 
+@dataclass(frozen=True, eq=False)
 class Binomial(Mechanism):
     """The binomial mechanism of Agarwal et al. (2018), seed 003 section 6.2, with Theorem 11.
 
@@ -494,46 +507,45 @@ class Binomial(Mechanism):
         (f(X) - f(Y))_i / s, with |shift_i| <= n.
     """
 
-    def __init__(self, n: int, p: float = 0.5, shift: int | Sequence[int] = 1, *,
-                 name: str = "Binomial", neighboring: Neighboring | None = None) -> None:
-        nn = _bounded_int("n", n)
-        pp = check.real("p", p, low=0.0, high=1.0, low_open=True, high_open=True)
+    n: int
+    p: float = 0.5
+    shift: int | tuple[int, ...] = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        nn = _bounded_int("n", self.n)
+        pp = check.real("p", self.p, low=0.0, high=1.0, low_open=True, high_open=True)
+        shift: Any = self.shift
         if isinstance(shift, (Sequence, np.ndarray)) and not isinstance(shift, str):
             if len(shift) == 0:
                 raise ValueError("shift must not be empty")
-            shifts = tuple(_nonzero_int(f"shift[{i}]", s) for i, s in enumerate(shift))
-            labels = [f"shift[{i}]" for i in range(len(shifts))]
-            scalar = False
+            many = tuple(_nonzero_int(f"shift[{i}]", s) for i, s in enumerate(shift))
+            labelled = [(f"shift[{i}]", s) for i, s in enumerate(many)]
+            shifts: int | tuple[int, ...] = many
         else:
-            shifts = (_nonzero_int("shift", shift),)
-            labels = ["shift"]
-            scalar = True
-        for lab, s in zip(labels, shifts):
+            one = _nonzero_int("shift", shift)
+            labelled = [("shift", one)]
+            shifts = one
+        for lab, s in labelled:
             if abs(s) > nn:
                 raise ValueError(f"{lab} must satisfy |{lab}| <= n = {nn}, got {s!r}")
-        params = _own_params(name, n=nn, p=pp)
-        params.update({f"{name}.{lab}": s for lab, s in zip(labels, shifts)})
-        super().__init__(name=name, params=params, neighboring=neighboring)
-        object.__setattr__(self, "n", nn)
-        object.__setattr__(self, "p", pp)
-        object.__setattr__(self, "shift", shifts[0] if scalar else shifts)
+        self._set(n=nn, p=pp, shift=shifts)
+
+    def _counts(self) -> tuple[tuple[tuple[int, float], int], ...]:
+        """((|shift|, p or 1 - p), number of coordinates) for each distinct coordinate pair."""
+        shifts = self.shift if isinstance(self.shift, tuple) else (self.shift,)
         counts: dict[tuple[int, float], int] = {}
         for s in shifts:
-            key = (abs(s), pp if s > 0 else 1.0 - pp)
+            key = (abs(s), self.p if s > 0 else 1.0 - self.p)
             counts[key] = counts.get(key, 0) + 1
-        object.__setattr__(self, "_counts", tuple(sorted(counts.items())))
+        return tuple(sorted(counts.items()))
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
-        if "parts" not in self._cache:
-            parts = []
-            for (s, p), k in self._counts:
-                fwd, bwd = _binomial_losses(self.n, p, s)
-                parts.append((fwd, bwd, k))
-            self._cache["parts"] = parts
-        return self._cache["parts"]
+    def loss_parts(self) -> list[LossPart]:
+        return self.cached(("parts",), lambda: [LossPart(*_binomial_losses(self.n, p, s), k)
+                                                for (s, p), k in self._counts()])
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        return np.full((2,) + np.shape(alpha), np.inf)
+    def rdp_curve(self) -> PairRdp:
+        return lambda alpha: np.full((2,) + np.shape(alpha), np.inf)
 
 
 # ----- discrete Gaussian -------------------------------------------------------------------
@@ -566,6 +578,7 @@ def _dg_log_ratio(sigma: float, c: np.ndarray) -> np.ndarray:
     return np.minimum(lzc - lz0, 0.0)
 
 
+@dataclass(frozen=True, eq=False)
 class DiscreteGaussian(Mechanism):
     """Discrete Gaussian mechanism (Canonne, Kamath and Steinke 2020).
 
@@ -593,25 +606,19 @@ class DiscreteGaussian(Mechanism):
         Integer L1 = L2 sensitivity Delta >= 1 of the scalar integer query.
     """
 
-    def __init__(self, sigma: float, *, sensitivity: int = 1, name: str = "DiscreteGaussian",
-                 neighboring: Neighboring | None = None) -> None:
-        s = check.real("sigma", sigma, low=0.0, high=1e7, low_open=True)
-        d = _bounded_int("sensitivity", sensitivity, high=10 ** 6)
-        params = _own_params(name, sigma=s)
-        if d != 1:
-            params[f"{name}.sensitivity"] = d
-        super().__init__(name=name, params=params, neighboring=neighboring)
-        object.__setattr__(self, "sigma", s)
-        object.__setattr__(self, "sensitivity", d)
+    sigma: float
+    sensitivity: int = field(default=1, kw_only=True)
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
-        if "parts" not in self._cache:
-            self._cache["parts"] = [(self._loss(), self._loss(), 1)]
-        return self._cache["parts"]
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set(sigma=check.real("sigma", self.sigma, low=0.0, high=1e7, low_open=True),
+                  sensitivity=_bounded_int("sensitivity", self.sensitivity, high=10 ** 6))
+
+    def loss_parts(self) -> list[LossPart]:
+        loss = self.cached(("loss",), self._loss)
+        return [LossPart(loss, loss, 1)]
 
     def _loss(self) -> PrivacyLoss:
-        if "loss" in self._cache:
-            return self._cache["loss"]
         s, d = self.sigma, self.sensitivity
         two_var = 2.0 * s * s
         log_z = _dg_log_norm(s)
@@ -637,21 +644,23 @@ class DiscreteGaussian(Mechanism):
         loss = AtomLoss(("discrete-gaussian", s, d, TAIL_MASS, MAX_ATOMS), vals, pm, qm,
                         p_inf=2.0 * tail * (1.0 + 1e-9), lattice=use_lattice,
                         p_inf_truncated=2.0 * tail * (1.0 + 1e-9), tight=len(vals) == hi - lo + 1)
-        self._cache["loss"] = loss
         return loss
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        a = np.asarray(alpha, dtype=float)
-        d = self.sensitivity
-        bound = a * d * d / (2.0 * self.sigma ** 2)
-        v = bound + _dg_log_ratio(self.sigma, a * d) / (a - 1.0)
-        v = np.minimum(np.maximum(v, 0.0), bound)
-        return np.stack([v, v])
+    def rdp_curve(self) -> PairRdp:
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            a = np.asarray(alpha, dtype=float)
+            d = self.sensitivity
+            bound = a * d * d / (2.0 * self.sigma ** 2)
+            v = bound + _dg_log_ratio(self.sigma, a * d) / (a - 1.0)
+            v = np.minimum(np.maximum(v, 0.0), bound)
+            return np.stack([v, v])
+        return curve
 
 
 # ----- discrete Laplace ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True, eq=False)
 class DiscreteLaplace(Mechanism):
     """Discrete Laplace (geometric) mechanism: mass (1 - r)/(1 + r) r^{|x|} on Z, r = e^{-1/t}.
 
@@ -676,20 +685,17 @@ class DiscreteLaplace(Mechanism):
         Integer sensitivity Delta >= 1.
     """
 
-    def __init__(self, t: float, *, sensitivity: int = 1, name: str = "DiscreteLaplace",
-                 neighboring: Neighboring | None = None) -> None:
-        tt = check.real("t", t, low=0.0, low_open=True)
-        d = _bounded_int("sensitivity", sensitivity, high=10 ** 6)
+    t: float
+    sensitivity: int = field(default=1, kw_only=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        tt = check.real("t", self.t, low=0.0, low_open=True)
+        d = _bounded_int("sensitivity", self.sensitivity, high=10 ** 6)
         if d / tt > 700.0:
-            raise ValueError(f"sensitivity / t must be at most 700, got t={t!r} "
+            raise ValueError(f"sensitivity / t must be at most 700, got t={self.t!r} "
                              f"(sensitivity {d})")
-        params = _own_params(name, t=tt)
-        if d != 1:
-            params[f"{name}.sensitivity"] = d
-        super().__init__(name=name, params=params, neighboring=neighboring)
-        object.__setattr__(self, "t", tt)
-        object.__setattr__(self, "sensitivity", d)
-        object.__setattr__(self, "eps0", d / tt)
+        self._set(t=tt, sensitivity=d)
 
     def _atoms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
         """(integer multiples m of the lattice, losses, log P-masses, lattice)."""
@@ -706,14 +712,18 @@ class DiscreteLaplace(Mechanism):
         m = (2.0 * j - d) / step
         return m, m * lattice, logp, lattice
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
+    def loss_parts(self) -> list[LossPart]:
         _, vals, logp, lattice = self._atoms()
         loss = DiscreteLoss(vals, np.exp(logp), np.exp(logp - vals), lattice=lattice)
-        return [(loss, loss, 1)]
+        return [LossPart(loss, loss, 1)]
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
+    def rdp_curve(self) -> PairRdp:
         _, vals, logp, _ = self._atoms()
-        a = np.asarray(alpha, dtype=float)
-        v = special.logsumexp(logp + (a[..., None] - 1.0) * vals, axis=-1) / (a - 1.0)
-        v = np.clip(v, 0.0, self.eps0)
-        return np.stack([v, v])
+        eps = self.sensitivity / self.t
+
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            a = np.asarray(alpha, dtype=float)
+            v = special.logsumexp(logp + (a[..., None] - 1.0) * vals, axis=-1) / (a - 1.0)
+            v = np.clip(v, 0.0, eps)
+            return np.stack([v, v])
+        return curve

@@ -7,19 +7,20 @@ the mechanism with parameter b / s.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import InitVar, dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 from scipy import special
 
 from autoacct import _validation as check
-from autoacct.losses import GaussianLoss, LaplaceLoss, PrivacyLoss, leaky_rr_loss, randomized_response_loss
-from autoacct.mechanism import Mechanism, Neighboring
+from autoacct.losses import GaussianLoss, LaplaceLoss, leaky_rr_loss, randomized_response_loss
+from autoacct.mechanism import LossPart, Mechanism, PairRdp
 
 
-def _own_params(name: str, **params: float) -> dict[str, float]:
-    return {f"{name}.{k}": v for k, v in params.items()}
-
-
+@dataclass(frozen=True, eq=False)
 class Gaussian(Mechanism):
     """Gaussian mechanism with noise multiplier ``sigma`` (noise std / L2 sensitivity).
 
@@ -27,24 +28,27 @@ class Gaussian(Mechanism):
     RDP alpha / (2 sigma^2).
     """
 
-    def __init__(self, sigma: float, *, name: str = "Gaussian",
-                 neighboring: Neighboring | None = None) -> None:
-        s = check.real("sigma", sigma, low=0.0, low_open=True)
-        super().__init__(name=name, params=_own_params(name, sigma=s), neighboring=neighboring)
-        object.__setattr__(self, "sigma", s)
+    sigma: float
 
-    def _gdp_mu(self) -> float:
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set(sigma=check.real("sigma", self.sigma, low=0.0, low_open=True))
+
+    def exact_gdp_mu(self) -> float:
         return 1.0 / self.sigma
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
+    def loss_parts(self) -> list[LossPart]:
         loss = GaussianLoss(1.0 / self.sigma)
-        return [(loss, loss, 1)]
+        return [LossPart(loss, loss, 1)]
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        v = alpha / (2.0 * self.sigma ** 2)
-        return np.stack([v, v])
+    def rdp_curve(self) -> PairRdp:
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            v = alpha / (2.0 * self.sigma ** 2)
+            return np.stack([v, v])
+        return curve
 
 
+@dataclass(frozen=True, eq=False)
 class Laplace(Mechanism):
     """Laplace mechanism with scale ``b`` (per unit L1 sensitivity): pair (Lap(1, b), Lap(0, b)).
 
@@ -52,15 +56,18 @@ class Laplace(Mechanism):
     (1/(alpha-1)) log(alpha/(2 alpha-1) e^{(alpha-1)/b} + (alpha-1)/(2 alpha-1) e^{-alpha/b}).
     """
 
-    def __init__(self, b: float, *, name: str = "Laplace",
-                 neighboring: Neighboring | None = None) -> None:
-        bb = check.real("b", b, low=0.0, low_open=True)
-        super().__init__(name=name, params=_own_params(name, b=bb), neighboring=neighboring)
-        object.__setattr__(self, "b", bb)
+    b: float
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set(b=check.real("b", self.b, low=0.0, low_open=True))
+
+    def loss_parts(self) -> list[LossPart]:
         loss = LaplaceLoss(self.b)
-        return [(loss, loss, 1)]
+        return [LossPart(loss, loss, 1)]
+
+    def rdp_curve(self) -> PairRdp:
+        return self._rdp
 
     def _rdp(self, alpha: np.ndarray) -> np.ndarray:
         # With beta = alpha - 1 and x = 1/b the bracket minus 1 is
@@ -102,7 +109,7 @@ def _log_g(y: np.ndarray) -> np.ndarray:
     return np.where(np.isposinf(y), np.inf, out)
 
 
-def _rr_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
+def rr_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
     """Exact RDP of randomized response with log-odds eps (both orders are equal).
 
     D_alpha = log(p^alpha (1-p)^(1-alpha) + (1-p)^alpha p^(1-alpha)) / (alpha - 1),
@@ -125,71 +132,98 @@ def _rr_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
 
 
 class _RandomizedResponsePair(Mechanism, abstract=True):
-    """Mechanisms dominated by randomized response with log-odds ``self.eps0``."""
+    """Mechanisms dominated by randomized response with log-odds ``eps0``."""
 
-    eps0: float
+    @property
+    def eps0(self) -> float:
+        """Log-odds of the dominating randomized response."""
+        raise NotImplementedError
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
+    def loss_parts(self) -> list[LossPart]:
         loss = randomized_response_loss(self.eps0)
-        return [(loss, loss, 1)]
+        return [LossPart(loss, loss, 1)]
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        v = _rr_rdp(self.eps0, alpha)
-        return np.stack([v, v])
+    def rdp_curve(self) -> PairRdp:
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            v = rr_rdp(self.eps0, alpha)
+            return np.stack([v, v])
+        return curve
 
 
+@dataclass(frozen=True, eq=False)
 class RandomizedResponse(_RandomizedResponsePair):
     """Binary randomized response, truthful with probability ``p`` in [1/2, 1).
 
     Pair ((p, 1-p), (1-p, p)); pure eps = log(p / (1-p)).
     """
 
-    def __init__(self, p: float, *, name: str = "RandomizedResponse",
-                 neighboring: Neighboring | None = None) -> None:
-        pp = check.real("p", p, low=0.5, high=1.0, high_open=True)
-        super().__init__(name=name, params=_own_params(name, p=pp), neighboring=neighboring)
-        object.__setattr__(self, "p", pp)
-        object.__setattr__(self, "eps0", float(special.logit(pp)))
+    p: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set(p=check.real("p", self.p, low=0.5, high=1.0, high_open=True))
+
+    @property
+    def eps0(self) -> float:
+        return float(special.logit(self.p))
 
 
+@dataclass(frozen=True, eq=False)
 class PureDP(_RandomizedResponsePair):
     """Any ``eps``-DP mechanism; dominated by randomized response with log-odds eps."""
 
-    def __init__(self, eps: float, *, name: str = "PureDP",
-                 neighboring: Neighboring | None = None) -> None:
-        e = check.real("eps", eps, low=0.0)
-        super().__init__(name=name, params=_own_params(name, eps=e), neighboring=neighboring)
-        object.__setattr__(self, "eps0", e)
+    eps: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set(eps=check.real("eps", self.eps, low=0.0))
+
+    @property
+    def eps0(self) -> float:
+        return self.eps
 
 
+@dataclass(frozen=True, eq=False)
 class ApproxDP(Mechanism):
-    """Any (``eps``, ``delta``)-DP mechanism; dominated by seed 001's leaky randomized response.
+    """Any (``eps``, ``delta``)-DP mechanism; dominated by the leaky randomized response.
 
-    With delta > 0 the dominating pair has P-mass where Q has none, so its
-    Renyi divergence is +inf at every order > 1: ``rdp`` returns inf, which is
-    the true value for that pair.
+    The leaky randomized response (Zhu, Dong and Wang 2022) has P-masses
+    ((1 - delta) e^eps / (e^eps + 1), (1 - delta) / (e^eps + 1), delta, 0) and
+    Q-masses their mirror image. With delta > 0 the dominating pair
+    has P-mass where Q has none, so its Renyi divergence is +inf at every order
+    > 1: ``rdp`` returns inf, which is the true value for that pair.
+
+    ``delta`` is an init-only argument stored as ``delta0`` (``delta`` is the query method).
     """
 
-    def __init__(self, eps: float, delta: float, *, name: str = "ApproxDP",
-                 neighboring: Neighboring | None = None) -> None:
-        e = check.real("eps", eps, low=0.0)
-        d = check.real("delta", delta, low=0.0, high=1.0, high_open=True)
-        super().__init__(name=name, params=_own_params(name, eps=e, delta=d), neighboring=neighboring)
-        object.__setattr__(self, "eps0", e)
-        object.__setattr__(self, "delta0", d)
+    eps: float
+    delta: InitVar[float]
+    delta0: float = field(init=False, default=0.0)
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]]:
-        loss = leaky_rr_loss(self.eps0, self.delta0)
-        return [(loss, loss, 1)]
+    def __post_init__(self, delta: float) -> None:
+        super().__post_init__()
+        self._set(eps=check.real("eps", self.eps, low=0.0),
+                  delta0=check.real("delta", delta, low=0.0, high=1.0, high_open=True))
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        if self.delta0 > 0:
-            v = np.full(np.shape(alpha), np.inf)
-        else:
-            v = _rr_rdp(self.eps0, alpha)
-        return np.stack([v, v])
+    @property
+    def params(self) -> Mapping[str, Any]:
+        return MappingProxyType({f"{self.name}.eps": self.eps, f"{self.name}.delta": self.delta0})
+
+    def loss_parts(self) -> list[LossPart]:
+        loss = leaky_rr_loss(self.eps, self.delta0)
+        return [LossPart(loss, loss, 1)]
+
+    def rdp_curve(self) -> PairRdp:
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            if self.delta0 > 0:
+                v = np.full(np.shape(alpha), np.inf)
+            else:
+                v = rr_rdp(self.eps, alpha)
+            return np.stack([v, v])
+        return curve
 
 
+@dataclass(frozen=True, eq=False)
 class ZCDP(Mechanism):
     """Any ``rho``-zCDP mechanism: RDP rho * alpha at every order (Bun and Steinke 2016).
 
@@ -198,15 +232,17 @@ class ZCDP(Mechanism):
     so its exact eps(delta) is a valid lower bound for the class.
     """
 
-    def __init__(self, rho: float, *, name: str = "ZCDP",
-                 neighboring: Neighboring | None = None) -> None:
-        r = check.real("rho", rho, low=0.0, low_open=True)
-        super().__init__(name=name, params=_own_params(name, rho=r), neighboring=neighboring)
-        object.__setattr__(self, "rho", r)
+    rho: float
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        v = self.rho * alpha
-        return np.stack([v, v])
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set(rho=check.real("rho", self.rho, low=0.0, low_open=True))
 
-    def _epsilon_lower(self, delta: float) -> float:
+    def rdp_curve(self) -> PairRdp:
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            v = self.rho * alpha
+            return np.stack([v, v])
+        return curve
+
+    def epsilon_lower(self, delta: float) -> float:
         return Gaussian(1.0 / math.sqrt(2.0 * self.rho)).epsilon_bounds(delta)[0]

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from autoacct import _validation as check
-from autoacct.losses import PrivacyLoss
-from autoacct.mechanism import Mechanism, Neighboring, Transformer
+from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, Transformer
 
 
 def common_neighboring(mechanisms: Sequence[Mechanism]) -> Neighboring | None:
@@ -33,51 +34,64 @@ def merge_params(children: Sequence[Mechanism]) -> dict[str, float]:
     return out
 
 
+@dataclass(frozen=True, eq=False)
 class ComposedMechanism(Mechanism):
-    """Adaptive composition of ``counts[i]`` runs of ``mechanisms[i]``.
+    """Adaptive composition of ``counts[i]`` runs of ``children[i]``.
 
-    Dominating pairs compose as products (seed 001, Theorem 2): PLDs convolve,
-    RDP adds (per order of the pair), and Gaussians merge exactly into one
-    Gaussian with mu = sqrt(sum_i k_i mu_i^2).
+    Dominating pairs compose as products (Zhu, Dong and Wang 2022): PLDs convolve, RDP adds (per order of the pair), and Gaussians merge
+    exactly into one Gaussian with mu = sqrt(sum_i k_i mu_i^2). The name is
+    derived from the children's; the relation is the one they declare.
     """
 
-    def __init__(self, mechanisms: Sequence[Mechanism], counts: Sequence[int]) -> None:
-        children = tuple(mechanisms)
-        ks = tuple(counts)
-        rel = common_neighboring(children)
-        name = "Compose:{" + ", ".join(f"{c.name}: {k}" for c, k in zip(children, ks)) + "}"
-        super().__init__(name=name, params=merge_params(children), neighboring=rel)
-        object.__setattr__(self, "children", children)
-        object.__setattr__(self, "counts", ks)
+    children: tuple[Mechanism, ...]
+    counts: tuple[int, ...]
 
-    def _gdp_mu(self) -> float | None:
+    def __post_init__(self) -> None:
+        self._set(children=tuple(self.children), counts=tuple(self.counts))
+        rel = common_neighboring(self.children)
+        if self.neighboring is None:
+            self._set(neighboring=rel)
+        if not self.name:
+            self._set(name="Compose:{" + ", ".join(f"{c.name}: {k}"
+                                                   for c, k in zip(self.children, self.counts)) + "}")
+        super().__post_init__()
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        return MappingProxyType(merge_params(self.children))
+
+    def exact_gdp_mu(self) -> float | None:
         total = 0.0
         for child, k in zip(self.children, self.counts):
-            mu = child._gdp_mu()
+            mu = child.exact_gdp_mu()
             if mu is None:
                 return None
             total += k * mu * mu
         return float(np.sqrt(total))
 
-    def _pld_parts(self) -> list[tuple[PrivacyLoss, PrivacyLoss, int]] | None:
-        out = []
+    def loss_parts(self) -> list[LossPart] | None:
+        out: list[LossPart] = []
         for child, k in zip(self.children, self.counts):
-            parts = child._pld_parts()
+            parts = child.loss_parts()
             if parts is None:
                 return None
-            out.extend((f, b, k * n) for f, b, n in parts)
+            out.extend(LossPart(f, b, k * n) for f, b, n in parts)
         return out
 
-    def _has_rdp(self) -> bool:
-        return all(c._has_rdp() for c in self.children)
+    def rdp_curve(self) -> PairRdp | None:
+        curves = [child.rdp_curve() for child in self.children]
+        if any(c is None for c in curves):
+            return None
 
-    def _rdp(self, alpha: np.ndarray) -> np.ndarray:
-        total = np.zeros((2,) + np.shape(alpha))
-        for child, k in zip(self.children, self.counts):
-            total = total + k * np.asarray(child._rdp(alpha), dtype=float)
-        return total
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            total = np.zeros((2,) + np.shape(alpha))
+            for c, k in zip(curves, self.counts):
+                assert c is not None
+                total = total + k * np.asarray(c(alpha), dtype=float)
+            return total
+        return curve
 
-    def _epsilon_lower(self, delta: float) -> float:
+    def epsilon_lower(self, delta: float) -> float:
         # The composition is at least as revealing as any one of its parts.
         return max(c.epsilon_bounds(delta)[0] for c in self.children)
 
@@ -101,4 +115,4 @@ class Composition(Transformer):
             if not isinstance(m, Mechanism):
                 raise TypeError(f"mechanisms[{i}] must be a Mechanism, got {type(m).__name__}")
         ks = [check.positive_int(f"counts[{i}]", k) for i, k in enumerate(counts)]
-        return ComposedMechanism(mechanisms, ks)
+        return ComposedMechanism(tuple(mechanisms), tuple(ks))
