@@ -40,3 +40,32 @@ def rr_eps_closed(eps0: float, k: int, delta: float) -> float:
     if rr_delta_closed(eps0, k, 0.0) <= delta:
         return 0.0
     return float(optimize.brentq(lambda e: rr_delta_closed(eps0, k, e) - delta, 0.0, k * eps0, xtol=1e-13))
+
+
+def two_point_delta_closed(p: tuple[float, float], q: tuple[float, float], k: int, eps: float) -> float:
+    """delta(eps) of the pair (P^k, Q^k) for distributions P, Q on two outcomes: a binomial
+    sum over the number j of first outcomes, sum_j C(k, j) max(P(j) - e^eps Q(j), 0)."""
+    j = np.arange(k + 1)
+    log_c = stats.binom.logpmf(j, k, 0.5) + k * math.log(2.0)
+    log_p = log_c + j * math.log(p[0]) + (k - j) * math.log(p[1])
+    log_q = log_c + j * math.log(q[0]) + (k - j) * math.log(q[1])
+    gap = np.exp(log_p) * -np.expm1(np.minimum(eps + log_q - log_p, 0.0))
+    return float(gap.sum())
+
+
+def poisson_rr_delta_closed(q: float, p: float, k: int, eps: float) -> float:
+    """k Poisson-subsampled (rate q) randomized responses truthful with probability p, under
+    add/remove: the larger of the removal pair ((1-q) Q + q P, Q) and the addition pair
+    (Q, (1-q) Q + q P), with P = (p, 1-p) and Q = (1-p, p)."""
+    mix = ((1 - q) * (1 - p) + q * p, (1 - q) * p + q * (1 - p))
+    base = (1 - p, p)
+    return max(two_point_delta_closed(mix, base, k, eps), two_point_delta_closed(base, mix, k, eps))
+
+
+def eps_from_delta_closed(delta_of, delta: float, hi: float) -> float:
+    """Root of delta_of(eps) = delta on [0, hi] (0 when delta_of(0) <= delta), by Brent's method."""
+    if delta_of(0.0) <= delta:
+        return 0.0
+    while delta_of(hi) > delta:
+        hi *= 2
+    return float(optimize.brentq(lambda e: delta_of(e) - delta, 0.0, hi, xtol=1e-13))

@@ -11,9 +11,11 @@ import math
 from collections.abc import Callable
 
 import pytest
-from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_delta_closed, rr_eps_closed
+from closed_forms import (eps_from_delta_closed, gaussian_delta_closed, gaussian_eps_closed,
+                          poisson_rr_delta_closed, rr_delta_closed, rr_eps_closed)
 
 from autoacct.mechanism import Mechanism
+from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
 from autoacct.zoo import (
     ZCDP,
     ApproxDP,
@@ -36,6 +38,12 @@ Truth = tuple[Callable[[float], float], Callable[[float], float]] | None
 
 def _gauss(mu: float) -> Truth:
     return (lambda d: gaussian_eps_closed(mu, d), lambda e: gaussian_delta_closed(mu, e))
+
+
+def _poisson_rr(q: float, p: float, k: int) -> Truth:
+    def delta_of(e: float) -> float:
+        return poisson_rr_delta_closed(q, p, k, e)
+    return (lambda d: eps_from_delta_closed(delta_of, d, 1.0), delta_of)
 
 
 def _rr(eps0: float, k: int) -> Truth:
@@ -63,6 +71,15 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("gaussian-svt", lambda: GaussianSVT(2.0, 2.0, 10), None),
     ("laplace-svt", lambda: LaplaceSVT(2.0, 4.0), None),
     ("noisy-gd", lambda: NoisyGD([1.0, 2.0, 3.0]), _gauss(math.sqrt(1 + 1 / 4 + 1 / 9))),
+    # Subsampled mechanisms (the transformers' outputs join the same contract).
+    ("poisson-rr-composed", lambda: Composition()([PoissonSubsample(0.2)(RandomizedResponse(0.8))], [30]),
+     _poisson_rr(0.2, 0.8, 30)),
+    ("poisson-gaussian", lambda: Composition()([PoissonSubsample(0.01)(Gaussian(1.0))], [1000]), None),
+    ("poisson-laplace", lambda: Composition()([PoissonSubsample(0.05)(Laplace(2.0))], [50]), None),
+    ("poisson-discrete-gaussian", lambda: PoissonSubsample(0.1)(DiscreteGaussian(3.0)), None),
+    ("swor-gaussian", lambda: Composition()([SampleWithoutReplacement(0.02)(Gaussian(1.5))], [200]), None),
+    ("swor-rr", lambda: SampleWithoutReplacement(0.1)(RandomizedResponse(0.75)), None),
+    ("swr-gaussian", lambda: Composition()([SampleWithReplacement(50, 5000)(Gaussian(2.0))], [100]), None),
 ]
 
 
