@@ -15,6 +15,10 @@ class AccuracyWarning(UserWarning):
     """The accountant could not reach the requested accuracy; its bounds remain valid."""
 
 
+class PhiAccuracyWarning(AccuracyWarning):
+    """The phi accountant could not reach the requested accuracy; its bounds remain valid."""
+
+
 class RouteUnavailableError(ValueError):
     """A representation was asked for that this mechanism cannot give."""
 
