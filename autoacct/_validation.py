@@ -90,3 +90,26 @@ def same_length(names: tuple[str, str], a: Sized, b: Sized) -> None:
     if len(a) != len(b):
         raise ValueError(f"{names[0]} and {names[1]} must have the same length, "
                          f"got {len(a)} and {len(b)}")
+
+
+#: Integer parameters must stay exactly representable as floats.
+INT_MAX = 2 ** 52
+
+
+def nonzero_int(name: str, value: Any) -> int:
+    """``value`` as a nonzero int; ValueError or TypeError naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
+        raise TypeError(f"{name} must be a nonzero integer, got {value!r} ({type(value).__name__})")
+    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+        raise ValueError(f"{name} must be a nonzero integer, got {value!r}")
+    n = int(value)
+    if n == 0:
+        raise ValueError(f"{name} must be a nonzero integer, got {value!r}")
+    return n
+
+
+def bounded_int(name: str, value: Any, high: int = INT_MAX) -> int:
+    n = positive_int(name, value)
+    if n > high:
+        raise ValueError(f"{name} must be at most {high}, got {value!r}")
+    return n

@@ -10,15 +10,9 @@ from scipy import special, stats
 from zoo_cases import check_basic_conformance
 
 from autoacct.losses import gaussian_delta
-from autoacct.zoo.discrete import (
-    BinaryCountingExponential,
-    Binomial,
-    BoundedRangeEnvelopeLoss,
-    DiscreteGaussian,
-    DiscreteLaplace,
-    ExponentialMechanism,
-    bounded_range_rdp,
-)
+from autoacct.losses.atoms import BoundedRangeEnvelopeLoss
+from autoacct.zoo.discrete import Binomial, DiscreteGaussian, DiscreteLaplace
+from autoacct.zoo.exponential import BinaryCountingExponential, ExponentialMechanism, bounded_range_rdp
 from autoacct.zoo.mechanisms import Gaussian, PureDP
 from autoacct.zoo.transformers import Composition
 

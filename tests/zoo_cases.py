@@ -11,8 +11,14 @@ import math
 from collections.abc import Callable
 
 import pytest
-from closed_forms import (eps_from_delta_closed, gaussian_delta_closed, gaussian_eps_closed,
-                          poisson_rr_delta_closed, rr_delta_closed, rr_eps_closed)
+from closed_forms import (
+    eps_from_delta_closed,
+    gaussian_delta_closed,
+    gaussian_eps_closed,
+    poisson_rr_delta_closed,
+    rr_delta_closed,
+    rr_eps_closed,
+)
 
 from autoacct.mechanism import Mechanism
 from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement

@@ -1,4 +1,10 @@
-"""Privacy-loss laws of dominating pairs: the input of the PLD and phi accountants."""
+"""Privacy-loss laws of dominating pairs: the input of the PLD and phi accountants.
+
+* :mod:`~autoacct.losses.base`: the law interface (cell masses under P and Q, exact
+  profile, moments) and the closed-form laws (Gaussian, Laplace, randomized response);
+* :mod:`~autoacct.losses.atoms`: large and infinite discrete supports held atom by atom,
+  truncated and merged soundly, and the bounded-range envelope.
+"""
 
 from autoacct.losses.base import (
                                   SIZING_TILTS,

@@ -2,13 +2,8 @@
 
 from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
 from autoacct.zoo.composite import GaussianSVT, LaplaceSVT, NoisyGD
-from autoacct.zoo.discrete import (
-                       BinaryCountingExponential,
-                       Binomial,
-                       DiscreteGaussian,
-                       DiscreteLaplace,
-                       ExponentialMechanism,
-)
+from autoacct.zoo.discrete import Binomial, DiscreteGaussian, DiscreteLaplace
+from autoacct.zoo.exponential import BinaryCountingExponential, ExponentialMechanism
 from autoacct.zoo.mechanisms import ZCDP, ApproxDP, Gaussian, Laplace, PureDP, RandomizedResponse
 from autoacct.zoo.transformers import ComposedMechanism, Composition
 

@@ -1,4 +1,4 @@
-"""Mechanisms with discrete outputs: exponential, binomial, discrete Gaussian and discrete Laplace.
+"""Mechanisms with integer outputs: binomial, discrete Gaussian and discrete Laplace.
 
 Each mechanism is given by a dominating pair (P, Q) of output distributions of
 neighbouring datasets, through the law of the privacy loss L = log(dP/dQ)
@@ -8,7 +8,7 @@ Infinite supports are truncated soundly: the P-mass of every truncated tail
 (at most :data:`TAIL_MASS` per tail) is moved to the atom L = +inf, which can
 only raise the privacy profile; when a support is too large to enumerate,
 adjacent outcomes are merged into one whose loss is the largest loss of the
-group, which again only raises it (see :func:`_atoms`). The certified
+group, which again only raises it (see :func:`autoacct.losses.atoms.atoms`). The certified
 ``lower`` bounds of ``epsilon_bounds`` then refer to this slightly pessimistic
 pair: they may exceed the truth by 2 * TAIL_MASS in delta (plus the merging
 error, when a support was merged).
@@ -17,7 +17,7 @@ error, when a support was merged).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,390 +25,11 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from autoacct import _validation as check
-from autoacct.losses import ContinuousLoss, DiscreteLoss, PrivacyLoss
-from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp
-
-__all__ = ["AtomLoss", "BinaryCountingExponential", "Binomial", "BoundedRangeEnvelopeLoss",
-           "DiscreteGaussian", "DiscreteLaplace", "ExponentialMechanism", "MAX_ATOMS", "TAIL_MASS",
-           "bounded_range_rdp"]
-
-#: P-mass of each truncated tail of an infinite support; it is moved to L = +inf.
-TAIL_MASS = 1e-40
-#: Most atoms a loss law keeps; larger supports are merged soundly into this many groups.
-MAX_ATOMS = 1 << 17
-#: Outcomes evaluated at once when a large support is merged into groups.
-_CHUNK = 1 << 20
-#: Integer parameters must stay exactly representable as floats.
-_INT_MAX = 2 ** 52
-
-
-def _log_expm1(y: np.ndarray) -> np.ndarray:
-    """log(e^y - 1) for y >= 0 (-inf at 0), without overflow."""
-    y = np.asarray(y, dtype=float)
-    with np.errstate(divide="ignore"):
-        return y + np.log(-np.expm1(-y))
-
-
-def _nonzero_int(name: str, value: Any) -> int:
-    """``value`` as a nonzero int; ValueError or TypeError naming ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
-        raise TypeError(f"{name} must be a nonzero integer, got {value!r} ({type(value).__name__})")
-    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
-        raise ValueError(f"{name} must be a nonzero integer, got {value!r}")
-    n = int(value)
-    if n == 0:
-        raise ValueError(f"{name} must be a nonzero integer, got {value!r}")
-    return n
-
-
-def _bounded_int(name: str, value: Any, high: int = _INT_MAX) -> int:
-    n = check.positive_int(name, value)
-    if n > high:
-        raise ValueError(f"{name} must be at most {high}, got {value!r}")
-    return n
-
-
-# ----- loss laws ------------------------------------------------------------------------------
-
-
-class AtomLoss(DiscreteLoss):
-    """Loss law of a pair on countably many outcomes, held as sorted arrays of atoms.
-
-    Like :class:`autoacct.losses.DiscreteLoss`, but for large supports: its
-    ``key`` is given by the caller (the mechanism's parameters) instead of
-    the arrays, and its profile and quantiles use precomputed tail sums.
-
-    Parameters
-    ----------
-    key:
-        Hashable identity of the law (equal keys must mean equal laws).
-    values, p_mass, q_mass:
-        Finite loss values and the P- and Q-masses of their atoms
-        (p_mass = e^value q_mass).
-    p_inf, q_ninf:
-        P-mass at L = +inf and Q-mass at L = -inf.
-    p_inf_truncated:
-        The part of ``p_inf`` that is truncated finite-loss mass (see
-        :attr:`autoacct.losses.PrivacyLoss.p_inf_truncated`).
-    lattice:
-        Spacing h of a lattice hZ containing every value, or None.
-    tight:
-        False when the atoms only dominate the mechanism's pair (merged by
-        :func:`_atoms`): lower bounds computed from them are then not certified
-        (see :attr:`autoacct.losses.PrivacyLoss.tight`).
-    """
-
-    def __init__(self, key: tuple, values: np.ndarray, p_mass: np.ndarray, q_mass: np.ndarray, *,
-                 p_inf: float = 0.0, q_ninf: float = 0.0, lattice: float | None = None,
-                 p_inf_truncated: float = 0.0, tight: bool = True) -> None:
-        super().__init__(values, p_mass, q_mass, p_inf=min(max(p_inf, 0.0), 1.0),
-                         q_ninf=min(max(q_ninf, 0.0), 1.0))
-        self.p_inf_truncated = min(max(p_inf_truncated, 0.0), self.p_inf)
-        # Set after the base class: truncated lattice laws are not treated as purely atomic.
-        self.lattice = lattice
-        self.tight = tight
-        self._key = key
-        # _sp[i] = sum_{j >= i} p_j (summed from the small end), _pp[i] = sum_{j < i} p_j.
-        self._sp = np.concatenate((np.cumsum(self.p_mass[::-1])[::-1], [0.0]))
-        self._sq = np.concatenate((np.cumsum(self.q_mass[::-1])[::-1], [0.0]))
-        self._pp = np.concatenate(([0.0], np.cumsum(self.p_mass)))
-
-    @property
-    def key(self) -> tuple:
-        return self._key
-
-    def profile(self, eps: np.ndarray) -> np.ndarray:
-        eps = np.asarray(eps, dtype=float)
-        idx = np.searchsorted(self.values, eps, side="right")
-        sp = self._sp[idx]
-        sq = self._sq[idx]
-        with np.errstate(over="ignore", invalid="ignore"):
-            val = np.where(sq > 0, sp - np.exp(eps) * sq, sp)
-        val = np.where(np.isfinite(val), val, 0.0)
-        return np.clip(val, 0.0, None) + self.p_inf
-
-    def quantile_range(self, eta: float) -> tuple[float, float]:
-        n = len(self.values)
-        i = int(np.searchsorted(self._pp, eta, side="right")) - 1
-        i = min(max(i, 0), n - 1)
-        j = int(np.argmax(self._sp[1:] <= eta))
-        a, b = float(self.values[i]), float(self.values[j])
-        return min(a, b), max(a, b)
-
-
-def _atoms(lo: int, hi: int, fn: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
-           max_atoms: int = MAX_ATOMS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Atoms (values, p_mass, q_mass) of the outcomes lo..hi, merged into at most ``max_atoms``.
-
-    ``fn(i)`` returns (loss, log P-mass) of the integer outcomes ``i``, the
-    loss nondecreasing in i. When there are too many outcomes, consecutive
-    runs of B of them are merged into one atom carrying their total P-mass at
-    the run's largest loss, with Q-mass P e^{-loss} (at most the run's true
-    Q-mass). The true pair is a post-processing of the merged one (split each
-    merged atom back in proportion to P, and send the Q-mass deficit, placed
-    on an outcome P cannot produce, to the outcomes it came from), so the
-    merged pair dominates it.
-    """
-    count = hi - lo + 1
-    if count <= max_atoms:
-        i = np.arange(lo, hi + 1, dtype=float)
-        loss, logp = fn(i)
-        return loss, np.exp(logp), np.exp(logp - loss)
-    block = -(-count // max_atoms)
-    vals, ps = [], []
-    per_chunk = max(1, _CHUNK // block) * block
-    for start in range(lo, hi + 1, per_chunk):
-        stop = min(start + per_chunk - 1, hi)
-        i = np.arange(start, stop + 1, dtype=float)
-        loss, logp = fn(i)
-        full = (len(i) // block) * block
-        if full:
-            vals.append(loss[block - 1:full:block])
-            ps.append(special.logsumexp(logp[:full].reshape(-1, block), axis=1))
-        if full < len(i):
-            vals.append(loss[-1:])
-            ps.append(np.array([special.logsumexp(logp[full:])]))
-    values = np.concatenate(vals)
-    logp_b = np.concatenate(ps)
-    return values, np.exp(logp_b), np.exp(logp_b - values)
-
-
-class BoundedRangeEnvelopeLoss(ContinuousLoss):
-    """Loss of the pair dominating every ``eps``-bounded-range pair (see :class:`ExponentialMechanism`).
-
-    Under P the loss L has density e^{(eps + l)/2} / (2 (e^eps - 1)) on
-    [-eps, eps]; under Q, e^{(eps - l)/2} / (2 (e^eps - 1)).
-    """
-
-    #: The pair dominates the class but no eps-BR mechanism attains it, so a
-    #: lower bound computed from it (especially after composition) need not be
-    #: a lower bound for the mechanism.
-    tight: bool = False
-
-    def __init__(self, eps: float) -> None:
-        self.eps = float(eps)
-        self._log_norm = float(_log_expm1(np.array(self.eps)))
-
-    @property
-    def key(self) -> tuple:
-        return ("bounded-range-envelope", self.eps)
-
-    def _clip(self, x: np.ndarray) -> np.ndarray:
-        return np.clip(np.asarray(x, dtype=float), -self.eps, self.eps)
-
-    def _cdf(self, x: np.ndarray, under: str) -> np.ndarray:
-        e = self.eps
-        x = self._clip(x)
-        log = _log_expm1((e + x) / 2.0) - self._log_norm
-        if under == "Q":
-            log = log + (e - x) / 2.0
-        return np.exp(log)
-
-    def _sf(self, x: np.ndarray, under: str) -> np.ndarray:
-        e = self.eps
-        x = self._clip(x)
-        log = _log_expm1((e - x) / 2.0) - self._log_norm
-        if under == "P":
-            log = log + (e + x) / 2.0
-        return np.exp(log)
-
-    def quantile_range(self, eta: float) -> tuple[float, float]:
-        return -self.eps, self.eps
-
-
-# ----- exponential mechanism ---------------------------------------------------------------
-
-
-def _log_sinh(x: np.ndarray) -> np.ndarray:
-    """log sinh(x) for x > 0, without overflow."""
-    x = np.asarray(x, dtype=float)
-    return x + np.log(-np.expm1(-2.0 * x)) - math.log(2.0)
-
-
-def bounded_range_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
-    """Upper bound on the Renyi divergence of any ``eps``-bounded-range pair at order ``alpha``.
-
-    The smaller of (a) the RDP of the envelope pair of :class:`BoundedRangeEnvelopeLoss`,
-    log(sinh((2 alpha - 1) eps / 2) / ((2 alpha - 1) sinh(eps / 2))) / (alpha - 1), which
-    dominates every eps-BR pair; (b) alpha eps^2 / 8, since eps-BR implies
-    eps^2/8-zCDP (Cesar and Rogers 2021, "Bounding, concentrating, and
-    truncating", Lemma 3.2); (c) eps (pure DP).
-    """
-    a = np.asarray(alpha, dtype=float)
-    env = (_log_sinh((2.0 * a - 1.0) * eps / 2.0) - np.log(2.0 * a - 1.0)
-           - _log_sinh(np.array(eps / 2.0))) / (a - 1.0)
-    return np.minimum(np.minimum(env, a * eps * eps / 8.0), eps)
-
-
-@dataclass(frozen=True, eq=False)
-class ExponentialMechanism(Mechanism):
-    """Any ``eps``-bounded-range mechanism, in particular the exponential mechanism.
-
-    The exponential mechanism with utility u of sensitivity Delta_u samples y
-    with probability proportional to exp(eps u(D, y) / (2 Delta_u)); it is
-    eps-DP and, more strongly, eps-bounded-range (eps-BR; Durfee and Rogers
-    2019): for neighbouring D ~ D' the loss log(P[M(D) = y] / P[M(D') = y])
-    takes values in an interval [t - eps, t] with 0 <= t <= eps. For a
-    monotone utility (adding a record never decreases any u(., y), e.g.
-    counting queries under add/remove) the weights exp(eps u / Delta_u) already
-    give eps-BR. ``eps`` is this BR parameter; the guarantee holds for
-    whichever neighbouring relation Delta_u refers to.
-
-    Dominating pair. Dong, Durfee and Rogers (2020, Section 3.1) reduce every
-    eps-BR pair to a generalised randomised response with some t in [0, eps]:
-    two outcomes with losses t and t - eps, P-masses p_t = (e^eps - e^t)/(e^eps - 1)
-    and 1 - p_t. (Proof: split each outcome o, whose loss lies in [t - eps, t],
-    into two with losses t and t - eps and the same total P- and Q-mass;
-    merging all outcomes of equal loss gives the two-point pair, of which the
-    original pair is a post-processing.) The upper envelope of their privacy profiles over t is,
-    for 0 <= eps' <= eps (maximum at e^t = e^{(eps + eps')/2}),
-
-        delta(eps') = (e^{eps/2} - e^{eps'/2})^2 / (e^eps - 1),
-
-    and 0 beyond eps (at eps' = 0 this is tanh(eps/4), against tanh(eps/2) for
-    randomised response). It is the profile of one pair: under P the loss has
-    density e^{(eps + l)/2} / (2 (e^eps - 1)) on [-eps, eps], under Q density
-    e^{(eps - l)/2} / (2 (e^eps - 1)) (its profile is that envelope; the
-    envelope of the reversed pairs is the same since reversing maps t to
-    eps - t). This pair dominates every eps-BR pair, so its PLD is sound, also
-    under adaptive composition, and exact for one mechanism. For k > 1
-    compositions it is pessimistic: the optimal (non-adaptive) bound of Dong et
-    al. is the maximum over t of the k-fold composed t-pairs, which no single
-    pair represents; the envelope pair is not itself attained by an eps-BR
-    mechanism, so a lower bound read off its composed PLD is not certified
-    for the composed mechanism (its loss law is flagged ``tight = False``;
-    this mechanism's own ``epsilon_bounds`` are certified). RDP:
-    :func:`bounded_range_rdp`, which beats the composed envelope for many
-    compositions (eps^2/8-zCDP against the envelope's KL of about eps^2/6).
-
-    Parameters
-    ----------
-    eps:
-        The bounded-range parameter, eps > 0.
-    """
-
-    eps: float
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._set(eps=check.real("eps", self.eps, low=0.0, high=700.0, low_open=True))
-
-    @classmethod
-    def binary_counting(cls, eps_tilde: float, n: int, m: int, *,
-                        name: str = "ExpMechCounting") -> BinaryCountingExponential:
-        """The binary counting-query exponential mechanism of seed 003, section 6.1.
-
-        See :class:`BinaryCountingExponential`.
-        """
-        return BinaryCountingExponential(eps_tilde, n, m, name=name)
-
-    def loss_parts(self) -> list[LossPart]:
-        loss = BoundedRangeEnvelopeLoss(self.eps)
-        return [LossPart(loss, loss, 1)]
-
-    def rdp_curve(self) -> PairRdp:
-        def curve(alpha: np.ndarray) -> np.ndarray:
-            v = bounded_range_rdp(self.eps, alpha)
-            return np.stack([v, v])
-        return curve
-
-    def epsilon_lower(self, delta: float) -> float:
-        """The exact eps(delta) of one eps-BR mechanism (attained in the limit by some t-pair).
-
-        Inverts delta = (e^{eps/2} - e^{eps'/2})^2 / (e^eps - 1):
-        eps' = 2 log(e^{eps/2} - sqrt(delta (e^eps - 1))).
-        """
-        e = self.eps
-        root = math.exp(e / 2.0) - math.sqrt(delta * math.expm1(e))
-        if root <= 1.0:
-            return 0.0
-        return max(0.0, 2.0 * math.log(root) * (1.0 - 1e-12))
-
-
-def _two_point_rdp(logp: np.ndarray, logq: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """D_alpha(P || Q) of two distributions on finitely many outcomes, from log-masses."""
-    a = np.asarray(alpha, dtype=float)[..., None]
-    terms = a * logp + (1.0 - a) * logq
-    return special.logsumexp(terms, axis=-1) / (np.asarray(alpha, dtype=float) - 1.0)
-
-
-@dataclass(frozen=True, eq=False)
-class BinaryCountingExponential(Mechanism):
-    """The exponential mechanism for a binary counting query, on one pair of datasets (seed 003, 6.1).
-
-    Outcomes Y = {0, 1}; utility u(X, y) = #{x in X : x = y}; the mechanism
-    outputs y with probability e^{eps_tilde u(X, y)} / sum_y' e^{eps_tilde u(X, y')}.
-    X has n records, m of them equal to 0; its neighbour Y (relation ~_R:
-    removal of one record) is X without one of its zeros (n - 1 records, m - 1
-    zeros). With a = eps_tilde (2m - n), P[M(X) = 0] = expit(a) and
-    P[M(Y) = 0] = expit(a - eps_tilde); the losses are
-
-        s_0 = log(expit(a) / expit(a - eps_tilde)),   s_1 = log(expit(-a) / expit(eps_tilde - a)),
-
-    with s_0 - s_1 = eps_tilde. The PLD is that of this exact pair
-    (M(X), M(Y)), forward, and (M(Y), M(X)), backward: it describes these two
-    datasets only, as in seed 003's experiment, not a worst case over all
-    datasets (for that use ``ExponentialMechanism(eps_tilde)``, which
-    dominates it since the counting utility is monotone). RDP is exact. The
-    mechanism declares ``Neighboring.ADD_REMOVE``.
-
-    Parameters
-    ----------
-    eps_tilde:
-        The exponential mechanism's parameter, > 0.
-    n:
-        Number of records of X, >= 1.
-    m:
-        Number of zeros in X, 1 <= m <= n.
-    """
-
-    default_name = "ExpMechCounting"
-
-    eps_tilde: float
-    n: int
-    m: int
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        e = check.real("eps_tilde", self.eps_tilde, low=0.0, high=700.0, low_open=True)
-        nn = _bounded_int("n", self.n)
-        mm = check.positive_int("m", self.m)
-        if mm > nn:
-            raise ValueError(f"m must lie in [1, n] = [1, {nn}], got {self.m!r}")
-        if self.neighboring not in (None, Neighboring.ADD_REMOVE):
-            raise ValueError(f"neighboring must be ADD_REMOVE (removal of one record), got {self.neighboring!r}")
-        self._set(eps_tilde=e, n=nn, m=mm, neighboring=Neighboring.ADD_REMOVE)
-
-    def _log_masses(self) -> tuple[np.ndarray, np.ndarray]:
-        """(log P(0), log P(1)) for M(X) and for M(Y)."""
-        e = self.eps_tilde
-        a = e * (2 * self.m - self.n)
-        log_x = np.array([special.log_expit(a), special.log_expit(-a)])
-        log_y = np.array([special.log_expit(a - e), special.log_expit(e - a)])
-        return log_x, log_y
-
-    @property
-    def losses(self) -> tuple[float, float]:
-        """(s_0, s_1): the privacy losses log(P[M(X) = y] / P[M(Y) = y]) at y = 0 and y = 1."""
-        log_x, log_y = self._log_masses()
-        s = log_x - log_y
-        return float(s[0]), float(s[1])
-
-    def loss_parts(self) -> list[LossPart]:
-        lx, ly = self._log_masses()
-        fwd = DiscreteLoss(lx - ly, np.exp(lx), np.exp(ly))
-        bwd = DiscreteLoss(ly - lx, np.exp(ly), np.exp(lx))
-        return [LossPart(fwd, bwd, 1)]
-
-    def rdp_curve(self) -> PairRdp:
-        lx, ly = self._log_masses()
-
-        def curve(alpha: np.ndarray) -> np.ndarray:
-            return np.stack([_two_point_rdp(lx, ly, alpha), _two_point_rdp(ly, lx, alpha)])
-        return curve
-
-
-# ----- binomial mechanism ------------------------------------------------------------------
+from autoacct.losses import DiscreteLoss, PrivacyLoss
+from autoacct.losses.atoms import MAX_ATOMS, TAIL_MASS, AtomLoss, atoms
+from autoacct.mechanism import LossPart, Mechanism, PairRdp
+
+__all__ = ["Binomial", "DiscreteGaussian", "DiscreteLaplace"]
 
 
 def _binomial_range(n: int, p: float) -> tuple[int, int]:
@@ -447,7 +68,7 @@ def _binomial_losses(n: int, p: float, shift: int) -> tuple[PrivacyLoss, Privacy
         lp = dist.logpmf(i)
         return lp - dist.logpmf(i + shift), lp
 
-    vals, pm, qm = _atoms(f_lo, f_hi, fwd_fn)
+    vals, pm, qm = atoms(f_lo, f_hi, fwd_fn)
     # Of the mass put at +inf only i > n - shift is genuinely there; the rest is truncation.
     fwd_inf = below(f_lo) + above(f_hi)
     fwd = AtomLoss(("binomial", n, p, shift, "forward", TAIL_MASS), vals, pm, qm,
@@ -463,7 +84,7 @@ def _binomial_losses(n: int, p: float, shift: int) -> tuple[PrivacyLoss, Privacy
         lp = dist.logpmf(k)
         return lp - dist.logpmf(k - shift), lp
 
-    vals, pm, qm = _atoms(b_lo, b_hi, bwd_fn)
+    vals, pm, qm = atoms(b_lo, b_hi, bwd_fn)
     bwd_inf = below(b_lo) + above(b_hi)
     bwd = AtomLoss(("binomial", n, p, shift, "backward", TAIL_MASS), vals, pm, qm,
                    p_inf=bwd_inf, q_ninf=above(n - shift),
@@ -513,17 +134,17 @@ class Binomial(Mechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        nn = _bounded_int("n", self.n)
+        nn = check.bounded_int("n", self.n)
         pp = check.real("p", self.p, low=0.0, high=1.0, low_open=True, high_open=True)
         shift: Any = self.shift
         if isinstance(shift, (Sequence, np.ndarray)) and not isinstance(shift, str):
             if len(shift) == 0:
                 raise ValueError("shift must not be empty")
-            many = tuple(_nonzero_int(f"shift[{i}]", s) for i, s in enumerate(shift))
+            many = tuple(check.nonzero_int(f"shift[{i}]", s) for i, s in enumerate(shift))
             labelled = [(f"shift[{i}]", s) for i, s in enumerate(many)]
             shifts: int | tuple[int, ...] = many
         else:
-            one = _nonzero_int("shift", shift)
+            one = check.nonzero_int("shift", shift)
             labelled = [("shift", one)]
             shifts = one
         for lab, s in labelled:
@@ -612,7 +233,7 @@ class DiscreteGaussian(Mechanism):
     def __post_init__(self) -> None:
         super().__post_init__()
         self._set(sigma=check.real("sigma", self.sigma, low=0.0, high=1e7, low_open=True),
-                  sensitivity=_bounded_int("sensitivity", self.sensitivity, high=10 ** 6))
+                  sensitivity=check.bounded_int("sensitivity", self.sensitivity, high=10 ** 6))
 
     def loss_parts(self) -> list[LossPart]:
         loss = self.cached(("loss",), self._loss)
@@ -633,7 +254,7 @@ class DiscreteGaussian(Mechanism):
             loss = ((2.0 * x - d) / step) * lattice
             return loss, -(x - d) ** 2 / two_var - log_z
 
-        vals, pm, qm = _atoms(lo, hi, fn)
+        vals, pm, qm = atoms(lo, hi, fn)
         # Each tail sum_{x > d + r} e^{-(x-d)^2/(2 s^2)} <= int_r^inf e^{-u^2/(2 s^2)} du.
         tail = s * math.sqrt(math.pi / 2.0) * math.exp(float(special.log_ndtr(-r / s))
                                                        + math.log(2.0)) / math.exp(log_z)
@@ -691,7 +312,7 @@ class DiscreteLaplace(Mechanism):
     def __post_init__(self) -> None:
         super().__post_init__()
         tt = check.real("t", self.t, low=0.0, low_open=True)
-        d = _bounded_int("sensitivity", self.sensitivity, high=10 ** 6)
+        d = check.bounded_int("sensitivity", self.sensitivity, high=10 ** 6)
         if d / tt > 700.0:
             raise ValueError(f"sensitivity / t must be at most 700, got t={self.t!r} "
                              f"(sensitivity {d})")

@@ -1,0 +1,179 @@
+"""Loss laws held atom by atom: large and infinite discrete supports, and the bounded-range envelope.
+
+Infinite supports are truncated soundly: the P-mass of every truncated tail
+(at most :data:`TAIL_MASS` per tail) is moved to the atom L = +inf, which can
+only raise the privacy profile; when a support is too large to enumerate,
+adjacent outcomes are merged into one whose loss is the largest loss of the
+group, which again only raises it (see :func:`atoms`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from scipy import special
+
+from autoacct.losses import ContinuousLoss, DiscreteLoss
+
+#: P-mass of each truncated tail of an infinite support; it is moved to L = +inf.
+TAIL_MASS = 1e-40
+#: Most atoms a loss law keeps; larger supports are merged soundly into this many groups.
+MAX_ATOMS = 1 << 17
+#: Outcomes evaluated at once when a large support is merged into groups.
+_CHUNK = 1 << 20
+#: Integer parameters must stay exactly representable as floats.
+
+
+def _log_expm1(y: np.ndarray) -> np.ndarray:
+    """log(e^y - 1) for y >= 0 (-inf at 0), without overflow."""
+    y = np.asarray(y, dtype=float)
+    with np.errstate(divide="ignore"):
+        return y + np.log(-np.expm1(-y))
+
+
+
+class AtomLoss(DiscreteLoss):
+    """Loss law of a pair on countably many outcomes, held as sorted arrays of atoms.
+
+    Like :class:`autoacct.losses.DiscreteLoss`, but for large supports: its
+    ``key`` is given by the caller (the mechanism's parameters) instead of
+    the arrays, and its profile and quantiles use precomputed tail sums.
+
+    Parameters
+    ----------
+    key:
+        Hashable identity of the law (equal keys must mean equal laws).
+    values, p_mass, q_mass:
+        Finite loss values and the P- and Q-masses of their atoms
+        (p_mass = e^value q_mass).
+    p_inf, q_ninf:
+        P-mass at L = +inf and Q-mass at L = -inf.
+    p_inf_truncated:
+        The part of ``p_inf`` that is truncated finite-loss mass (see
+        :attr:`autoacct.losses.PrivacyLoss.p_inf_truncated`).
+    lattice:
+        Spacing h of a lattice hZ containing every value, or None.
+    tight:
+        False when the atoms only dominate the mechanism's pair (merged by
+        :func:`_atoms`): lower bounds computed from them are then not certified
+        (see :attr:`autoacct.losses.PrivacyLoss.tight`).
+    """
+
+    def __init__(self, key: tuple, values: np.ndarray, p_mass: np.ndarray, q_mass: np.ndarray, *,
+                 p_inf: float = 0.0, q_ninf: float = 0.0, lattice: float | None = None,
+                 p_inf_truncated: float = 0.0, tight: bool = True) -> None:
+        super().__init__(values, p_mass, q_mass, p_inf=min(max(p_inf, 0.0), 1.0),
+                         q_ninf=min(max(q_ninf, 0.0), 1.0))
+        self.p_inf_truncated = min(max(p_inf_truncated, 0.0), self.p_inf)
+        # Set after the base class: truncated lattice laws are not treated as purely atomic.
+        self.lattice = lattice
+        self.tight = tight
+        self._key = key
+        # _sp[i] = sum_{j >= i} p_j (summed from the small end), _pp[i] = sum_{j < i} p_j.
+        self._sp = np.concatenate((np.cumsum(self.p_mass[::-1])[::-1], [0.0]))
+        self._sq = np.concatenate((np.cumsum(self.q_mass[::-1])[::-1], [0.0]))
+        self._pp = np.concatenate(([0.0], np.cumsum(self.p_mass)))
+
+    @property
+    def key(self) -> tuple:
+        return self._key
+
+    def profile(self, eps: np.ndarray) -> np.ndarray:
+        eps = np.asarray(eps, dtype=float)
+        idx = np.searchsorted(self.values, eps, side="right")
+        sp = self._sp[idx]
+        sq = self._sq[idx]
+        with np.errstate(over="ignore", invalid="ignore"):
+            val = np.where(sq > 0, sp - np.exp(eps) * sq, sp)
+        val = np.where(np.isfinite(val), val, 0.0)
+        return np.clip(val, 0.0, None) + self.p_inf
+
+    def quantile_range(self, eta: float) -> tuple[float, float]:
+        n = len(self.values)
+        i = int(np.searchsorted(self._pp, eta, side="right")) - 1
+        i = min(max(i, 0), n - 1)
+        j = int(np.argmax(self._sp[1:] <= eta))
+        a, b = float(self.values[i]), float(self.values[j])
+        return min(a, b), max(a, b)
+
+
+def atoms(lo: int, hi: int, fn: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+           max_atoms: int = MAX_ATOMS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Atoms (values, p_mass, q_mass) of the outcomes lo..hi, merged into at most ``max_atoms``.
+
+    ``fn(i)`` returns (loss, log P-mass) of the integer outcomes ``i``, the
+    loss nondecreasing in i. When there are too many outcomes, consecutive
+    runs of B of them are merged into one atom carrying their total P-mass at
+    the run's largest loss, with Q-mass P e^{-loss} (at most the run's true
+    Q-mass). The true pair is a post-processing of the merged one (split each
+    merged atom back in proportion to P, and send the Q-mass deficit, placed
+    on an outcome P cannot produce, to the outcomes it came from), so the
+    merged pair dominates it.
+    """
+    count = hi - lo + 1
+    if count <= max_atoms:
+        i = np.arange(lo, hi + 1, dtype=float)
+        loss, logp = fn(i)
+        return loss, np.exp(logp), np.exp(logp - loss)
+    block = -(-count // max_atoms)
+    vals, ps = [], []
+    per_chunk = max(1, _CHUNK // block) * block
+    for start in range(lo, hi + 1, per_chunk):
+        stop = min(start + per_chunk - 1, hi)
+        i = np.arange(start, stop + 1, dtype=float)
+        loss, logp = fn(i)
+        full = (len(i) // block) * block
+        if full:
+            vals.append(loss[block - 1:full:block])
+            ps.append(special.logsumexp(logp[:full].reshape(-1, block), axis=1))
+        if full < len(i):
+            vals.append(loss[-1:])
+            ps.append(np.array([special.logsumexp(logp[full:])]))
+    values = np.concatenate(vals)
+    logp_b = np.concatenate(ps)
+    return values, np.exp(logp_b), np.exp(logp_b - values)
+
+
+class BoundedRangeEnvelopeLoss(ContinuousLoss):
+    """Loss of the pair dominating every ``eps``-bounded-range pair (see :class:`ExponentialMechanism`).
+
+    Under P the loss L has density e^{(eps + l)/2} / (2 (e^eps - 1)) on
+    [-eps, eps]; under Q, e^{(eps - l)/2} / (2 (e^eps - 1)).
+    """
+
+    #: The pair dominates the class but no eps-BR mechanism attains it, so a
+    #: lower bound computed from it (especially after composition) need not be
+    #: a lower bound for the mechanism.
+    tight: bool = False
+
+    def __init__(self, eps: float) -> None:
+        self.eps = float(eps)
+        self._log_norm = float(_log_expm1(np.array(self.eps)))
+
+    @property
+    def key(self) -> tuple:
+        return ("bounded-range-envelope", self.eps)
+
+    def _clip(self, x: np.ndarray) -> np.ndarray:
+        return np.clip(np.asarray(x, dtype=float), -self.eps, self.eps)
+
+    def _cdf(self, x: np.ndarray, under: str) -> np.ndarray:
+        e = self.eps
+        x = self._clip(x)
+        log = _log_expm1((e + x) / 2.0) - self._log_norm
+        if under == "Q":
+            log = log + (e - x) / 2.0
+        return np.exp(log)
+
+    def _sf(self, x: np.ndarray, under: str) -> np.ndarray:
+        e = self.eps
+        x = self._clip(x)
+        log = _log_expm1((e - x) / 2.0) - self._log_norm
+        if under == "P":
+            log = log + (e + x) / 2.0
+        return np.exp(log)
+
+    def quantile_range(self, eta: float) -> tuple[float, float]:
+        return -self.eps, self.eps
+
