@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 from autoacct import __version__
 from autoacct.errors import RouteUnavailableError
 from autoacct.mechanism import Mechanism
+from autoacct.subsampling.schemes import SCHEMES
 
 CONVENTIONS = """\
 conventions:
@@ -120,7 +121,7 @@ def _add_run(p: argparse.ArgumentParser, *, noise: bool) -> None:
     if noise:
         run.add_argument("--noise-multiplier", "-s", type=_positive_float, metavar="SIGMA",
                          required=True, help="noise std / clipping norm (> 0)")
-    run.add_argument("--sampling", choices=("poisson", "without-replacement"), default="poisson",
+    run.add_argument("--sampling", choices=tuple(SCHEMES), default="poisson",
                      help="batch sampling and neighbouring relation (default: poisson, "
                           "add/remove; without-replacement is replace-one)")
     p.add_argument("--delta", "-d", type=_probability, default=1e-5, metavar="D",
@@ -209,7 +210,7 @@ def _inputs(args: argparse.Namespace) -> dict[str, Any]:
         if val is not None:
             out[key] = val
     out["sampling"] = args.sampling
-    out["neighboring"] = "add/remove" if args.sampling == "poisson" else "replace-one"
+    out["neighboring"] = SCHEMES[args.sampling].relation.value
     out["delta"] = args.delta
     return out
 

@@ -2,7 +2,9 @@
 
 One DP-SGD step clips every per-example gradient to L2 norm C, sums the
 gradients of a random batch and adds N(0, (noise_multiplier C)^2 I). Its privacy
-is that of a subsampled Gaussian mechanism (seed 000, section 6):
+is that of a subsampled Gaussian mechanism (Abadi et al. 2016; Koskela, Jalko
+and Honkela 2020), given by the sampling scheme
+(:data:`autoacct.subsampling.schemes.SCHEMES`):
 
 * ``sampling="poisson"`` (add/remove relation): every record joins the batch
   independently with probability q; the sum moves by at most C when a record
@@ -19,31 +21,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from autoacct import _validation as check
 from autoacct.mechanism import Mechanism
-from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement
-from autoacct.zoo.mechanisms import Gaussian
+from autoacct.subsampling.schemes import SCHEMES, scheme
 from autoacct.zoo.transformers import Composition
 
 __all__ = ["SAMPLINGS", "dpsgd", "dpsgd_schedule"]
 
-#: The batch samplers DP-SGD can be accounted for.
-SAMPLINGS = ("poisson", "without-replacement")
-
-
-def _step(sample_rate: float, noise_multiplier: float, sampling: str) -> Mechanism:
-    """One DP-SGD step: the subsampled Gaussian for ``sampling``."""
-    if sampling == "poisson":
-        return PoissonSubsample(sample_rate)(Gaussian(noise_multiplier))
-    return SampleWithoutReplacement(sample_rate)(Gaussian(noise_multiplier / 2.0))
-
-
-def _sampling(sampling: Any) -> str:
-    if not isinstance(sampling, str) or sampling not in SAMPLINGS:
-        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
-    return sampling
+#: The batch samplers DP-SGD can be accounted for (the names of the sampling schemes).
+SAMPLINGS = tuple(SCHEMES)
 
 
 def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = None,
@@ -72,7 +59,7 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
     epochs:
         Number of passes over the data (instead of ``steps``; needs n and B).
     sampling:
-        "poisson" (add/remove relation; pairs of seed 000 section 6.1) or
+        "poisson" (add/remove relation) or
         "without-replacement" (replace-one relation; see
         :class:`~autoacct.subsampling.SampledWithoutReplacementMechanism`).
 
@@ -84,7 +71,7 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
         ``SampleWithoutReplacement(q)(Gaussian(noise_multiplier / 2))`` (the
         replace-one sensitivity of the clipped sum is 2 C).
     """
-    mode = _sampling(sampling)
+    mode = scheme(sampling)
     if noise_multiplier is None:
         raise ValueError("noise_multiplier must be given")
     sigma = check.real("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
@@ -116,7 +103,7 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
         k = e * math.ceil(n / b)
     else:
         raise ValueError("steps (or epochs with dataset_size and batch_size) must be given")
-    return Composition()([_step(q, sigma, mode)], [k])
+    return Composition()([mode.step(q, sigma)], [k])
 
 
 def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
@@ -141,7 +128,7 @@ def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
     Mechanism
         ``Composition()([step_1, step_2, ...], [steps_1, steps_2, ...])``.
     """
-    mode = _sampling(sampling)
+    mode = scheme(sampling)
     if isinstance(phases, (str, bytes)) or not isinstance(phases, Sequence):
         raise TypeError(f"phases must be a sequence of (sample_rate, noise_multiplier, steps), "
                         f"got {type(phases).__name__}")
@@ -155,6 +142,6 @@ def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
         q = check.real(f"phases[{i}].sample_rate", phase[0], low=0.0, high=1.0, low_open=True)
         sigma = check.real(f"phases[{i}].noise_multiplier", phase[1], low=0.0, low_open=True)
         k = check.positive_int(f"phases[{i}].steps", phase[2])
-        steps_list.append(_step(q, sigma, mode))
+        steps_list.append(mode.step(q, sigma))
         counts.append(k)
     return Composition()(steps_list, counts)

@@ -60,7 +60,7 @@ class LossPart(NamedTuple):
     times: int
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Mechanism(ABC):
     """Base class of all mechanisms: parameters as frozen dataclass fields, queries derived.
 
@@ -76,7 +76,7 @@ class Mechanism(ABC):
 
     Subclassing
     -----------
-    A mechanism is a ``@dataclass(frozen=True, eq=False)`` subclass whose
+    A mechanism is a ``@dataclass(frozen=True, eq=False, repr=False)`` subclass whose
     fields are its parameters. It validates them in ``__post_init__`` (call
     ``super().__post_init__()`` first), storing normalised values with
     :meth:`_set`, and defines at least one of three hooks. Each hook returns
@@ -130,7 +130,7 @@ class Mechanism(ABC):
 
     def __post_init__(self) -> None:
         if "__dataclass_fields__" not in type(self).__dict__:
-            raise TypeError(f"{type(self).__name__} must be a @dataclass(frozen=True, eq=False)")
+            raise TypeError(f"{type(self).__name__} must be a @dataclass(frozen=True, eq=False, repr=False)")
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a str, got {self.name!r}")
         if not self.name:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from autoacct.losses import GaussianLoss, LaplaceLoss, randomized_response_loss
 from autoacct.pld.discretize import discretize
 from autoacct.pld.grid import index_range
-from autoacct.subsampling.laws import PoissonAddLoss, PoissonRemoveLoss
+from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss
 
 #: Relative slack for floating-point rounding in the profiles compared.
 _ROUNDING = 1e-9

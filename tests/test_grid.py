@@ -17,7 +17,7 @@ from scipy import integrate, special
 from autoacct.losses import SIZING_TILTS, GaussianLoss, PrivacyLoss, randomized_response_loss
 from autoacct.pld.accountant import FFTAccountant
 from autoacct.pld.grid import choose_spacing, decay_rate
-from autoacct.subsampling.laws import PoissonAddLoss, PoissonRemoveLoss
+from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss
 from autoacct.zoo import Composition, Gaussian, PoissonSubsample
 
 

@@ -34,7 +34,7 @@ from warning_policy import strict_warnings
 
 from autoacct.dpsgd import dpsgd, dpsgd_schedule
 from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
-from autoacct.subsampling.rdp import sgm_rdp
+from autoacct.subsampling.gaussian_rdp import sgm_rdp
 from autoacct.zoo import Composition, Gaussian, Laplace
 
 SETTINGS = settings(max_examples=12, deadline=None, derandomize=True,

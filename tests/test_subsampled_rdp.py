@@ -1,4 +1,4 @@
-"""Tests of autoacct.subsampling.rdp.
+"""Tests of the subsampled RDP bounds (gaussian_rdp, poisson, without_replacement).
 
 Reference values never come from the functions under test: the sampled
 Gaussian is checked against mpmath quadrature of its defining integral, the
@@ -19,7 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import integrate
 
-from autoacct.subsampling.rdp import poisson_rdp_bound, sgm_rdp, swor_rdp_bound
+from autoacct.subsampling.gaussian_rdp import sgm_rdp
+from autoacct.subsampling.poisson import poisson_rdp_bound
+from autoacct.subsampling.without_replacement import swor_rdp_bound
 
 QS_SIGMAS = [(0.01, 1.0), (0.1, 2.0), (0.001, 0.8), (0.5, 5.0)]
 ORDERS = [1.5, 2.5, 3.5, 2.0, 8.0, 32.0]

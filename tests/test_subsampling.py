@@ -19,8 +19,9 @@ from scipy import integrate, optimize, special, stats
 from autoacct.losses import GaussianLoss, LaplaceLoss, randomized_response_loss
 from autoacct.mechanism import Neighboring
 from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
-from autoacct.subsampling.laws import PoissonAddLoss, PoissonRemoveLoss, SymmetrizedLoss
-from autoacct.subsampling.rdp import sgm_rdp
+from autoacct.subsampling.gaussian_rdp import sgm_rdp
+from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss
+from autoacct.subsampling.without_replacement import SymmetrizedLoss
 from autoacct.zoo import ZCDP, ApproxDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse
 
 #: Seed 000, Tables 1 and 2: delta(1.0) of the Poisson-subsampled Gaussian,

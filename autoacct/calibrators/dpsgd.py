@@ -19,18 +19,13 @@ every returned value is certified by the accountant.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from autoacct import _validation as check
 from autoacct.calibrators.gaussian import gdp_mu
 from autoacct.calibrators.search import DEFAULT_RTOL, CalibrationResult, calibrate_result
+from autoacct.dpsgd import dpsgd
 from autoacct.mechanism import Mechanism
-
-
-def _dpsgd(**kwargs: Any) -> Mechanism:
-    from autoacct.dpsgd import dpsgd  # noqa: PLC0415 - written alongside; imported when used
-
-    return dpsgd(**kwargs)
+from autoacct.subsampling.schemes import scheme
 
 
 def _shape(sample_rate: float | None, steps: int | None, dataset_size: int | None,
@@ -42,10 +37,6 @@ def _shape(sample_rate: float | None, steps: int | None, dataset_size: int | Non
     else:
         k = epochs * math.ceil(dataset_size / batch_size)  # type: ignore[operator]
     return float(q), float(k)
-
-
-def _spread(sampling: str) -> float:
-    return 2.0 if sampling == "without-replacement" else 1.0
 
 
 def _check_noise_needed(epsilon: float, delta: float, q: float, k: float) -> None:
@@ -71,14 +62,14 @@ def calibrate_dpsgd_result(epsilon: float, delta: float, sample_rate: float | No
     """Like :func:`calibrate_dpsgd`, returning the full :class:`CalibrationResult`."""
     run = dict(sample_rate=sample_rate, steps=steps, dataset_size=dataset_size,
                batch_size=batch_size, epochs=epochs, sampling=sampling)
-    _dpsgd(noise_multiplier=1.0, **run)  # validates the run's description
+    dpsgd(noise_multiplier=1.0, **run)  # validates the run's description
     mu = gdp_mu(epsilon, delta)
     q, k = _shape(sample_rate, steps, dataset_size, batch_size, epochs)
     _check_noise_needed(epsilon, delta, q, k)
-    c = _spread(sampling)
+    c = scheme(sampling).sensitivity_factor
     ratio = mu * mu / (q * q * k)
     x0 = c / math.sqrt(math.log1p(ratio)) if ratio > 0 else 1.0
-    return calibrate_result(lambda s: _dpsgd(noise_multiplier=s, **run), epsilon, delta,
+    return calibrate_result(lambda s: dpsgd(noise_multiplier=s, **run), epsilon, delta,
                             increasing=False, x0=x0, tol=tol, rtol=rtol, name="noise_multiplier")
 
 
@@ -138,20 +129,20 @@ def calibrate_dpsgd_steps(epsilon: float, delta: float, sample_rate: float | Non
     run = dict(sample_rate=sample_rate, noise_multiplier=noise_multiplier,
                dataset_size=dataset_size, batch_size=batch_size, sampling=sampling)
     if sample_rate is not None:
-        _dpsgd(steps=1, **run)
+        dpsgd(steps=1, **run)
         q = float(sample_rate)
     else:
-        _dpsgd(epochs=1, **run)
+        dpsgd(epochs=1, **run)
         q = batch_size / dataset_size  # type: ignore[operator]
-    c = _spread(sampling)
+    c = scheme(sampling).sensitivity_factor
     mu = gdp_mu(epsilon, delta)
     with_noise = math.expm1(min(c * c / float(noise_multiplier) ** 2, 700.0))
     k0 = min(max(mu * mu / (q * q * with_noise), 1.0), float(max_steps))
 
     def factory(k: int) -> Mechanism:
         if sample_rate is not None:
-            return _dpsgd(steps=k, **run)
-        return _dpsgd(steps=k, **{**run, "sample_rate": q, "dataset_size": None,
+            return dpsgd(steps=k, **run)
+        return dpsgd(steps=k, **{**run, "sample_rate": q, "dataset_size": None,
                                   "batch_size": None})
 
     res = calibrate_result(factory, epsilon, delta, (1, max_steps), integer=True, increasing=True,

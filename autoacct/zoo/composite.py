@@ -28,7 +28,7 @@ def _cutoff(c: int, k: int | None) -> int:
     return cc
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class LaplaceSVT(Mechanism):
     """Sparse vector technique with Laplace noise (Lyu, Su and Li 2017, Algorithm 1).
 
@@ -95,7 +95,7 @@ class LaplaceSVT(Mechanism):
         return curve
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class GaussianSVT(Mechanism):
     """Sparse vector technique with Gaussian noise (Zhu and Wang 2020), as a Renyi-DP bound.
 
@@ -196,7 +196,7 @@ class GaussianSVT(Mechanism):
         return curve
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class NoisyGD(Mechanism):
     """Full-batch noisy gradient descent: the composition of Gaussian mechanisms N(g_i, sigma_i^2).
 

@@ -93,7 +93,7 @@ def _binomial_losses(n: int, p: float, shift: int) -> tuple[PrivacyLoss, Privacy
     return fwd, bwd
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Binomial(Mechanism):
     """The binomial mechanism of Agarwal et al. (2018), seed 003 section 6.2, with Theorem 11.
 
@@ -199,7 +199,7 @@ def _dg_log_ratio(sigma: float, c: np.ndarray) -> np.ndarray:
     return np.minimum(lzc - lz0, 0.0)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class DiscreteGaussian(Mechanism):
     """Discrete Gaussian mechanism (Canonne, Kamath and Steinke 2020).
 
@@ -281,7 +281,7 @@ class DiscreteGaussian(Mechanism):
 # ----- discrete Laplace ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class DiscreteLaplace(Mechanism):
     """Discrete Laplace (geometric) mechanism: mass (1 - r)/(1 + r) r^{|x|} on Z, r = e^{-1/t}.
 

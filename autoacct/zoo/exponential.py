@@ -35,7 +35,7 @@ def bounded_range_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
     return np.minimum(np.minimum(env, a * eps * eps / 8.0), eps)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ExponentialMechanism(Mechanism):
     """Any ``eps``-bounded-range mechanism, in particular the exponential mechanism.
 
@@ -127,7 +127,7 @@ def _two_point_rdp(logp: np.ndarray, logq: np.ndarray, alpha: np.ndarray) -> np.
     return special.logsumexp(terms, axis=-1) / (np.asarray(alpha, dtype=float) - 1.0)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class BinaryCountingExponential(Mechanism):
     """The exponential mechanism for a binary counting query, on one pair of datasets (seed 003, 6.1).
 

@@ -20,7 +20,7 @@ from autoacct.losses import GaussianLoss, LaplaceLoss, leaky_rr_loss, randomized
 from autoacct.mechanism import LossPart, Mechanism, PairRdp
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Gaussian(Mechanism):
     """Gaussian mechanism with noise multiplier ``sigma`` (noise std / L2 sensitivity).
 
@@ -48,7 +48,7 @@ class Gaussian(Mechanism):
         return curve
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Laplace(Mechanism):
     """Laplace mechanism with scale ``b`` (per unit L1 sensitivity): pair (Lap(1, b), Lap(0, b)).
 
@@ -150,7 +150,7 @@ class _RandomizedResponsePair(Mechanism, abstract=True):
         return curve
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class RandomizedResponse(_RandomizedResponsePair):
     """Binary randomized response, truthful with probability ``p`` in [1/2, 1).
 
@@ -168,7 +168,7 @@ class RandomizedResponse(_RandomizedResponsePair):
         return float(special.logit(self.p))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class PureDP(_RandomizedResponsePair):
     """Any ``eps``-DP mechanism; dominated by randomized response with log-odds eps."""
 
@@ -183,7 +183,7 @@ class PureDP(_RandomizedResponsePair):
         return self.eps
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ApproxDP(Mechanism):
     """Any (``eps``, ``delta``)-DP mechanism; dominated by the leaky randomized response.
 
@@ -223,7 +223,7 @@ class ApproxDP(Mechanism):
         return curve
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ZCDP(Mechanism):
     """Any ``rho``-zCDP mechanism: RDP rho * alpha at every order (Bun and Steinke 2016).
 

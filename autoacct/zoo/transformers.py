@@ -34,7 +34,7 @@ def merge_params(children: Sequence[Mechanism]) -> dict[str, float]:
     return out
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ComposedMechanism(Mechanism):
     """Adaptive composition of ``counts[i]`` runs of ``children[i]``.
 

@@ -1,0 +1,254 @@
+"""The common part of the subsampled mechanisms and sampling transformers."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+
+from autoacct import _validation as check
+from autoacct.losses import GaussianLoss, PrivacyLoss
+from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, Transformer
+from autoacct.routes import rdp_of
+from autoacct.subsampling.gaussian_rdp import sgm_rdp
+from autoacct.subsampling.numerics import UNIT_ROUNDOFF
+
+#: Integer orders up to which the general subsampled RDP bounds are tabulated;
+#: above it the joint-convexity bound log(1 + q (e^{(a-1) eps(a)} - 1)) / (a - 1) is used.
+RDP_TABLE_MAX = 1024
+#: Binomial tail mass below which draws of the differing record are no longer enumerated
+#: (the rest is counted as total disclosure).
+DRAW_TAIL = 1e-30
+
+
+def require_mechanism(mechanism: Any) -> Mechanism:
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
+    return mechanism
+
+
+def single_symmetric_loss(base: Mechanism, sampler: str) -> PrivacyLoss | None:
+    """The loss law of the base's one symmetric dominating pair; None if it has no PLD.
+
+    A mu-GDP base gives the Gaussian law (also for compositions of Gaussians).
+    Raises ValueError for several parts or an asymmetric part.
+    """
+    mu = base.exact_gdp_mu()
+    if mu is not None:
+        return GaussianLoss(mu)
+    parts = base.loss_parts()
+    if parts is None:
+        return None
+    if len(parts) == 1 and parts[0][2] == 1 and parts[0][0].key == parts[0][1].key:
+        return parts[0][0]
+    raise ValueError(
+        f"mechanism {base.name!r} is not described by a single symmetric dominating pair "
+        "(it is a composition, or its two directions differ), so "
+        f"{sampler} cannot subsample it as a whole; subsample each mechanism and then compose: "
+        f"Composition()([{sampler}(...)(m) for m in mechanisms], counts)")
+
+
+def sampler_params(base: Mechanism, prefix: str, own: Mapping[str, float]) -> dict[str, float]:
+    """The sampler's own parameters followed by the base's; a clashing key gets the base's name."""
+    out: dict[str, float] = {}
+    for key, val in own.items():
+        full = f"{prefix}.{key}"
+        if full in base.params:
+            full = f"{prefix}({base.name}).{key}"
+        out[full] = val
+    out.update(base.params)
+    return out
+
+
+def _round_up(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    return np.nextafter(x + 4.0 * UNIT_ROUNDOFF * np.abs(x), np.inf)
+
+
+def _convexity_rdp(base_eps: np.ndarray, q: float, alpha: np.ndarray) -> np.ndarray:
+    """log(1 + q (e^{(a-1) eps(a)} - 1)) / (a - 1): joint convexity of int p^a r^(1-a).
+
+    Each subsampled pair is a q-mixture of a base pair with a pair of equal
+    distributions, so its log-moment is at most this.
+    """
+    k = (alpha - 1.0) * base_eps
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        big = k > 1.0
+        log_em1 = np.where(big, k + np.log1p(-np.exp(-np.where(big, k, 1.0))),
+                           np.log(np.expm1(np.where(big, 1.0, np.maximum(k, 0.0)))))
+        val = np.logaddexp(0.0, math.log(q) + log_em1) / (alpha - 1.0)
+    val = np.where(k <= 0.0, 0.0, val)
+    return np.where(np.isinf(k), np.inf, val)
+
+
+class SubsampledRdp:
+    """Upper bounds on the Renyi DP of a subsampled mechanism from its base curve.
+
+    ``bound(curve, q, orders)`` (the theorem of the scheme's module, e.g.
+    :func:`autoacct.subsampling.poisson.poisson_rdp_bound`) is evaluated once at the integer
+    orders 2..``RDP_TABLE_MAX``; fractional orders interpolate the log-moments
+    K(n) = (n-1) eps(n) (convex in the order, K(1) = 0), and higher orders use the
+    joint-convexity bound. The minimum with the joint-convexity bound is taken
+    everywhere; every value is rounded up.
+    """
+
+    def __init__(self, curve: Callable[[np.ndarray], np.ndarray], q: float,
+                 bound: Callable[..., np.ndarray]) -> None:
+        self._curve = curve
+        self._q = q
+        self._bound = bound
+        self._table: np.ndarray | None = None
+
+    def _log_moments(self) -> np.ndarray:
+        if self._table is None:
+            orders = np.arange(2.0, RDP_TABLE_MAX + 1.0)
+            eps = np.asarray(self._bound(self._curve, self._q, orders), dtype=float)
+            self._table = np.concatenate(([0.0, 0.0], (orders - 1.0) * eps))
+        return self._table
+
+    def __call__(self, alpha: np.ndarray) -> np.ndarray:
+        a = np.asarray(alpha, dtype=float)
+        base_eps = np.asarray(self._curve(a), dtype=float)
+        out = _convexity_rdp(base_eps, self._q, a)
+        inside = a <= RDP_TABLE_MAX
+        if np.any(inside):
+            table = self._log_moments()
+            x = a[inside]
+            n = np.minimum(np.floor(x).astype(int), RDP_TABLE_MAX - 1)
+            frac = x - n
+            with np.errstate(invalid="ignore"):
+                k = (1.0 - frac) * table[n] + frac * table[n + 1]
+                val = np.where(np.isfinite(k), k / (x - 1.0), np.inf)
+            out[inside] = np.minimum(out[inside], val)
+        return _round_up(out)
+
+
+def base_curve(base: Mechanism) -> Callable[[np.ndarray], np.ndarray]:
+    """alpha -> the base's Renyi DP (larger order of its pair), >= 0, inf where undefined."""
+
+    def curve(alpha: np.ndarray) -> np.ndarray:
+        return np.maximum(rdp_of(base, np.asarray(alpha, dtype=float)), 0.0)
+
+    return curve
+
+
+# ----------------------------------------------------------------------------------
+# mechanisms
+# ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SubsampledMechanism(Mechanism, abstract=True):
+    """Common part of the subsampled mechanisms: the base, the derived name and parameters.
+
+    Parameters
+    ----------
+    base:
+        The mechanism run on the sample.
+    """
+
+    #: The transformer's name, prefix of the mechanism's name and parameters.
+    _SAMPLER = ""
+    #: The relation the sampler works under (a base declared under the other is rejected).
+    _RELATION = Neighboring.ADD_REMOVE
+
+    base: Mechanism
+
+    def __post_init__(self) -> None:
+        base = require_mechanism(self.base)
+        other = next(r for r in Neighboring if r is not self._RELATION)
+        if base.neighboring is other:
+            raise ValueError(f"mechanism {base.name!r} is declared under the {other.value} relation; "
+                             f"{self._SAMPLER} needs a mechanism under {self._RELATION.value} (or a "
+                             "base mechanism without a declared relation)")
+        self._set(name=self.name or f"{self._SAMPLER}({base.name})", neighboring=self._RELATION)
+        super().__post_init__()
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        own = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.init and f.name not in ("base", "name", "neighboring")}
+        return MappingProxyType(sampler_params(self.base, self._SAMPLER, own))
+
+    def _cached_rdp(self, compute: Callable[[np.ndarray], np.ndarray]) -> PairRdp:
+        """``compute`` as a pair curve (both orders equal), cached per array of orders."""
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            a = np.asarray(alpha, dtype=float)
+
+            def both() -> np.ndarray:
+                v = np.asarray(compute(a), dtype=float).reshape(a.shape)
+                return np.stack([v, v])
+            return self.cached(("rdp", a.shape, a.tobytes()), both)
+        return curve
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class RateSubsampledMechanism(SubsampledMechanism, abstract=True):
+    """Common part of the mechanisms subsampled at a rate q: checks, loss law, q = 1, RDP.
+
+    Subclasses set the transformer's name, the neighbouring relation they work
+    under, the RDP bound for general bases, and the pairs of the subsampled loss.
+    """
+
+    _RDP_BOUND: ClassVar[Callable[..., np.ndarray]]
+    #: Whether a Gaussian base has its own exact RDP (then the general bound is not needed for it).
+    _EXACT_GAUSSIAN_RDP = False
+
+    q: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set(q=check.real("q", self.q, low=0.0, high=1.0, low_open=True))
+        self._loss()  # a base that is not a single symmetric pair is rejected here
+
+    def _loss(self) -> PrivacyLoss | None:
+        if self.q == 1.0:
+            return None
+        return self.cached(("base_loss",), lambda: single_symmetric_loss(self.base, self._SAMPLER))
+
+    def exact_gdp_mu(self) -> float | None:
+        return self.base.exact_gdp_mu() if self.q == 1.0 else None
+
+    def loss_parts(self) -> list[LossPart] | None:
+        if self.q == 1.0:
+            return self.base.loss_parts()
+        loss = self._loss()
+        if loss is None:
+            return None
+        return self._subsampled_parts(loss)
+
+    def _subsampled_parts(self, loss: PrivacyLoss) -> list[LossPart]:
+        raise NotImplementedError
+
+    def rdp_curve(self) -> PairRdp | None:
+        if self.q == 1.0:
+            return self.base.rdp_curve()
+        mu = self.base.exact_gdp_mu()
+        if mu is not None and self._EXACT_GAUSSIAN_RDP:
+            sigma = 1.0 / mu
+            return self._cached_rdp(lambda a: sgm_rdp(self.q, sigma, a))
+        if mu is None and self.base.rdp_curve() is None:
+            return None
+        general = self.cached(("general_rdp",), lambda: SubsampledRdp(
+            base_curve(self.base), self.q, type(self)._RDP_BOUND))
+        return self._cached_rdp(general)
+
+
+class Sampler(Transformer):
+    """Base of the sampling transformers: a frozen dataclass of the scheme's parameters.
+
+    A subclass is a ``@dataclass(frozen=True)`` whose fields are the parameters
+    its mechanism takes after the base (validated in ``__post_init__``, so that
+    a bad value is reported when the transformer is built), and names that
+    mechanism in ``mechanism_type``. Calling it runs the mechanism on the sample:
+    ``Sampler(...)(m) == mechanism_type(m, *fields)``; ``m`` itself is never changed.
+    """
+
+    mechanism_type: ClassVar[type[SubsampledMechanism]]
+
+    def __call__(self, mechanism: Mechanism) -> Mechanism:
+        return self.mechanism_type(require_mechanism(mechanism),
+                                   *(getattr(self, f.name) for f in fields(self)))  # type: ignore[arg-type]

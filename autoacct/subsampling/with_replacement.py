@@ -1,0 +1,180 @@
+"""Sampling with replacement (replace-one): a Gaussian run on batch_size records drawn uniformly."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from autoacct import _validation as check
+from autoacct.losses import GaussianLoss, PrivacyLoss
+from autoacct.mechanism import LossPart, Neighboring
+from autoacct.subsampling.base import DRAW_TAIL, Sampler, SubsampledMechanism
+from autoacct.subsampling.poisson import PoissonRemoveLoss
+from autoacct.subsampling.represented import Representation, RepresentedLoss, representation
+from autoacct.subsampling.without_replacement import SymmetrizedLoss
+
+
+class MixtureLoss(RepresentedLoss):
+    """Loss of the disjoint union of pairs: with probability w_i the pair i, plus an infinite part.
+
+    The pair is (sum_i w_i P_i (+) w_inf U, sum_i w_i Q_i (+) w_inf V) on the
+    disjoint union of the components' outcome spaces, where U and V are point
+    masses on two extra outcomes that only one side can produce: the loss law
+    is the w-mixture of the components' laws, plus P-mass w_inf at +inf and
+    Q-mass w_inf at -inf. The mixture is symmetric when every component is.
+
+    Parameters
+    ----------
+    components:
+        Loss laws of the component pairs.
+    weights:
+        Their probabilities w_i >= 0, with sum(w) + w_inf = 1.
+    w_inf:
+        Probability of the part where the outcome reveals which side it came from.
+    """
+
+    def __init__(self, components: list[PrivacyLoss], weights: np.ndarray, w_inf: float = 0.0) -> None:
+        w = np.asarray(weights, dtype=float)
+        if len(components) != len(w) or len(components) == 0:
+            raise ValueError("components and weights must be non-empty and of the same length")
+        if np.any(w < 0) or w_inf < 0:
+            raise ValueError("weights must be non-negative")
+        self.components = list(components)
+        self.weights = w
+        self.w_inf = float(w_inf)
+        self.p_inf = float(np.dot(w, [c.p_inf for c in components])) + self.w_inf
+        self.p_inf_truncated = float(np.dot(w, [c.p_inf_truncated for c in components]))
+        self.q_ninf = float(np.dot(w, [c.q_ninf for c in components])) + self.w_inf
+        self.has_atoms = any(c.has_atoms for c in components)
+
+    @property
+    def key(self) -> tuple:
+        return ("mixture", tuple((c.key, float(w)) for c, w in zip(self.components, self.weights)),
+                self.w_inf)
+
+    def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        e = np.asarray(edges, dtype=float)
+        p = np.zeros(len(e) - 1)
+        qm = np.zeros(len(e) - 1)
+        for c, w in zip(self.components, self.weights):
+            mp, mq = c.cell_masses(e)
+            p += w * np.asarray(mp, dtype=float)
+            qm += w * np.asarray(mq, dtype=float)
+        return p, qm
+
+    def profile(self, eps: np.ndarray) -> np.ndarray:
+        eps = np.asarray(eps, dtype=float)
+        val = np.full(eps.shape, self.w_inf)
+        for c, w in zip(self.components, self.weights):
+            val = val + w * np.asarray(c.profile(eps), dtype=float)
+        return np.clip(val, 0.0, 1.0)
+
+    def quantile_range(self, eta: float) -> tuple[float, float]:
+        """Component i is cut at tail mass eta / (m w_i) (m components), so the mixture's
+        tails total at most eta; components lighter than eta / m need no range."""
+        m = len(self.components)
+        ranges = [c.quantile_range(eta / (m * w)) for c, w in zip(self.components, self.weights)
+                  if m * w > eta]
+        if not ranges:
+            ranges = [c.quantile_range(eta) for c in self.components]
+        return min(r[0] for r in ranges), max(r[1] for r in ranges)
+
+    @property
+    def _representation(self) -> Representation:
+        parts = [representation(c) for c in self.components]
+        values = np.concatenate([r[0] for r in parts])
+        p = np.concatenate([w * r[1] for r, w in zip(parts, self.weights)])
+        qm = np.concatenate([w * r[2] for r, w in zip(parts, self.weights)])
+        return values, p, qm
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SampledWithReplacementMechanism(SubsampledMechanism):
+    """A Gaussian ``base`` run on ``batch_size`` records drawn uniformly with replacement.
+
+    Replace-one relation. The differing record is drawn l ~ Binomial(batch_size,
+    1/dataset_size) times, and the base Gaussian (noise multiplier sigma =
+    1/mu, sensitivity under replace-one) then sees it l times. Dominating pair:
+    the symmetric pair with profile, at eps >= 0, that of the Poisson removal
+    pair with rate eta = P(l >= 1) over the disjoint union of the pairs
+    (N(l mu, 1), N(0, 1)) weighted by P(l | l >= 1) (module docstring). Draw
+    counts whose total probability is below 1e-30 count as total disclosure.
+
+    Parameters
+    ----------
+    base:
+        A Gaussian mechanism (exactly mu-GDP).
+    batch_size:
+        Number of draws B, a positive integer <= dataset_size.
+    dataset_size:
+        Number of records n, a positive integer.
+    """
+
+    _SAMPLER = "SampleWithReplacement"
+    _RELATION = Neighboring.REPLACE_ONE
+
+    batch_size: int
+    dataset_size: int
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        b = check.positive_int("batch_size", self.batch_size)
+        n = check.positive_int("dataset_size", self.dataset_size)
+        if b > n:
+            raise ValueError(f"batch_size must not exceed dataset_size ({n}), got {self.batch_size!r}")
+        if self.base.exact_gdp_mu() is None:
+            raise ValueError(f"mechanism {self.base.name!r} is not a Gaussian mechanism; "
+                             "SampleWithReplacement supports Gaussian bases only")
+        self._set(batch_size=b, dataset_size=n)
+
+    def loss_parts(self) -> list[LossPart]:
+        law = self._law()
+        return [LossPart(law, law, 1)]
+
+    def _law(self) -> PrivacyLoss:
+        b, n = self.batch_size, self.dataset_size
+        mu = self.base.exact_gdp_mu()
+        assert mu is not None
+        p = 1.0 / n
+        if n == 1:
+            return GaussianLoss(b * mu)
+        log_b0 = b * math.log1p(-p)
+        eta = -math.expm1(log_b0)
+        sf = stats.binom.sf(np.arange(0, b + 1), b, p)
+        beyond = np.flatnonzero(sf <= DRAW_TAIL * eta)
+        l_max = int(beyond[0]) if beyond.size else b
+        l_max = max(l_max, 1)
+        draws = np.arange(1, l_max + 1)
+        w = stats.binom.pmf(draws, b, p) / eta
+        w_inf = float(sf[l_max]) / eta if l_max < b else 0.0
+        w = w * ((1.0 - w_inf) / w.sum())
+        mixture = MixtureLoss([GaussianLoss(float(j) * mu) for j in draws], w, w_inf)
+        if eta >= 1.0:
+            return mixture
+        return SymmetrizedLoss(PoissonRemoveLoss(mixture, eta))
+
+
+@dataclass(frozen=True)
+class SampleWithReplacement(Sampler):
+    """``SampleWithReplacement(batch_size, dataset_size)(G)``: a Gaussian G on draws with replacement.
+
+    Replace-one relation; see :class:`SampledWithReplacementMechanism`. Raises
+    ValueError naming ``batch_size`` when it is not a positive integer at most
+    ``dataset_size``.
+    """
+
+    mechanism_type = SampledWithReplacementMechanism
+
+    batch_size: int
+    dataset_size: int
+
+    def __post_init__(self) -> None:
+        b = check.positive_int("batch_size", self.batch_size)
+        n = check.positive_int("dataset_size", self.dataset_size)
+        if b > n:
+            raise ValueError(f"batch_size must not exceed dataset_size ({n}), got {self.batch_size!r}")
+        object.__setattr__(self, "batch_size", b)
+        object.__setattr__(self, "dataset_size", n)

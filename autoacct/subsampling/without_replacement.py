@@ -1,0 +1,225 @@
+"""Sampling without replacement (replace-one): the sample is a uniformly random subset of size q n."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from autoacct import _validation
+from autoacct import _validation as check
+from autoacct.losses import PrivacyLoss
+from autoacct.mechanism import LossPart, Neighboring
+from autoacct.subsampling.base import RateSubsampledMechanism, Sampler
+from autoacct.subsampling.numerics import (
+    UNIT_ROUNDOFF,
+    convexity_log_moment,
+    eval_rdp,
+    interpolate_log_moments,
+    log1pexp,
+    log_binom_table,
+    log_expm1,
+    lse,
+    orders_needed,
+)
+from autoacct.subsampling.poisson import PoissonRemoveLoss
+from autoacct.subsampling.represented import (
+    Representation,
+    RepresentedLoss,
+    cell_of,
+    masses_on,
+    previous_float,
+    representation,
+)
+
+
+class SymmetrizedLoss(RepresentedLoss):
+    """The symmetric pair (X, Y) whose profile agrees with that of a pair ``half`` for eps >= 0.
+
+    With (A, B) the pair of ``half`` and L_h its loss, the law of the new loss L
+    under X is: the law of L_h under A on (0, +inf] (so H_{e^eps}(X || Y) =
+    H_{e^eps}(A || B) for eps >= 0); an atom at 0 of mass
+    a0 = 1 - A(L_h > 0) - B(0 < L_h < inf) under both X and Y; and on (-inf, 0)
+    the mirror image of the law of L_h under B on (0, inf). Under Y the law is
+    the mirror image of the law under X, so the pair is symmetric and for
+    eps < 0 its profile is 1 - e^eps + e^eps H_{e^-eps}(A || B).
+
+    For a symmetric relation (replace-one) the privacy profile of a mechanism
+    satisfies exactly that identity, so any bound on it for eps >= 0 extends to
+    all eps through this pair, which is then a dominating pair.
+
+    Raises ValueError when a0 < 0 (the positive part of ``half`` is not the
+    positive part of any symmetric pair).
+    """
+
+    def __init__(self, half: PrivacyLoss) -> None:
+        self.half = half
+        m_p, m_q = half.cell_masses(np.array([0.0, np.inf]))
+        a0 = 1.0 - float(m_p[0]) - half.p_inf - float(m_q[0])
+        if a0 < -1e-12:
+            raise ValueError("the law has too much mass above 0 to be the positive part of a "
+                             f"symmetric pair (atom at 0 would be {a0:.3g})")
+        self.a0 = max(a0, 0.0)
+        self.p_inf = half.p_inf
+        self.p_inf_truncated = half.p_inf_truncated
+        self.q_ninf = half.p_inf
+        self.has_atoms = bool(self.a0 > 0 or half.has_atoms)
+
+    @property
+    def key(self) -> tuple:
+        return ("symmetrized", self.half.key)
+
+    def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        e = np.asarray(edges, dtype=float)
+        # Positive losses: the cells clipped to (0, inf). Negative losses: L in
+        # (e_i, e_{i+1}] with L < 0 is s = -L in [-e_{i+1}, -e_i) with s > 0, i.e.
+        # (prev(-e_{i+1}), prev(-e_i)]; without atoms the shift by one ulp is void.
+        f = -e[::-1]
+        g = previous_float(f) if self.half.has_atoms else f
+        g = np.where(f > 0.0, g, 0.0)
+        (pos_p, pos_q), (neg_p_rev, neg_q_rev) = masses_on(self.half, [np.maximum(e, 0.0), g])
+        neg_p, neg_q = neg_p_rev[::-1], neg_q_rev[::-1]
+        p = pos_p + neg_q
+        qm = pos_q + neg_p
+        if self.a0 > 0:
+            i = cell_of(e, 0.0)
+            if i is not None:
+                p[i] += self.a0
+                qm[i] += self.a0
+        return p, qm
+
+    def profile(self, eps: np.ndarray) -> np.ndarray:
+        eps = np.asarray(eps, dtype=float)
+        h = np.asarray(self.half.profile(np.abs(eps)), dtype=float)
+        neg = -np.expm1(np.minimum(eps, 0.0)) + np.exp(np.minimum(eps, 0.0)) * h
+        return np.clip(np.where(eps >= 0, h, neg), 0.0, 1.0)
+
+    def quantile_range(self, eta: float) -> tuple[float, float]:
+        # X(L < -b) = B(L_h > b) <= A(L_h > b) for b >= 0.
+        b = max(float(self.half.quantile_range(eta)[1]), 0.0)
+        return -b, b
+
+    @property
+    def _representation(self) -> Representation:
+        v, mp, mq = representation(self.half)
+        pos = v > 0
+        values = np.concatenate((v[pos], [0.0], -v[pos]))
+        p = np.concatenate((mp[pos], [self.a0], mq[pos]))
+        qm = np.concatenate((mq[pos], [self.a0], mp[pos]))
+        return values, p, qm
+
+
+def swor_rdp_bound(rdp: Callable[[np.ndarray], np.ndarray], q: float, alpha: ArrayLike,
+                   *, eps_inf: float = math.inf) -> np.ndarray:
+    """Upper bound on the Renyi DP of subsampling without replacement (replace-one).
+
+    Wang, Balle and Kasiviswanathan (2019, Theorem 9): if M is (n, eps(n))-RDP at
+    every integer n >= 2 and eps(inf)-DP, then M run on a uniformly random subset of
+    size m of a dataset of size N (q = m/N) satisfies, at integer n >= 2,
+
+        (n - 1) eps'(n) <= log( 1 + q^2 C(n,2) min(4 (e^eps(2) - 1),
+                                              e^eps(2) min(2, (e^eps(inf) - 1)^2))
+                              + sum_{j=3}^n q^j C(n,j) e^((j-1) eps(j))
+                                                   min(2, (e^eps(inf) - 1)^j) ),
+
+    further capped by the joint-convexity bound log(1 + q (e^((n-1) eps(n)) - 1)).
+    Fractional orders interpolate the integer log-moments (convex, zero at 1).
+
+    Parameters
+    ----------
+    rdp:
+        The base curve alpha -> eps(alpha) >= 0 under replace-one adjacency; called
+        with a float array of integer orders 2, ..., ceil(max(alpha)) (or
+        elementwise if it does not accept arrays).
+    q:
+        Sampling ratio m/N, 0 < q <= 1.
+    alpha:
+        Renyi order(s) > 1.
+    eps_inf:
+        The pure-DP epsilon eps(inf) >= 0 of M (default inf, i.e. none).
+
+    Returns
+    -------
+    numpy.ndarray
+        Array of alpha's shape: upper bounds on eps'(alpha).
+    """
+    q = _validation.real("q", q, low=0.0, high=1.0, low_open=True)
+    a = _validation.real_array("alpha", alpha, low=1.0, low_open=True)
+    eps_inf = _validation.real("eps_inf", eps_inf, low=0.0, allow_inf=True)
+    orders = orders_needed(a)
+    base = eval_rdp(rdp, orders)
+    lq = math.log(q)
+    log_em1_inf = float(log_expm1(np.array([eps_inf]))[0])
+
+    def log_moment(n: int) -> float:
+        k_base = (n - 1.0) * float(base[n - 2])
+        conv = convexity_log_moment(q, k_base)
+        eps_2 = float(base[0])
+        if np.any(np.isinf(base[: n - 1])):
+            return conv
+        logc, logc_err = log_binom_table(float(n), n + 1)
+        l2 = float(log_expm1(np.array([eps_2]))[0])
+        second = min(math.log(4.0) + l2, eps_2 + min(math.log(2.0), 2.0 * log_em1_inf))
+        j = np.arange(3, n + 1, dtype=float)
+        higher = (j - 1.0) * base[1: n - 1] + np.minimum(math.log(2.0), j * log_em1_inf)
+        terms = np.concatenate(([2.0 * lq + logc[2] + second], j * lq + logc[3:] + higher))
+        log_x = lse(terms)
+        if log_x == -math.inf:
+            return min(0.0, conv)
+        finite = np.isfinite(terms)
+        ks = np.arange(2, n + 1, dtype=float)
+        mag = (np.abs(logc[2:]) + ks * abs(lq) + np.abs(np.concatenate(([second], higher))) + 1.0)
+        err = float(np.max((logc_err[2:] + 8.0 * UNIT_ROUNDOFF * mag)[finite])) + 2.0 * (n + 2) * UNIT_ROUNDOFF
+        theorem = log1pexp(log_x + err)
+        return min(theorem, conv + 4.0 * UNIT_ROUNDOFF * (conv + 1.0))
+
+    return interpolate_log_moments(log_moment, a)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SampledWithoutReplacementMechanism(RateSubsampledMechanism):
+    """``base`` run on a uniformly random subset of fixed size q n of the n records.
+
+    Replace-one relation. For the base's replace-one dominating pair (P, Q) the
+    dominating pair is the symmetric pair with profile
+    H_{e^eps}(q P + (1-q) Q || Q) at eps >= 0 (module docstring). q = 1 is the
+    base itself.
+
+    Parameters
+    ----------
+    base:
+        Mechanism given by one symmetric dominating pair under replace-one (or
+        relation-agnostic, its sensitivity then referring to replace-one), or by
+        its Renyi DP only.
+    q:
+        Sampling ratio batch size / dataset size, 0 < q <= 1.
+    """
+
+    _SAMPLER = "SampleWithoutReplacement"
+    _RELATION = Neighboring.REPLACE_ONE
+    _RDP_BOUND = staticmethod(swor_rdp_bound)
+
+    def _subsampled_parts(self, loss: PrivacyLoss) -> list[LossPart]:
+        law = SymmetrizedLoss(PoissonRemoveLoss(loss, self.q))
+        return [LossPart(law, law, 1)]
+
+
+@dataclass(frozen=True)
+class SampleWithoutReplacement(Sampler):
+    """``SampleWithoutReplacement(q)(M)``: M on a uniformly random subset of q n of the n records.
+
+    Replace-one relation; see :class:`SampledWithoutReplacementMechanism`.
+    Raises ValueError naming ``q`` for q outside (0, 1] and naming
+    ``mechanism`` for an add/remove mechanism or one that is not a single
+    dominating pair.
+    """
+
+    mechanism_type = SampledWithoutReplacementMechanism
+
+    q: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "q", check.real("q", self.q, low=0.0, high=1.0, low_open=True))
