@@ -3,7 +3,7 @@
 Parts: ``grid`` (spacing and ranges), ``discretize`` (upper and lower discrete
 PLDs), ``cumulants`` (tilts, windows and tail bounds), ``compose`` (FFT
 composition with accounted wrap-around), ``levels`` (multi-level
-self-composition), ``profile_ops`` (queries on a composed PLD) and
+self-composition), ``profiles`` (queries on a composed PLD, and Chernoff profiles) and
 ``accountant`` (orchestration, caching and refinement).
 """
 

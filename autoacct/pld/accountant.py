@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cached_property, partial
 
 import numpy as np
@@ -27,10 +26,10 @@ from autoacct.errors import AccuracyWarning
 from autoacct.losses import GaussianLoss, PrivacyLoss
 from autoacct.pld import levels
 from autoacct.pld.compose import N_MAX, compose
-from autoacct.pld.cumulants import ChernoffProfile, Component, Components, chernoff_profiles, choose_tilt, window_points
+from autoacct.pld.cumulants import Component, Components, choose_tilt, window_points
 from autoacct.pld.discretize import DiscretePLD, discretize, discretize_lazy, discretize_upper
 from autoacct.pld.grid import choose_spacing, index_range
-from autoacct.pld.profile_ops import DiscreteProfile
+from autoacct.pld.profiles import ChernoffProfile, DiscreteProfile, chernoff_profiles
 
 #: A profile the accountant answers from.
 Profile = DiscreteProfile | ChernoffProfile
@@ -48,14 +47,6 @@ _ROUNDING_SHARE = 1e-2
 _LEVELS_SHARE = 0.5
 #: Quarterings of the grid tolerance tried for a refinement that changes the grid.
 _STALL = 8
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """Certified bounds on one direction-maximised quantity."""
-
-    lower: np.ndarray
-    upper: np.ndarray
 
 
 class FFTAccountant:

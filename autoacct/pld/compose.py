@@ -58,7 +58,7 @@ from autoacct.pld.cumulants import (
     window,
 )
 from autoacct.pld.discretize import DiscretePLD
-from autoacct.pld.profile_ops import DiscreteProfile
+from autoacct.pld.profiles import DiscreteProfile
 
 #: Largest FFT length the composer uses (2^22 points: with both bound rows, their
 #: spectra and the error bookkeeping, well under 1 GB of memory).

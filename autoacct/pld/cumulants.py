@@ -11,10 +11,10 @@ components' exact discrete moment generating functions
 * the FFT window outside which the tilted law has a given mass (:func:`window`);
 * Chernoff bounds on the tilted or untilted mass beyond a point
   (:func:`chernoff_bound`), which the composer charges for wrap-around;
-* :class:`ChernoffProfile`, an upper bound on delta(eps) with no FFT at all.
+* the cumulant tables that :class:`~autoacct.pld.profiles.ChernoffProfile` bounds delta with, no FFT at all.
 
 Any exponent gives a valid Chernoff bound: the grid and the unimodal searches
-(:func:`_best`) only decide how tight the bounds are.
+(:func:`best_index`) only decide how tight the bounds are.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ class Cumulant:
         return int(np.flatnonzero(self.grid == theta)[0])
 
 
-def _best(f, lo: int, hi: int) -> int:
+def best_index(f, lo: int, hi: int) -> int:
     """An index in [lo, hi] where f (vectorised over index arrays) is smallest, assuming f is
     unimodal there: every third index first, then the neighbours of the best of those.
 
@@ -170,7 +170,7 @@ def _best(f, lo: int, hi: int) -> int:
     return int(fine[int(np.argmin(f(fine)))])
 
 
-#: Stride of the coarse pass of :func:`_best`.
+#: Stride of the coarse pass of :func:`best_index`.
 _STRIDE = 3
 
 
@@ -185,59 +185,7 @@ def chernoff_bound(k: Cumulant, lam: float, k_lam: float, a: float, above: bool)
     def f(i: np.ndarray) -> np.ndarray:
         return k(i) - k_lam - (k.grid[i] - lam) * a
 
-    return min(float(f(np.array([_best(f, lo, hi)]))[0]), 0.0)
-
-
-@dataclass(frozen=True)
-class ChernoffProfile:
-    """A profile from moment generating functions alone, with no FFT.
-
-    As an upper profile: for the composed upper PLDs S (finite part, cumulant K) and
-    any theta > 0, delta(eps) <= E[(1 - e^{eps - S})_+] + p_inf
-    <= c(theta) e^{K(theta) - theta eps} + p_inf, with
-    c(theta) = max_{s > 0} (1 - e^{-s}) e^{-theta s} = (theta / (1 + theta))^theta / (1 + theta).
-    As a lower profile it says nothing: delta >= 0 and eps >= 0.
-    """
-
-    k: Cumulant
-    inf_mass: float
-    upper: bool
-
-    def _log_terms(self, i: np.ndarray) -> np.ndarray:
-        theta = self.k.grid[i]
-        return self.k(i) + theta * np.log(theta / (1.0 + theta)) - np.log1p(theta)
-
-    def delta(self, eps: np.ndarray) -> np.ndarray:
-        eps = np.asarray(eps, dtype=float)
-        if not self.upper:
-            return np.zeros(eps.shape)
-        i = np.arange(self.k.zero + 1, self.k.grid.size)
-        log_t = self._log_terms(i)
-        theta = self.k.grid[i]
-        best = np.min(log_t[:, None] - theta[:, None] * eps.ravel()[None, :], axis=0).reshape(eps.shape)
-        return np.minimum(np.exp(np.minimum(best, 0.0)) + self.inf_mass, 1.0)
-
-    def epsilon(self, delta: float) -> float:
-        if not self.upper:
-            return 0.0
-        if delta <= self.inf_mass:
-            return math.inf
-        log_d = math.log(delta - self.inf_mass)
-
-        def f(i: np.ndarray) -> np.ndarray:
-            return (self._log_terms(i) - log_d) / self.k.grid[i]
-
-        i = _best(f, self.k.zero + 1, self.k.grid.size - 1)
-        return max(float(f(np.array([i]))[0]), 0.0)
-
-
-def chernoff_profiles(comps: Sequence[Component], h: float) -> tuple[ChernoffProfile, ChernoffProfile]:
-    """(upper, lower) :class:`ChernoffProfile` of the composition of ``comps``."""
-    log_fin = sum(c.count * (math.log1p(-c.upper.p_inf) if c.upper.p_inf < 1.0 else -math.inf)
-                  for c in comps)
-    k = as_components(comps).cumulant("upper")
-    inf_mass = -math.expm1(log_fin)
-    return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)
+    return min(float(f(np.array([best_index(f, lo, hi)]))[0]), 0.0)
 
 
 def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, log_eta: float,
@@ -266,7 +214,7 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
         return 0.0
     k = comps.cumulant("upper")
     grid = k.grid
-    i_star = _best(lambda i: k(i) - grid[i] * target, k.zero, grid.size - 1)
+    i_star = best_index(lambda i: k(i) - grid[i] * target, k.zero, grid.size - 1)
     lam_star = float(grid[i_star])
     if log_budget is None or i_star == k.zero:
         return lam_star

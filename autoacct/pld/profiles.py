@@ -1,4 +1,5 @@
-"""Queries on a composed discrete PLD: delta(eps), eps(delta) and the tradeoff curve.
+"""Profiles: queries on a composed discrete PLD (delta(eps), eps(delta), the tradeoff curve),
+and the Chernoff profile that bounds delta from cumulants alone.
 
 A :class:`DiscreteProfile` holds the composed masses in tilted form,
 p_i = p~_i e^{K - lam x_i} at losses x_i = (start + i) h, and represents
@@ -21,11 +22,14 @@ the error term frozen at the cell's safe end.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 from scipy.signal import lfilter
+
+from autoacct.pld.cumulants import Component, Cumulant, as_components, best_index
 
 _ULP = 8 * np.finfo(float).eps
 #: Points of the coarse scan that brackets a crossing before bisection.
@@ -248,3 +252,55 @@ class DiscreteProfile:
                 val = 1.0 - self.grid_deltas[j] - np.exp(self.x[j] + la)
             best = np.maximum(best, np.where(np.isfinite(val), val, -np.inf))
         return np.clip(best, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class ChernoffProfile:
+    """A profile from moment generating functions alone, with no FFT.
+
+    As an upper profile: for the composed upper PLDs S (finite part, cumulant K) and
+    any theta > 0, delta(eps) <= E[(1 - e^{eps - S})_+] + p_inf
+    <= c(theta) e^{K(theta) - theta eps} + p_inf, with
+    c(theta) = max_{s > 0} (1 - e^{-s}) e^{-theta s} = (theta / (1 + theta))^theta / (1 + theta).
+    As a lower profile it says nothing: delta >= 0 and eps >= 0.
+    """
+
+    k: Cumulant
+    inf_mass: float
+    upper: bool
+
+    def _log_terms(self, i: np.ndarray) -> np.ndarray:
+        theta = self.k.grid[i]
+        return self.k(i) + theta * np.log(theta / (1.0 + theta)) - np.log1p(theta)
+
+    def delta(self, eps: np.ndarray) -> np.ndarray:
+        eps = np.asarray(eps, dtype=float)
+        if not self.upper:
+            return np.zeros(eps.shape)
+        i = np.arange(self.k.zero + 1, self.k.grid.size)
+        log_t = self._log_terms(i)
+        theta = self.k.grid[i]
+        best = np.min(log_t[:, None] - theta[:, None] * eps.ravel()[None, :], axis=0).reshape(eps.shape)
+        return np.minimum(np.exp(np.minimum(best, 0.0)) + self.inf_mass, 1.0)
+
+    def epsilon(self, delta: float) -> float:
+        if not self.upper:
+            return 0.0
+        if delta <= self.inf_mass:
+            return math.inf
+        log_d = math.log(delta - self.inf_mass)
+
+        def f(i: np.ndarray) -> np.ndarray:
+            return (self._log_terms(i) - log_d) / self.k.grid[i]
+
+        i = best_index(f, self.k.zero + 1, self.k.grid.size - 1)
+        return max(float(f(np.array([i]))[0]), 0.0)
+
+
+def chernoff_profiles(comps: Sequence[Component], h: float) -> tuple[ChernoffProfile, ChernoffProfile]:
+    """(upper, lower) :class:`ChernoffProfile` of the composition of ``comps``."""
+    log_fin = sum(c.count * (math.log1p(-c.upper.p_inf) if c.upper.p_inf < 1.0 else -math.inf)
+                  for c in comps)
+    k = as_components(comps).cumulant("upper")
+    inf_mass = -math.expm1(log_fin)
+    return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)
