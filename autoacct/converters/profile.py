@@ -1,4 +1,4 @@
-"""Privacy profile <-> epsilon(delta) <-> tradeoff function (f-DP duality, seed 001).
+"""Privacy profile <-> epsilon(delta) <-> tradeoff function (f-DP duality, Dong, Roth and Su 2022).
 
 A mechanism that is (eps, delta(eps))-DP for every eps (delta(eps) an upper
 bound, taken over both orders of a neighbouring pair) is f-DP with

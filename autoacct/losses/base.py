@@ -412,7 +412,7 @@ def randomized_response_loss(eps: float, tight: bool = True) -> DiscreteLoss:
 def leaky_rr_loss(eps: float, delta: float) -> DiscreteLoss:
     """Loss of the leaky randomized response that dominates every (eps, delta)-DP mechanism.
 
-    Seed 001's table: P_U = ((1-delta) e^eps/(e^eps+1), (1-delta)/(e^eps+1), delta, 0),
+    Zhu, Dong and Wang (2022): P_U = ((1-delta) e^eps/(e^eps+1), (1-delta)/(e^eps+1), delta, 0),
     P_V the mirror image. The outcome "I am U" has loss +inf, "I am V" loss -inf.
     """
     p = special.expit(eps)

@@ -410,10 +410,9 @@ def _lower_of(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
 def _lower_short(c: Component, budget: tuple[float, float, float]) -> bool:
     """Whether the lower PLD of the law composed ``c.count`` times falls first-order short
     of the upper one: their means differ by more than 2 tol * eps over the count. The
-    second-order gap the grid is sized for comes to 0.06-0.22 tol * eps on the DP-SGD
-    cases; where a law's mass sits within a few cells (steep support ends), the lower
-    discretiser rounds cells down on some lattices, which gave 114 tol * eps at q = 0.0368,
-    sigma = 0.605, k = 55332, a loss that levels (on a finer lattice than the accuracy
+    second-order gap the grid is sized for stays well below that; where a law's mass sits
+    within a few cells (steep support ends), the lower discretiser rounds cells down on
+    some lattices, a first-order loss that levels (on a finer lattice than the accuracy
     needs) would carry through every block."""
     target, delta, allowance = budget
     tol = allowance / (_LEVELS_SHARE * delta)

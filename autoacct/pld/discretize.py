@@ -26,7 +26,7 @@ delta(gamma) = H_gamma(P || Q).
   have a concave kink (a negative mass: steep support ends, a law within a few
   cells), the values around it are lowered onto their greatest convex minorant,
   which lies below the segments and so below the profile; only where even that
-  fails is a cell rounded down (seed 003, Lemma 6: first order, always valid).
+  fails is a cell rounded down (Koskela et al. 2021, Lemma 6: first order, always valid).
 
 Why these bounds survive composition: for masses w, w' with delta_w <= delta_w'
 pointwise in gamma, and any other nonnegative masses v,
@@ -552,7 +552,7 @@ def _masses_with_correction(inner: np.ndarray, gam: np.ndarray, dgam: np.ndarray
     slope = np.diff(c) / dgam
     # Slope to the right minus slope to the left of each point (none right of the last).
     kink = np.empty(len(c))
-    kink[0] = slope[0] - slope[0]  # 0, or NaN as before when the slope is not finite
+    kink[0] = slope[0] - slope[0]  # 0, or NaN when the slope is not finite
     np.subtract(slope[1:], slope[:-1], out=kink[1:-1])
     kink[-1] = -slope[-1]
     masses = inner + gam * kink

@@ -9,16 +9,15 @@ For the normal approximation of the composed loss (mean m, variance V) lam is
 z / sqrt(V) at eps = m + z sqrt(V). For laws without atoms the exponent
 minimising K(lam) - lam eps of their cumulant generating function is taken
 instead where it is smaller: for subsampled laws, whose right tails are heavy,
-it is a few times smaller (for 1000 distinct DP-SGD steps 3.5 against 11).
-Light tails keep the normal rate, which errs towards coarse grids, as before.
-The rate is kept above a quarter of the normal one: where they differ more
-(few steps, small eps) the grid gets coarse enough for the lower bound's error,
-which this model does not describe, to take over (at q = 0.01, sigma = 1,
-k = 100 it came out at 1.5 times the upper's, from the right tail). h is chosen so that the error is half of the tolerance when no
-law has atoms: the lower bound (see :mod:`discretize`) then moves by about as
-much again, and over random DP-SGD cases the certified gap came out at 0.1 to
-0.9 of the tolerance. Atoms between grid points cost the lower bound a first-order
-term, so with atoms the share is a quarter (and lam the normal one). The
+it is a few times smaller. Light tails keep the normal rate, which errs
+towards coarse grids. The rate is kept above a quarter of the normal one: where
+they differ more (few steps, small eps) the grid would get coarse enough for
+the lower bound's error, which this model does not describe (it comes from the
+right tail), to take over. h is chosen so that the error is half of the
+tolerance when no law has atoms: the lower bound (see :mod:`discretize`) then
+moves by about as much again, so the certified gap stays below the tolerance.
+Atoms between grid points cost the lower bound a first-order term, so with
+atoms the share is a quarter (and lam the normal one). The
 accountant checks the result afterwards against its certified lower bound and
 refines h if the model was optimistic.
 """

@@ -338,8 +338,8 @@ def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
     Q_j = e^{K - (lam + 1) G_j} sum_r tilted e^{-(lam + 1) r h}. The left halves hold the
     points with r < R / 2 and, for even R, half of the point at the midpoint: the midpoint
     tangent's slope may be any subgradient of the profile there, between -Q(L > s) and
-    -Q(L >= s), and each share of the midpoint's mass in the left half is one of them
-    (at k = 1e7 half and half gave a higher lower eps than all-left or all-right).
+    -Q(L >= s), and each share of the midpoint's mass in the left half is one of them;
+    half and half is the choice that keeps the lower PLD closest to the truth.
     """
     h, lam = conv.h, conv.lam
     n = tilted.size

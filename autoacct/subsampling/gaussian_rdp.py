@@ -44,7 +44,7 @@ def sgm_rdp(q: float, sigma: float, alpha: ArrayLike) -> np.ndarray:
     """Renyi DP of the Poisson-subsampled Gaussian mechanism (add/remove adjacency).
 
     With mu0 = N(0, sigma^2) and mu1 = (1 - q) N(0, sigma^2) + q N(1, sigma^2), the
-    value is max(D_alpha(mu1 || mu0), D_alpha(mu0 || mu1)). By seed 002 (Theorem 5)
+    value is max(D_alpha(mu1 || mu0), D_alpha(mu0 || mu1)). By Mironov, Talwar and Zhang (2019, Theorem 5)
     the maximum is the first divergence, log(A_alpha) / (alpha - 1) with
 
         A_alpha = E_{z ~ N(0, sigma^2)} [((1 - q) + q exp((2z - 1) / (2 sigma^2)))^alpha].
@@ -52,7 +52,7 @@ def sgm_rdp(q: float, sigma: float, alpha: ArrayLike) -> np.ndarray:
     Integer orders use the binomial expansion, rewritten as
     A_alpha - 1 = sum_{k>=2} C(alpha, k) (1-q)^(alpha-k) q^k (exp(k(k-1)/(2 sigma^2)) - 1)
     whose terms are all non-negative, so nothing cancels. Fractional orders use
-    the two-series expansion of seed 002 section 3.3, split at
+    the two-series expansion of their Section 3.3, split at
     z0 = 1/2 + sigma^2 log((1 - q)/q): a finite head (the orders i <= floor(alpha),
     all terms positive) plus an alternating tail whose magnitudes form a moment
     sequence, summed with the Cohen-Rodriguez Villegas-Zagier acceleration and its

@@ -282,7 +282,7 @@ class PoissonSubsampledMechanism(RateSubsampledMechanism):
 
     Add/remove relation. Dominating pairs, for the base pair (P, Q): removal
     ((1-q) Q + q P, Q), addition (Q, (1-q) Q + q P). q = 1 is the base itself.
-    A Gaussian base has the exact subsampled-Gaussian RDP (seed 002).
+    A Gaussian base has the exact subsampled-Gaussian RDP (Mironov, Talwar and Zhang 2019).
 
     Parameters
     ----------

@@ -37,6 +37,8 @@ import numpy as np
 
 from autoacct.losses import PrivacyLoss, segment_sums, sizing_cgf_of
 
+#: Grid points representing a base law for the moments, which only size grids: they give the
+#: moments of subsampled Gaussians to about 1e-4 of the standard deviation.
 _REPR_POINTS = 1001
 #: Tail mass left out of a base law's representation on each side.
 _REPR_ETA = 1e-15

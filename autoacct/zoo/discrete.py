@@ -95,7 +95,7 @@ def _binomial_losses(n: int, p: float, shift: int) -> tuple[PrivacyLoss, Privacy
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Binomial(Mechanism):
-    """The binomial mechanism of Agarwal et al. (2018), seed 003 section 6.2, with Theorem 11.
+    """The binomial mechanism of Agarwal et al. (2018), as accounted by Koskela et al. (2021, Section 6.2 and Theorem 11).
 
     M(X) = f(X) + (Z - n p) s, with f valued in (sZ)^d and independent
     Z_i ~ Bin(n, p). For a pair of datasets X, Y whose difference
@@ -105,11 +105,11 @@ class Binomial(Mechanism):
         f_X(t) = sum_i C(n, i) p^i (1-p)^{n-i} delta_{i + shift}(t),  f_Y(t) = same with delta_i,
 
     with loss L(t) = log(f_X(t) / f_Y(t)) = log(C(n, t - shift) / C(n, t) ((1-p)/p)^shift)
-    at the outcomes shift <= t <= n (seed 003 prints the binomial ratio the other
+    at the outcomes shift <= t <= n (Koskela et al. print the binomial ratio the other
     way up), and the atom at +inf of mass sum_{i > n - shift} C(n, i) p^i (1-p)^{n-i}. By
-    seed 003's Theorem 11 the d-dimensional mechanism has the PLD of the
+    their Theorem 11 the d-dimensional mechanism has the PLD of the
     composition of its d one-dimensional pairs (coordinates with equal shifts
-    are composed by one spectrum power). As in seed 003 the guarantee is for
+    are composed by one spectrum power). As in that paper the guarantee is for
     the given difference vector (the worst-case pair of datasets, when it is
     known), in both orders (forward (f_X, f_Y), backward (f_Y, f_X)). A negative
     shift is the mirror image: shift -k with p is shift k with 1 - p.

@@ -91,7 +91,7 @@ class ExponentialMechanism(Mechanism):
     @classmethod
     def binary_counting(cls, eps_tilde: float, n: int, m: int, *,
                         name: str = "ExpMechCounting") -> BinaryCountingExponential:
-        """The binary counting-query exponential mechanism of seed 003, section 6.1.
+        """The binary counting-query exponential mechanism of Koskela et al. (2021), Section 6.1.
 
         See :class:`BinaryCountingExponential`.
         """
@@ -129,7 +129,7 @@ def _two_point_rdp(logp: np.ndarray, logq: np.ndarray, alpha: np.ndarray) -> np.
 
 @dataclass(frozen=True, eq=False, repr=False)
 class BinaryCountingExponential(Mechanism):
-    """The exponential mechanism for a binary counting query, on one pair of datasets (seed 003, 6.1).
+    """The exponential mechanism for a binary counting query, on one pair of datasets (Koskela et al. 2021, 6.1).
 
     Outcomes Y = {0, 1}; utility u(X, y) = #{x in X : x = y}; the mechanism
     outputs y with probability e^{eps_tilde u(X, y)} / sum_y' e^{eps_tilde u(X, y')}.
@@ -142,7 +142,7 @@ class BinaryCountingExponential(Mechanism):
 
     with s_0 - s_1 = eps_tilde. The PLD is that of this exact pair
     (M(X), M(Y)), forward, and (M(Y), M(X)), backward: it describes these two
-    datasets only, as in seed 003's experiment, not a worst case over all
+    datasets only, as in the experiment of Koskela, Jalko, Prediger and Honkela (2021), not a worst case over all
     datasets (for that use ``ExponentialMechanism(eps_tilde)``, which
     dominates it since the counting utility is monotone). RDP is exact. The
     mechanism declares ``Neighboring.ADD_REMOVE``.
