@@ -26,5 +26,6 @@ __version__ = "0.1.0"
 
 __all__ = ["AccuracyWarning", "ApproxDP", "Calibrator", "Composition", "Gaussian", "Laplace",
            "Mechanism", "Neighboring", "PoissonSubsample", "PureDP", "RandomizedResponse",
-           "InfeasibleBudgetError", "RouteUnavailableError", "SampleWithReplacement", "SampleWithoutReplacement", "Transformer",
+           "InfeasibleBudgetError", "RouteUnavailableError", "SampleWithReplacement",
+           "SampleWithoutReplacement", "Transformer",
            "ZCDP", "__version__", "dpsgd", "dpsgd_schedule"]

@@ -45,7 +45,7 @@ def positive_int(name: str, value: Any) -> int:
     if isinstance(value, (numbers.Integral, np.integer)):
         n = int(value)
     elif isinstance(value, (numbers.Real, np.floating)) and float(value).is_integer():
-        n = int(value)
+        n = int(float(value))
     else:
         if isinstance(value, (numbers.Real, np.floating)):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")

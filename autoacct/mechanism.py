@@ -61,7 +61,7 @@ class LossPart(NamedTuple):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Mechanism(ABC):
+class Mechanism:
     """Base class of all mechanisms: parameters as frozen dataclass fields, queries derived.
 
     Parameters

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from autoacct.losses import GaussianLoss, randomized_response_loss
 from autoacct.pld.cumulants import Component
-from autoacct.pld.profiles import chernoff_profiles
 from autoacct.pld.discretize import discretize
 from autoacct.pld.grid import index_range
+from autoacct.pld.profiles import chernoff_profiles
 
 
 def _profiles(loss, k: int, h: float):

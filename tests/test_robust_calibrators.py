@@ -320,7 +320,7 @@ def test_cli_bad_input_one_line_naming_parameter(argv, name, capsys):
 def test_cli_numerical_failure_is_one_line_exit_1(failure, capsys, monkeypatch):
     def broken(**kwargs):
         if isinstance(failure, Warning):
-            warnings.warn(str(failure), RuntimeWarning)
+            warnings.warn(str(failure), RuntimeWarning, stacklevel=2)
             return dpsgd(**kwargs)
         raise failure
 

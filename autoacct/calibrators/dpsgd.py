@@ -19,6 +19,7 @@ every returned value is certified by the accountant.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from autoacct import _validation as check
 from autoacct.calibrators.gaussian import gdp_mu
@@ -60,7 +61,7 @@ def calibrate_dpsgd_result(epsilon: float, delta: float, sample_rate: float | No
                            epochs: int | None = None, tol: float | None = None,
                            rtol: float = DEFAULT_RTOL) -> CalibrationResult:
     """Like :func:`calibrate_dpsgd`, returning the full :class:`CalibrationResult`."""
-    run = dict(sample_rate=sample_rate, steps=steps, dataset_size=dataset_size,
+    run: dict[str, Any] = dict(sample_rate=sample_rate, steps=steps, dataset_size=dataset_size,
                batch_size=batch_size, epochs=epochs, sampling=sampling)
     dpsgd(noise_multiplier=1.0, **run)  # validates the run's description
     mu = gdp_mu(epsilon, delta)
@@ -126,7 +127,7 @@ def calibrate_dpsgd_steps(epsilon: float, delta: float, sample_rate: float | Non
     max_steps = check.positive_int("max_steps", max_steps)
     if sample_rate is None and (dataset_size is None or batch_size is None):
         raise ValueError("give sample_rate, or dataset_size and batch_size")
-    run = dict(sample_rate=sample_rate, noise_multiplier=noise_multiplier,
+    run: dict[str, Any] = dict(sample_rate=sample_rate, noise_multiplier=noise_multiplier,
                dataset_size=dataset_size, batch_size=batch_size, sampling=sampling)
     if sample_rate is not None:
         dpsgd(steps=1, **run)

@@ -39,7 +39,7 @@ def _eps_at(rdp_vals: np.ndarray, alpha: np.ndarray, delta: float) -> np.ndarray
     return np.where(np.isfinite(val), val, np.inf)
 
 
-def _log_delta_at(rdp_vals: np.ndarray, alpha: np.ndarray, eps: float) -> np.ndarray:
+def _log_delta_at(rdp_vals: np.ndarray, alpha: np.ndarray, eps: float | np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         val = (alpha - 1.0) * (rdp_vals - eps + np.log1p(-1.0 / alpha)) - np.log(alpha)
     return np.where(np.isnan(val), np.inf, val)
@@ -92,8 +92,8 @@ def rdp_to_delta(rdp: RdpCurve, eps: np.ndarray, *, polish: bool = True) -> np.n
             lo = ALPHAS[max(i - 1, 0)]
             hi = ALPHAS[min(i + 1, len(ALPHAS) - 1)]
             res = optimize.minimize_scalar(
-                lambda a: float(_log_delta_at(np.asarray(rdp(np.array([a])), dtype=float),
-                                              np.array([a]), float(e))[0]),
+                lambda a, e=float(e): float(_log_delta_at(np.asarray(rdp(np.array([a])), dtype=float),
+                                                          np.array([a]), e)[0]),
                 bounds=(lo, hi), method="bounded", options={"xatol": 1e-10 * hi})
             if res.success and np.isfinite(res.fun):
                 best = min(best, float(res.fun))

@@ -18,6 +18,7 @@ accountant can share work between equal components.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from functools import cache, cached_property
 
 import numpy as np
@@ -191,7 +192,7 @@ class ContinuousLoss(PrivacyLoss):
         return _bracket_root(lower, increasing=True), _bracket_root(upper, increasing=False)
 
 
-def _bracket_root(f, *, increasing: bool) -> float:
+def _bracket_root(f: Callable[[float], float], *, increasing: bool) -> float:
     """Root of a monotone function on the real line, found by expanding a bracket."""
     lo, hi = -1.0, 1.0
     for _ in range(80):

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import optimize
 
 from autoacct.converters.profile import tradeoff_from_profile
@@ -83,8 +84,8 @@ class PhiAccountant:
         found, to relative precision 1e-10, at which the certified profile is
         <= delta.
         """
-        exact = [d.enumerated for d in self._directions]
-        if all(e is not None for e in exact):
+        exact = [e for e in (d.enumerated for d in self._directions) if e is not None]
+        if len(exact) == len(self._directions):
             if max(float(e.delta(np.array(e.top))) for e in exact) > delta:
                 return np.inf
             return self._solve(lambda x: max(float(e.delta(np.array(x))) for e in exact), delta,
@@ -109,7 +110,7 @@ class PhiAccountant:
         return best
 
     @staticmethod
-    def _solve(dfun, delta: float, cap: float) -> float:
+    def _solve(dfun: Callable[[float], float], delta: float, cap: float) -> float:
         """Smallest verified eps in [0, cap] with dfun(eps) <= delta (cap if none is found)."""
         if dfun(0.0) <= delta:
             return 0.0
@@ -143,7 +144,7 @@ def _max_delta(spectra: list[tuple[Direction, Any]], e: float) -> float:
     return max(float(d.delta_upper(sp, np.array([e]))[0]) for d, sp in spectra)
 
 
-def phi_delta(parts: Sequence[tuple[PrivacyLoss, PrivacyLoss, int]], eps, tol: float = DEFAULT_TOL
+def phi_delta(parts: Sequence[tuple[PrivacyLoss, PrivacyLoss, int]], eps: ArrayLike, tol: float = DEFAULT_TOL
               ) -> np.ndarray:
     """Upper bound on delta(eps) of the composition ``parts`` (max over both directions)."""
     return PhiAccountant(parts).delta(np.asarray(eps, dtype=float), tol)
@@ -157,7 +158,7 @@ def phi_epsilon(parts: Sequence[tuple[PrivacyLoss, PrivacyLoss, int]], delta: fl
     return PhiAccountant(parts).epsilon(float(delta), tol)
 
 
-def phi_tradeoff(parts: Sequence[tuple[PrivacyLoss, PrivacyLoss, int]], alpha,
+def phi_tradeoff(parts: Sequence[tuple[PrivacyLoss, PrivacyLoss, int]], alpha: ArrayLike,
                  tol: float = DEFAULT_TOL) -> np.ndarray:
     """Lower bound on the tradeoff function of the composition ``parts`` at type I errors ``alpha``."""
     return PhiAccountant(parts).tradeoff(np.asarray(alpha, dtype=float), tol)

@@ -80,7 +80,8 @@ def _merge(values: np.ndarray, logp: np.ndarray, absum: np.ndarray, rel: float) 
 def _convolve(a: _Table, b: _Table, rel: float) -> _Table | None:
     if a[0].size * b[0].size > _PAIR_MAX:
         return None
-    out = _merge(*((u[:, None] + v[None, :]).ravel() for u, v in zip(a, b)), rel)
+    values, logp, absum = ((u[:, None] + v[None, :]).ravel() for u, v in zip(a, b))
+    out = _merge(values, logp, absum, rel)
     return out if out[0].size <= N_ENUMERATE else None
 
 
@@ -118,10 +119,11 @@ def enumerate_atoms(laws: Sequence[tuple[Law, int]]) -> Enumerated | None:
     formed from; log masses likewise. Both are raised by (four times) that bound, which
     also covers the merging of values equal up to rounding. One law taken once is exact.
     """
-    if not laws or not all(isinstance(law, AtomsLaw) for law, _ in laws):
+    atom_laws = [(law, k) for law, k in laws if isinstance(law, AtomsLaw)]
+    if not laws or len(atom_laws) != len(laws):
         return None
     parts = []
-    for law, k in laws:
+    for law, k in atom_laws:
         keep = np.isfinite(law.logw_p)
         parts.append((law.x[keep], law.logw_p[keep], k))
     single = len(laws) == 1 and laws[0][1] == 1
@@ -141,6 +143,8 @@ def enumerate_atoms(laws: Sequence[tuple[Law, int]]) -> Enumerated | None:
         acc = one if acc is None else _convolve(acc, one, rel)
         if acc is None:
             return None
+    if acc is None:
+        return None
     values, logp, absum = acc
     keep = np.isfinite(logp)
     return Enumerated(values=values[keep] + rel * absum[keep], logp=logp[keep] + l_err,

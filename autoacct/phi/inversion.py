@@ -119,7 +119,10 @@ class Direction:
         self.needs_smoothing = bool(self.exact or self.generic)
         self.atoms = any(not isinstance(law, GaussLaw) for law, _ in self.exact) or \
             any(getattr(loss, "has_atoms", False) for loss, _ in self.generic)
+        #: Spectra by (alpha, window, budget, tol); at most 64 kept.
         self._cache: dict[tuple, DampedSpectrum] = {}
+        #: The composed laws by budget.
+        self._composed: dict[tuple, tuple[list[tuple[Law, int]], float, float]] = {}
         self._lattices: dict[float, list[tuple[Law, int]]] = {}
         self._enum: list[Enumerated | None] = []
 
@@ -177,7 +180,7 @@ class Direction:
             if h in self._lattices:
                 return self._lattices[h]
             try:
-                out = [(lattice_law(loss, h, eta), k) for loss, k in self.generic]
+                out: list[tuple[Law, int]] = [(lattice_law(loss, h, eta), k) for loss, k in self.generic]
             except TooFine:
                 warn_accuracy("the discretised law needs too many points; using a coarser lattice")
                 h *= 2.0
@@ -188,13 +191,13 @@ class Direction:
     def composed(self, budget: tuple[float, float]) -> tuple[list[tuple[Law, int]], float, float]:
         """(all component laws with the Gaussian part last, its mu^2, the atom at +inf)."""
         key = ("composed", budget)
-        if key not in self._cache:
+        if key not in self._composed:
             laws, smoothing = self._laws(budget)
             mu2 = self.gauss_mu2 + smoothing
             all_laws = laws + ([(GaussLaw(mu2=mu2), 1)] if mu2 > 0 else [])
             _, _, p_inf = composed_masses(laws)
-            self._cache[key] = (all_laws, mu2, p_inf)
-        return self._cache[key]
+            self._composed[key] = (all_laws, mu2, p_inf)
+        return self._composed[key]
 
     def _lambdas(self) -> np.ndarray:
         sd = math.sqrt(max(self.var, 1e-300))
@@ -234,7 +237,7 @@ class Direction:
         key = (budget, alpha, round(eps_lo, 6), round(eps_hi, 6), tol)
         if key not in self._cache:
             if len(self._cache) > 64:
-                self._cache = {k: v for k, v in self._cache.items() if k[0] == "composed"}
+                self._cache = {}
             self._cache[key] = self._build(alpha, eps_lo, eps_hi, budget, tol)
         return self._cache[key]
 

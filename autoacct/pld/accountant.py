@@ -118,7 +118,7 @@ class FFTAccountant:
 
     def profiles(self, h: float, log_eta: float, eps_target: float | None = None,
                  log_budget: float | None = None, directions: Sequence[int] | None = None,
-                 delta: float | None = None, lower: bool = True) -> list[tuple[Profile, Profile]]:
+                 delta: float | None = None, lower: bool = True) -> list[tuple[DiscreteProfile, Profile]]:
         """(upper, lower) composed profiles of the given directions (default: all), tilted
         towards ``eps_target`` (see :func:`choose_tilt` for the rounding budget ``log_budget``,
         a share of tol * delta for a query eps(``delta``)). Without ``lower`` only the upper
@@ -142,7 +142,9 @@ class FFTAccountant:
             if key not in self._cache:
                 self._cache[key] = self._compose(comps, p, h, log_eta, lam, d, budget, lower)
                 self._made[d].append(self._cache[key])
-            out.append(self._cache[key])
+            up, low = self._cache[key]
+            assert isinstance(up, DiscreteProfile)  # composed profiles are discrete
+            out.append((up, low))
         return out
 
     def _plan(self, d: int, h: float, log_eta: float, eps_target: float | None, log_budget: float | None,
@@ -200,7 +202,7 @@ class FFTAccountant:
 
     def _compose(self, comps: Components, p: levels.Plan | None, h: float, log_eta: float, lam: float,
                  d: int, budget: tuple[float, float, float] | None = None,
-                 lower: bool = True) -> tuple[Profile, Profile]:
+                 lower: bool = True) -> tuple[DiscreteProfile, Profile]:
         """Composed profiles of direction d at the accuracy of spacing h: by the levels plan
         ``p`` (see :mod:`levels`; ``comps`` are then on its finest lattice), else on the
         lattice hZ. Without ``lower``, the lower profile is the one of
@@ -245,7 +247,7 @@ class FFTAccountant:
     def best_delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Certified (lower, upper) delta(eps) from the profiles made so far (no new FFT)."""
         lower, upper = self._best_delta(np.asarray(eps, dtype=float))
-        return self._certified_lower(lower), upper
+        return self._certified_lowers(lower), upper
 
     def _best_delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Best certified (lower, upper) delta(eps) over every profile made so far."""
@@ -323,7 +325,7 @@ class FFTAccountant:
         grid_tol = tol
         target = eps_scale
 
-        def fine_profiles(target: float, directions: list[int]) -> list[tuple[Profile, Profile]]:
+        def fine_profiles(target: float, directions: list[int]) -> list[tuple[DiscreteProfile, Profile]]:
             # Each direction's grid is sized by its own laws at the answer's scale.
             return [self.profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, target,
                                   log_budget, [d], delta)[0] for d in directions]
@@ -383,17 +385,19 @@ class FFTAccountant:
                     # it leaves loose, so that the small deltas beyond get relative accuracy.
                     self.profiles(h, log_eta, float(np.min(eps[~within])))
                     lower, upper = self._best_delta(eps)
-                return self._certified_lower(lower), upper
+                return self._certified_lowers(lower), upper
             worst = float(np.max(np.where(ok, 0.0, (upper - lower) / np.maximum(upper, 1e-300))))
             grid_tol *= _shrink(worst, tol)
         _warn(f"delta bounds are wider than tol={tol:g}")
-        return self._certified_lower(lower), upper
+        return self._certified_lowers(lower), upper
 
-    def _certified_lower(self, lower: float | np.ndarray) -> float | np.ndarray:
+    def _certified_lower(self, lower: float) -> float:
         """The lower bound if the pairs are attained (see ``tight``), else 0."""
-        if self.tight:
-            return lower
-        return np.zeros_like(lower) if isinstance(lower, np.ndarray) else 0.0
+        return lower if self.tight else 0.0
+
+    def _certified_lowers(self, lower: np.ndarray) -> np.ndarray:
+        """:meth:`_certified_lower` for an array of lower bounds."""
+        return lower if self.tight else np.zeros_like(lower)
 
     def tradeoff(self, alpha: np.ndarray, eps_scale: float, tol: float = DEFAULT_TOL) -> np.ndarray:
         """Lower bound on the tradeoff function: the smaller of the directions' curves."""
@@ -420,7 +424,7 @@ def _lower_short(c: Component, budget: tuple[float, float, float]) -> bool:
     return c.count * gap > 2.0 * tol * max(target, 1e-300)
 
 
-def _inside(profs: list[tuple[DiscreteProfile, DiscreteProfile]], eps: float) -> bool:
+def _inside(profs: list[tuple[DiscreteProfile, Profile]], eps: float) -> bool:
     """Whether ``eps`` lies well inside the window of every direction's tilted profile."""
     return all(u.x[0] + 2 * u.h < eps < u.x[-1] - 2 * u.h or u.lam == 0.0 for u, _ in profs)
 

@@ -191,7 +191,9 @@ def _row_spectrum(comps: Components, row: int, n: int, lam: float, rho: float
     moves by at most sum_i k_i e_i M_i^(k_i - 1) prod_{j != i} M_j^(k_j)
     = prod_j M_j^(k_j) * sum_i k_i e_i / M_i, which is small wherever any factor is.
     """
-    spec = bound = weight = None
+    spec: np.ndarray | None = None
+    bound: np.ndarray | None = None
+    weight: np.ndarray | None = None
     log_k, offset = 0.0, 0
     # Components are transformed in groups.
     group = max(1, _GROUP_POINTS // n)
@@ -236,6 +238,7 @@ def _row_spectrum(comps: Components, row: int, n: int, lam: float, rho: float
             spec *= s[0]
             bound *= mag[0]
         del s, mag
+    assert spec is not None and bound is not None and weight is not None  # comps is not empty
     return spec, bound, weight, log_k, offset
 
 

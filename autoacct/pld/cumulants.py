@@ -158,7 +158,7 @@ class Cumulant:
         return int(np.flatnonzero(self.grid == theta)[0])
 
 
-def best_index(f, lo: int, hi: int) -> int:
+def best_index(f: Callable[[np.ndarray], np.ndarray], lo: int, hi: int) -> int:
     """An index in [lo, hi] where f (vectorised over index arrays) is smallest, assuming f is
     unimodal there: every third index first, then the neighbours of the best of those.
 

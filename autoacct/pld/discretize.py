@@ -114,22 +114,22 @@ def log_mgfs(plds: Sequence[DiscretePLD], theta: np.ndarray) -> np.ndarray:
             continue
         rate = np.abs(theta[cols]) * h
         sums = _block_sums([plds[i] for i in live], sign > 0, c, rate)
-        ends = [plds[i].support[1] if sign > 0 else plds[i].support[0] for i in live]
+        ends = [_support(plds[i])[1] if sign > 0 else _support(plds[i])[0] for i in live]
         ref = (np.array([plds[i].start for i in live]) + np.array(ends)) * h
         with np.errstate(divide="ignore"):
-            out[np.ix_(live, cols)] = np.log(sums) + np.multiply.outer(ref, theta[cols])
+            out[np.ix_(np.array(live), cols)] = np.log(sums) + np.multiply.outer(ref, theta[cols])
     return out
 
 
 def _block_sums(plds: list[DiscretePLD], from_top: bool, c: np.ndarray, rate: np.ndarray) -> np.ndarray:
     """sum_d w(x_end -/+ d h) e^{-rate d} for each law (rows) and rate (columns), with x_end the
     law's last (``from_top``) or first point of positive mass, plus the underflow allowance."""
-    sizes = [pld.support[1] - pld.support[0] + 1 for pld in plds]
+    sizes = [_support(pld)[1] - _support(pld)[0] + 1 for pld in plds]
     blocks = [-(-n // _MGF_BLOCK) for n in sizes]
     first = np.concatenate(([0], np.cumsum(blocks)[:-1]))
     flat = np.zeros(int(sum(blocks)) * _MGF_BLOCK)
     for pld, b0, n in zip(plds, first, sizes):
-        lo, hi = pld.support
+        lo, hi = _support(pld)
         seg = pld.masses[lo:hi + 1]
         flat[b0 * _MGF_BLOCK:b0 * _MGF_BLOCK + n] = seg[::-1] if from_top else seg
     rows = flat.reshape(-1, _MGF_BLOCK)
@@ -142,6 +142,13 @@ def _block_sums(plds: list[DiscretePLD], from_top: bool, c: np.ndarray, rate: np
         np.matmul(rows[i:i + _MGF_ROWS], table, out=terms[i:i + _MGF_ROWS])
     terms *= factors[index]
     return np.add.reduceat(terms, first, axis=0) + _UNDERFLOW * np.array(sizes)[:, None]
+
+
+def _support(pld: DiscretePLD) -> tuple[int, int]:
+    """The first and last index of positive mass of a PLD known to have some."""
+    if pld.support is None:
+        raise ValueError("the discrete PLD has no finite mass")
+    return pld.support
 
 
 #: Lattice points per block of :func:`log_mgfs`.
@@ -165,6 +172,7 @@ def discretize_lazy(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int
     from the cell masses computed here (it keeps them: a few arrays of the grid's length)."""
     n = j_hi - j_lo + 1
     g, m_p, m_q, inner, upper, halves = _connect_the_dots(loss, h, j_lo, n, halves=True)
+    assert halves is not None  # asked for
     return upper, partial(_lower_from_cells, loss, h, j_lo, g, m_p, m_q, inner, halves)
 
 
@@ -281,7 +289,7 @@ def _lower_in_modes(p_inf: float, g: np.ndarray, h: float, j_lo: int, gam: np.nd
     whether the first construction had negative masses."""
     n = len(g)
     level = np.full(n - 1, _MIDPOINT, dtype=np.int8)
-    masses = np.zeros(n)
+    masses: np.ndarray | None = np.zeros(n)
     kinked = False
     for _ in range(_ROUNDS):
         # Rounded cells leave the sub-measure: its cells next to them are at a support end.

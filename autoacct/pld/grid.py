@@ -25,7 +25,7 @@ refines h if the model was optimistic.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -56,7 +56,7 @@ def choose_spacing(parts: Sequence[tuple[PrivacyLoss, int]], eps_scale: float, t
     rate = max(scale - mean, sd) / var
     atoms = any(loss.has_atoms for loss, _ in parts)
     if not atoms:
-        heavy = decay_rate(sum(k * loss.sizing_cgf for loss, k in parts), scale, rate)
+        heavy = decay_rate(np.asarray(sum(k * loss.sizing_cgf for loss, k in parts)), scale, rate)
         rate = max(min(rate, max(heavy, rate / 4.0)), 1.0 / sd)
     share = 0.25 if atoms else 0.5
     h = math.sqrt(8.0 * share * tol * scale / (k_tot * (1.0 + rate)))
@@ -95,7 +95,8 @@ def _common_lattice(parts: Sequence[tuple[PrivacyLoss, int]]) -> float | None:
         return None
     if not all(getattr(loss, "purely_atomic", False) for loss, _ in parts):
         return None
-    return float(lattices.pop())
+    (lattice,) = lattices
+    return None if lattice is None else float(lattice)
 
 
 def _snap(parts: Sequence[tuple[PrivacyLoss, int]], h: float) -> float:
@@ -149,7 +150,7 @@ def index_range(loss: PrivacyLoss, h: float, eta: float) -> tuple[int, int]:
     return j_lo, max(j_hi, j_lo + 2)
 
 
-def _to_index(x: float, h: float, rounding) -> int:
+def _to_index(x: float, h: float, rounding: Callable[[float], float]) -> int:
     r = x / h
     nearest = round(r)
     if abs(r - nearest) < 1e-9 * max(1.0, abs(r)):

@@ -308,9 +308,9 @@ def _coarse_upper(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
     first = conv.j_lo // ratio
     pad = conv.j_lo - first * ratio
     cells = -(-(pad + tilted.size) // ratio)
-    block = np.zeros(cells * ratio)
-    block[pad:pad + tilted.size] = tilted
-    block = block.reshape(cells, ratio)
+    flat = np.zeros(cells * ratio)
+    flat[pad:pad + tilted.size] = tilted
+    block = flat.reshape(cells, ratio)
     r = np.arange(ratio) * h
     coarse = ratio * h
     left = (np.exp(-r) - math.exp(-coarse)) / -math.expm1(-coarse)

@@ -139,7 +139,7 @@ class DiscreteProfile:
         nxt = np.where(i < n, g[np.minimum(i, n - 1)], 0.0)
         return np.maximum(val, nxt)
 
-    def epsilon(self, delta: np.ndarray) -> np.ndarray:
+    def epsilon(self, delta: float | np.ndarray) -> np.ndarray:
         """Upper profile: the smallest safe eps >= 0 with delta(eps) <= delta.
         Lower profile: an eps below which the true delta certainly exceeds ``delta``."""
         delta = np.asarray(delta, dtype=float)
@@ -282,6 +282,10 @@ class ChernoffProfile:
         theta = self.k.grid[i]
         best = np.min(log_t[:, None] - theta[:, None] * eps.ravel()[None, :], axis=0).reshape(eps.shape)
         return np.minimum(np.exp(np.minimum(best, 0.0)) + self.inf_mass, 1.0)
+
+    def floor(self, eps: np.ndarray) -> np.ndarray:
+        """The part of delta(eps) that a finer grid cannot change: none is accounted here."""
+        return np.zeros(np.shape(eps))
 
     def epsilon(self, delta: float) -> float:
         if not self.upper:

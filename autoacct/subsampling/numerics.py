@@ -161,7 +161,7 @@ def eval_rdp(rdp: Callable[[np.ndarray], np.ndarray], orders: np.ndarray) -> np.
     except (TypeError, ValueError):
         vals = None
     if vals is None or vals.shape != orders.shape:
-        vals = np.array([float(np.asarray(rdp(float(o)), dtype=float)) for o in orders])
+        vals = np.array([float(np.asarray(rdp(np.array(float(o))), dtype=float)) for o in orders])
     bad = np.isnan(vals) | (vals < 0.0)
     if np.any(bad):
         o = orders[np.flatnonzero(bad)[0]]

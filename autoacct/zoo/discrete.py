@@ -95,7 +95,7 @@ def _binomial_losses(n: int, p: float, shift: int) -> tuple[PrivacyLoss, Privacy
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Binomial(Mechanism):
-    """The binomial mechanism of Agarwal et al. (2018), as accounted by Koskela et al. (2021, Section 6.2 and Theorem 11).
+    """The binomial mechanism of Agarwal et al. (2018), as accounted by Koskela et al. (2021, 6.2, Theorem 11).
 
     M(X) = f(X) + (Z - n p) s, with f valued in (sZ)^d and independent
     Z_i ~ Bin(n, p). For a pair of datasets X, Y whose difference

@@ -38,7 +38,8 @@ def merge_params(children: Sequence[Mechanism]) -> dict[str, float]:
 class ComposedMechanism(Mechanism):
     """Adaptive composition of ``counts[i]`` runs of ``children[i]``.
 
-    Dominating pairs compose as products (Zhu, Dong and Wang 2022): PLDs convolve, RDP adds (per order of the pair), and Gaussians merge
+    Dominating pairs compose as products (Zhu, Dong and Wang 2022): PLDs convolve,
+    RDP adds (per order of the pair), and Gaussians merge
     exactly into one Gaussian with mu = sqrt(sum_i k_i mu_i^2). The name is
     derived from the children's; the relation is the one they declare.
     """
