@@ -24,7 +24,7 @@ import numpy as np
 from autoacct import _validation as check
 from autoacct import routes
 from autoacct.errors import RouteUnavailableError
-from autoacct.losses import PrivacyLoss
+from autoacct.losses import GaussianLoss, PrivacyLoss
 
 #: Smallest delta a query accepts: below it (subnormal floats) profiles lose their precision.
 MIN_DELTA = routes.MIN_DELTA
@@ -86,7 +86,8 @@ class Mechanism:
 
     ``exact_gdp_mu() -> float | None``
         mu when the mechanism is exactly mu-GDP: its tradeoff curve is that of
-        the pair (N(mu, 1), N(0, 1)). Gives closed forms for every query.
+        the pair (N(mu, 1), N(0, 1)). Gives closed forms for every query, and
+        by default the other two hooks (the Gaussian law and RDP alpha mu^2 / 2).
     ``loss_parts() -> list[LossPart] | None``
         Dominating pairs as privacy-loss laws (:mod:`autoacct.losses`), each
         with a count; the mechanism is dominated by their composition. Gives
@@ -182,12 +183,29 @@ class Mechanism:
         return None
 
     def loss_parts(self) -> list[LossPart] | None:
-        """Dominating pairs as privacy-loss laws with counts, or None."""
-        return None
+        """Dominating pairs as privacy-loss laws with counts, or None.
+
+        By default the Gaussian pair of a mu-GDP mechanism (the law of L = mu Z + mu^2 / 2).
+        """
+        mu = self.exact_gdp_mu()
+        if mu is None:
+            return None
+        loss = GaussianLoss(mu)
+        return [LossPart(loss, loss, 1)]
 
     def rdp_curve(self) -> PairRdp | None:
-        """Renyi DP of both orders of the pair as a function of the orders, or None."""
-        return None
+        """Renyi DP of both orders of the pair as a function of the orders, or None.
+
+        By default alpha mu^2 / 2 for a mu-GDP mechanism (the Gaussian pair's divergence).
+        """
+        mu = self.exact_gdp_mu()
+        if mu is None:
+            return None
+
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            v = np.asarray(alpha, dtype=float) * mu * mu / 2.0
+            return np.stack([v, v])
+        return curve
 
     def epsilon_lower(self, delta: float) -> float | None:
         """A certified lower bound on eps(delta) where no route gives one, or None (meaning 0)."""

@@ -14,7 +14,7 @@ import numpy as np
 from scipy import optimize, special
 
 from autoacct import _validation as check
-from autoacct.losses import GaussianLoss, randomized_response_loss
+from autoacct.losses import randomized_response_loss
 from autoacct.mechanism import LossPart, Mechanism, PairRdp
 from autoacct.zoo.mechanisms import rr_rdp
 
@@ -235,10 +235,6 @@ class NoisyGD(Mechanism):
 
     def exact_gdp_mu(self) -> float:
         return self.mu
-
-    def loss_parts(self) -> list[LossPart]:
-        loss = GaussianLoss(self.mu)
-        return [LossPart(loss, loss, 1)]
 
     def rdp_curve(self) -> PairRdp:
         def curve(alpha: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 from scipy import special
 
 from autoacct import _validation as check
-from autoacct.losses import GaussianLoss, LaplaceLoss, leaky_rr_loss, randomized_response_loss
+from autoacct.losses import LaplaceLoss, leaky_rr_loss, randomized_response_loss
 from autoacct.mechanism import LossPart, Mechanism, PairRdp
 
 
@@ -36,10 +36,6 @@ class Gaussian(Mechanism):
 
     def exact_gdp_mu(self) -> float:
         return 1.0 / self.sigma
-
-    def loss_parts(self) -> list[LossPart]:
-        loss = GaussianLoss(1.0 / self.sigma)
-        return [LossPart(loss, loss, 1)]
 
     def rdp_curve(self) -> PairRdp:
         def curve(alpha: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The Chernoff profile (cumulants.ChernoffProfile): an upper bound on delta(eps) from moment
+"""The Chernoff profile (profiles.ChernoffProfile): an upper bound on delta(eps) from moment
 generating functions alone, used to settle the smaller add/remove direction without an FFT.
 
 Truth: k compositions of the Gaussian loss with mu are the Gaussian loss with mu sqrt(k)
@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoacct.losses import GaussianLoss, randomized_response_loss
+from autoacct.pld.compose import compose
 from autoacct.pld.cumulants import Component
 from autoacct.pld.discretize import discretize
 from autoacct.pld.grid import index_range
@@ -58,3 +59,17 @@ def test_is_within_a_chernoff_gap_of_the_gaussian_truth():
     upper, _ = _profiles(GaussianLoss(0.1), 100, 0.005)
     truth = gaussian_eps_closed(1.0, 1e-6)
     assert upper.epsilon(1e-6) <= 1.3 * truth
+
+
+def test_discrete_profile_inversion_is_safe_against_the_binomial_sum():
+    """eps(delta) read off composed randomized-response profiles: the upper profile's answer
+    has certified delta <= the target and is at least the exact eps (binomial sum); the
+    lower profile's answer is at most it."""
+    eps0, k = 0.2, 80
+    upper, lower = discretize(randomized_response_loss(eps0), eps0, -2, 2)
+    up, low = compose([Component(upper, lower, k)], eps0, math.log(1e-18))
+    for target in (1e-2, 1e-4, 1e-8):
+        exact = rr_eps_closed(eps0, k, target)
+        e_up, e_low = float(up.epsilon(target)), float(low.epsilon(target))
+        assert float(up.delta(np.array([e_up]))[0]) <= target * (1 + 1e-12)
+        assert e_low <= exact * (1 + 1e-12) + 1e-12 <= e_up * (1 + 1e-9) + 2e-12

@@ -1,4 +1,4 @@
-"""The discretiser (converters/pld/discretize.py) on single laws, against their exact profiles.
+"""The discretiser (autoacct/pld/discretize.py) on single laws, against their exact profiles.
 
 Truth: each law's own hockey-stick profile H_{e^eps}(P || Q) in closed form
 (Gaussian: Balle and Wang 2018; Poisson-subsampled pairs: q H_gamma of the base pair,

@@ -1,9 +1,9 @@
 """Robustness sweep of the base mechanisms and of composition over the full parameter ranges.
 
-Ranges (issue 7): sigma 0.05..1e4, counts 1..1e7, delta 1e-15..0.5 (and 0.999999), eps 0..1000,
+Ranges: sigma 0.05..1e4, counts 1..1e7, delta 1e-15..0.5 (and 0.999999), eps 0..1000,
 RDP orders from 1 + 1e-8 to 1e300, every route. Truths are independent: the analytic Gaussian
 and the randomized-response binomial sum (tests/closed_forms.py), the Laplace profile
-1 - exp((eps - 1/b) / 2) (checked against quadrature), the leaky randomized response of seed 001
+1 - exp((eps - 1/b) / 2) (checked against quadrature), the leaky randomized response of Zhu, Dong and Wang (2022)
 composed by hand, mpmath evaluations of the RDP closed forms (Mironov 2017), and the
 Neyman-Pearson tradeoff curve of randomized response. Every test runs with warnings as errors
 except autoacct.AccuracyWarning (documented: bounds valid, wider than asked).

@@ -202,7 +202,7 @@ def test_laplace_composition_agrees_with_pld(b, k):
 
 
 def test_mixed_gaussian_and_pure_dp_agrees_with_pld():
-    """The lecture demo of seed 001: three Gaussians, five Gaussians and one pure-DP step."""
+    """The lecture demo of Wang's autodp lecture: three Gaussians, five Gaussians and one pure-DP step."""
     m = Composition()([Gaussian(5.0), Gaussian(8.0), PureDP(0.1)], [3, 5, 1])
     for delta in (1e-4, 1e-6):
         lower, upper = m.epsilon_bounds(delta)

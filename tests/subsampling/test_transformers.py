@@ -1,6 +1,6 @@
 """Subsampling transformers, checked against independent values.
 
-References: seed 000 (Koskela et al. 2020, Table 1), closed forms (Gaussian
+References: Koskela, Jalko and Honkela (2020, Table 1), closed forms (Gaussian
 profile, Renyi divergences by quadrature), and dp_accounting's PLD accountant
 (an independent implementation, used for soundness in both directions).
 """
@@ -62,7 +62,7 @@ def _dp_accounting_pld():
 
 
 # ----------------------------------------------------------------------------------
-# seed 000, Table 1
+# Koskela, Jalko and Honkela (2020), Table 1
 # ----------------------------------------------------------------------------------
 
 def test_koskela_table1_delta():
@@ -272,7 +272,7 @@ def test_approx_dp_base_is_answered_by_pld():
 @pytest.mark.parametrize("q,sigma", [(0.05, 0.8), (0.5, 2.0)])
 def test_swor_gaussian_dominates_achievable_pairs(q, sigma):
     """Datasets whose other records equal the replacing one give ((1-q) N(0) + q N(1), N(0));
-    seed 000's pair ((1-q) N(0) + q N(1), (1-q) N(0) + q N(-1)) (records at +-1/2, others 0) is
+    Koskela et al.'s pair ((1-q) N(0) + q N(1), (1-q) N(0) + q N(-1)) (records at +-1/2, others 0) is
     achievable too but smaller: a valid bound must exceed both."""
     m = SampleWithoutReplacement(q)(Gaussian(sigma))
     n = stats.norm(0.0, sigma)
@@ -286,7 +286,7 @@ def test_swor_gaussian_dominates_achievable_pairs(q, sigma):
         assert upper[i] >= worst * (1 - 1e-12)
         assert lower[i] <= worst * (1 + 1e-12)
         assert worst >= _hockey_stick(seed_p, seed_q, e) * (1 - 1e-12)
-    # and seed 000's pair (scaled to replace-one sensitivity 1) is far smaller at eps = 1
+    # and Koskela et al.'s pair (scaled to replace-one sensitivity 1) is far smaller at eps = 1
     assert _hockey_stick(seed_p, seed_q, 1.0) < 0.5 * _hockey_stick(achievable, n.pdf, 1.0)
 
 

@@ -278,7 +278,7 @@ def test_swor_bound_basic_properties(sigma: float) -> None:
 
 @pytest.mark.parametrize(("q", "sigma"), [(0.01, 1.0), (0.1, 2.0), (0.05, 0.8), (0.3, 3.0)])
 def test_swor_bound_dominates_exact_gaussian_pair(q: float, sigma: float) -> None:
-    """Soundness: the replace-one subsampled Gaussian pair of seed 000 section 6.2,
+    """Soundness: the replace-one subsampled Gaussian pair of Koskela, Jalko and Honkela (2020, 6.2),
     ((1-q)N(0) + qN(1), (1-q)N(0) + qN(-1)), whose base pair N(1) vs N(-1) has
     Renyi DP 2 alpha / sigma^2; its divergence is computed by quadrature."""
     def base(a: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Multi-level self-composition (autoacct/converters/pld/levels.py, issue 4: time in k).
+"""Multi-level self-composition (autoacct/pld/levels.py): cost that stops growing with k.
 
 Truth: k compositions of the Gaussian loss of (N(mu, 1), N(0, 1)) are the Gaussian
 loss with mu sqrt(k), in closed form (tests/closed_forms.py). The accountant composes

@@ -213,7 +213,7 @@ def grr_delta(t: float, eps0: float, k: int, eps: float) -> float:
 
 
 def counting_delta(eps_tilde: float, n: int, m: int, k: int, eps: float) -> float:
-    """k-fold binary-counting exponential mechanism on (X, Y), both orders (seed 003, 6.1).
+    """k-fold binary-counting exponential mechanism on (X, Y), both orders (Koskela et al. 2021, 6.1).
 
     P[M(X) = y] is proportional to e^{eps_tilde u(X, y)}; each order of the pair is a
     two-outcome pair, i.e. a t-pair of Dong et al. (Thm 2): j ~ Bin(k, P(0)) copies of
@@ -346,7 +346,7 @@ def test_binomial_full_shift_is_infinite_not_an_error():
 @pytest.mark.parametrize("n, p, shift, k", [(10 ** 6, 0.5, 1, 1), (10 ** 8, 0.3, [1, 2, -3], 1),
                                             (100, 0.5, 1, 100)])
 def test_binomial_large_is_finite_and_near_gaussian(n, p, shift, k):
-    """Large n: finite, monotone, and close to the Gaussian of the same variance (seed 003, Fig. 3)."""
+    """Large n: finite, monotone, and close to the Gaussian of the same variance (Koskela et al. 2021, Fig. 3)."""
     m = Composition()([Binomial(n, p, shift)], [k])
     shifts = shift if isinstance(shift, list) else [shift]
     mu = math.sqrt(k * sum(s * s for s in shifts) / (n * p * (1 - p)))

@@ -36,7 +36,7 @@ def assert_sound_and_tight(upper: np.ndarray, exact_fn, eps: np.ndarray, slack: 
 
 
 def grr_composed_delta(t: float, eps: float, k: int, eps_g: np.ndarray) -> np.ndarray:
-    """Dong, Durfee, Rogers (2020, Thm 2 / seed 003 6.1): delta of k copies of the t-pair of eps-BR.
+    """Dong, Durfee, Rogers (2020, Thm 2; Koskela et al. 2021, 6.1): delta of k copies of the t-pair of eps-BR.
 
     Generalised randomised response: loss t with P-mass p_t = (e^eps - e^t)/(e^eps - 1),
     loss t - eps otherwise; with j ~ Bin(k, p_t) copies at t the composed loss is

@@ -1,4 +1,4 @@
-"""Robustness sweep of subsampling and DP-SGD (issue 7, part B).
+"""Robustness sweep of subsampling and DP-SGD over the parameter ranges.
 
 Entry points: PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement,
 dpsgd and dpsgd_schedule, through epsilon, delta, their bounds and rdp.
@@ -175,7 +175,7 @@ def test_single_step_at_tiny_delta_is_tight_and_fast(q, sigma, delta):
 
 @pytest.mark.xfail(strict=True, reason="PLD lower bound of one step at delta=1e-15 is 1.3% loose "
                    "(AccuracyWarning): the second-order lower construction zeroes profile values "
-                   "below 16 ulps of the total mass; autoacct/converters/pld")
+                   "below 16 ulps of the total mass; autoacct/pld")
 def test_single_step_tiny_delta_reaches_tolerance():
     q, sigma, delta = 0.5, 1.0, 1e-15
     truth = single_step_epsilon(q, sigma, delta)

@@ -1,9 +1,9 @@
-"""Robustness sweep (issue 7, part C): calibrators, the ``autoacct`` command and plotting.
+"""Robustness sweep over the parameter ranges: calibrators, the ``autoacct`` command and plotting.
 
 Every calibrated value is re-checked independently: through the mechanism API
 (a fresh mechanism's certified epsilon) and, for Gaussian families, against the
 closed form of Balle and Wang (2018) in tests/closed_forms.py. Extends
-tests/test_calibrators.py, tests/test_cli.py and tests/test_plotting.py.
+tests/calibrators/test_calibrators.py, tests/test_cli.py and tests/test_plotting.py.
 """
 
 from __future__ import annotations

@@ -1,0 +1,39 @@
+"""Profile <-> eps(delta) <-> tradeoff (autoacct/converters/profile.py) on the analytic Gaussian."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from closed_forms import gaussian_delta_closed, gaussian_eps_closed
+from scipy import stats
+
+from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_profile
+
+
+@pytest.mark.parametrize("mu, delta", [(0.5, 1e-5), (1.0, 1e-3), (3.0, 1e-8)])
+def test_inversion_is_safe_on_both_sides(mu, delta):
+    """With upper=True the answer's delta is at most the target; with upper=False the answer
+    is at most the root. Both are within 1e-9 of the root found by Brent's method."""
+    def fn(e: float) -> float:
+        return gaussian_delta_closed(mu, e)
+    root = gaussian_eps_closed(mu, delta)
+    up = epsilon_from_profile(fn, delta, 1.0, upper=True)
+    low = epsilon_from_profile(fn, delta, 1.0, upper=False)
+    assert fn(up) <= delta and low <= root * (1 + 1e-12)
+    assert up == pytest.approx(root, rel=1e-9) and low == pytest.approx(root, rel=1e-9)
+
+
+def test_profile_already_below_target_gives_zero():
+    assert epsilon_from_profile(lambda e: 1e-9, 1e-6) == 0.0
+
+
+@pytest.mark.parametrize("mu", [0.5, 1.0, 2.5])
+def test_tradeoff_of_the_gaussian_profile_is_below_and_close_to_the_exact_curve(mu):
+    """f-DP duality (Dong, Roth and Su 2022): from the profile on a grid the tradeoff is a lower
+    bound on the exact Gaussian curve Phi(Phi^-1(1 - a) - mu), and close to it on a fine grid."""
+    alpha = np.array([1e-4, 1e-3, 0.01, 0.1, 0.3, 0.6, 0.9])
+    grid = np.concatenate(([0.0], np.geomspace(1e-4, 30.0, 4000)))
+    got = tradeoff_from_profile(lambda e: np.array([gaussian_delta_closed(mu, x) for x in e]), alpha, grid)
+    exact = stats.norm.cdf(stats.norm.ppf(1 - alpha) - mu)
+    assert np.all(got <= exact + 1e-12)
+    assert np.all(exact - got <= 2e-3)
