@@ -19,6 +19,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from functools import cached_property, partial
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +31,10 @@ from autoacct.pld.cumulants import Component, Components, choose_tilt, window_po
 from autoacct.pld.discretize import DiscretePLD, discretize, discretize_lazy, discretize_upper
 from autoacct.pld.grid import choose_spacing, index_range
 from autoacct.pld.profiles import ChernoffProfile, DiscreteProfile, chernoff_profiles
+from autoacct.pld.query import PldQuery
+
+#: The query of an untilted composition (a delta curve or a tradeoff).
+_UNAIMED = PldQuery()
 
 #: A profile the accountant answers from.
 Profile = DiscreteProfile | ChernoffProfile
@@ -41,10 +46,6 @@ _MAX_REFINE = 4
 #: Grid tolerance factor (spacing factor sqrt(16) = 4) of the first pass on a direction that
 #: is likely not the larger one.
 _COARSE = 16.0
-#: Share of tol * delta that the predicted FFT rounding error may take when the tilt is chosen.
-_ROUNDING_SHARE = 1e-2
-#: Share of tol * delta that the errors carried by levels may take.
-_LEVELS_SHARE = 0.5
 #: Quarterings of the grid tolerance tried for a refinement that changes the grid.
 _STALL = 8
 
@@ -74,10 +75,12 @@ class FFTAccountant:
         self._directions: list[list[tuple[PrivacyLoss, int]]] = [[(f, k) for f, _, k in self._parts]]
         if not symmetric:
             self._directions.append([(b, k) for _, b, k in self._parts])
-        self._comp_cache: dict[tuple[float, float, int], Components] = {}
-        self._cache: dict[tuple, tuple[Profile, Profile]] = {}
-        self._tilts: dict[tuple, float] = {}
-        self._plans: dict[tuple, levels.Plan | None] = {}
+        #: Everything derived from the parts, by a key whose first entry names it and whose
+        #: rest is every argument it depends on (the parts never change):
+        #: ("components", h, log_eta, d), ("tilt", h, log_eta, d, target, log budget),
+        #: ("plan", h, log_eta, d, target, log budget), ("profiles", h, log_eta, lam, d, lower)
+        #: and ("chernoff", h, log_eta, d).
+        self._memo: dict[tuple, Any] = {}
         # Every composed profile made so far, per direction. Answers take the best
         # certified value over all of them, so that eps(delta) and delta(eps) stay
         # consistent: delta(eps(d)) <= d whatever grids the two queries used.
@@ -88,8 +91,8 @@ class FFTAccountant:
         cached, ``lower`` says when each lower PLD is made: "now"; "kept" (when first read,
         from cell masses kept for it, for a direction of one law; else now); or "lazy"
         (when first read, computing the cell masses again: for PLDs likely never read)."""
-        key = (h, log_eta, d)
-        if key not in self._comp_cache:
+        key = ("components", h, log_eta, d)
+        if key not in self._memo:
             eta = self._eta(log_eta)
             parts = self._directions[d]
             comps = []
@@ -102,8 +105,8 @@ class FFTAccountant:
                     comps.append(Component(up, partial(_lower_of, loss, h, j_lo, j_hi), k))
                 else:
                     comps.append(Component(*discretize(loss, h, j_lo, j_hi), k))
-            self._comp_cache[key] = Components(comps)
-        return self._comp_cache[key]
+            self._memo[key] = Components(comps)
+        return self._memo[key]
 
     def _upper_on(self, d: int, h: float, log_eta: float) -> DiscretePLD:
         """The upper discrete PLD of direction d's one law on the lattice hZ."""
@@ -116,39 +119,39 @@ class FFTAccountant:
         k_tot = sum(k for _, _, k in self._parts)
         return min(math.exp(log_eta), 1e-12) / (4.0 * k_tot)
 
-    def profiles(self, h: float, log_eta: float, eps_target: float | None = None,
-                 log_budget: float | None = None, directions: Sequence[int] | None = None,
-                 delta: float | None = None, lower: bool = True) -> list[tuple[DiscreteProfile, Profile]]:
+    def profiles(self, h: float, log_eta: float, query: PldQuery = _UNAIMED,
+                 directions: Sequence[int] | None = None,
+                 lower: bool = True) -> list[tuple[DiscreteProfile, Profile]]:
         """(upper, lower) composed profiles of the given directions (default: all), tilted
-        towards ``eps_target`` (see :func:`choose_tilt` for the rounding budget ``log_budget``,
-        a share of tol * delta for a query eps(``delta``)). Without ``lower`` only the upper
-        PLDs are composed, and the lower profile is one that says nothing (eps >= 0)."""
+        towards the query's target within its rounding budget (see :func:`choose_tilt`).
+        Without ``lower`` only the upper PLDs are composed, and the lower profile is one
+        that says nothing (eps >= 0)."""
         out = []
-        # Errors that levels carry (see levels) may take up to half of tol, on the eps scale.
-        budget = None
-        if eps_target is not None and log_budget is not None and delta is not None:
-            budget = (eps_target, delta, math.exp(log_budget) * _LEVELS_SHARE / _ROUNDING_SHARE)
         for d in range(len(self._directions)) if directions is None else directions:
             # A law composed very often may be composed by levels, on the finest lattice of
             # their plan; the tilt and the window are chosen on the lattice used.
-            p = self._plan(d, h, log_eta, eps_target, log_budget, budget)
+            p = self._plan(d, h, log_eta, query)
             g = h if p is None else p.fine
             comps = self.components(g, log_eta, d, "lazy" if not lower else "now" if p is None else "kept")
-            tilt_key = (h, log_eta, d, eps_target, log_budget)
-            if tilt_key not in self._tilts:
-                self._tilts[tilt_key] = choose_tilt(comps, eps_target, h, log_eta, log_budget)
-            lam = self._tilts[tilt_key]
-            key = (h, log_eta, lam, d, lower)
-            if key not in self._cache:
-                self._cache[key] = self._compose(comps, p, h, log_eta, lam, d, budget, lower)
-                self._made[d].append(self._cache[key])
-            up, low = self._cache[key]
+            lam = self._tilt(d, h, log_eta, query, comps)
+            key = ("profiles", h, log_eta, lam, d, lower)
+            if key not in self._memo:
+                self._memo[key] = self._compose(comps, p, h, log_eta, lam, d, query, lower)
+                self._made[d].append(self._memo[key])
+            up, low = self._memo[key]
             assert isinstance(up, DiscreteProfile)  # composed profiles are discrete
             out.append((up, low))
         return out
 
-    def _plan(self, d: int, h: float, log_eta: float, eps_target: float | None, log_budget: float | None,
-              budget: tuple[float, float, float] | None) -> levels.Plan | None:
+    def _tilt(self, d: int, h: float, log_eta: float, query: PldQuery, comps: Components) -> float:
+        """Direction d's tilt for the query at the accuracy of spacing h, chosen once: on the
+        first components asked with it (those of the levels' probe when levels may apply)."""
+        key = ("tilt", h, log_eta, d, *query.tilt_key)
+        if key not in self._memo:
+            self._memo[key] = choose_tilt(comps, query.target, h, log_eta, query.log_rounding_budget)
+        return self._memo[key]
+
+    def _plan(self, d: int, h: float, log_eta: float, query: PldQuery) -> levels.Plan | None:
         """The levels plan for direction d at the accuracy of spacing h, or None for one
         lattice (see :func:`levels.plan`).
 
@@ -157,63 +160,58 @@ class FFTAccountant:
         in loss units barely depends on the spacing, and a law that one lattice composes
         more cheaply is then never discretised on the finer lattice of the levels.
 
-        With ``budget`` = (target eps, delta, allowance), plans whose rounding would carry
-        more than the allowance are not taken, and the allowance (a share _LEVELS_SHARE of
-        tol * delta) also bounds the copies a one-level plan may compose on its top
-        lattice: leaving them out of the lower bound moves eps by about their share of k,
-        kept below a twentieth of tol.
+        With the query's levels allowance, plans whose rounding would carry more than it
+        are not taken, and the allowance (a share LEVELS_SHARE of tol * delta) also bounds
+        the copies a one-level plan may compose on its top lattice: leaving them out of
+        the lower bound moves eps by about their share of k, kept below a twentieth of tol.
         """
         if not levels.applies(self._directions[d]):
             return None
-        key = (h, log_eta, d, eps_target, log_budget)
-        if key not in self._plans:
+        key = ("plan", h, log_eta, d, *query.tilt_key)
+        if key not in self._memo:
             coarse = h * levels.PROBE
             probe = self.components(coarse, log_eta, d, "lazy")
             # The tilt is chosen here, for the accuracy's spacing h, whichever lattice is used.
-            tilt_key = (h, log_eta, d, eps_target, log_budget)
-            if tilt_key not in self._tilts:
-                self._tilts[tilt_key] = choose_tilt(probe, eps_target, h, log_eta, log_budget)
-            lam = self._tilts[tilt_key]
-
-            def width(counts: np.ndarray) -> np.ndarray:
-                return coarse * window_points(probe, counts, lam, log_eta)
+            lam = self._tilt(d, h, log_eta, query, probe)
 
             max_leak, max_extra = math.inf, 0
             count = probe[0].count
-            if budget is not None:
-                target, delta, allowance = budget
+            allowance = query.levels_allowance
+            if allowance is not None:
+                assert query.target is not None and query.tol is not None
                 k = probe.cumulant("upper", lam)
                 log_k = float(k(np.array([k.index(lam)]))[0])
-                max_leak = math.exp(min(math.log(allowance) + lam * target - log_k, 0.0))
-                max_extra = int(count * allowance / (_LEVELS_SHARE * delta) / 20.0)
-            self._plans[key] = levels.plan(count, h, width, max_leak, max_extra)
-        return self._plans[key]
+                max_leak = math.exp(min(math.log(allowance) + lam * query.target - log_k, 0.0))
+                max_extra = int(count * query.tol / 20.0)
+            widths = coarse * window_points(probe, levels.sample_counts(count), lam, log_eta)
+            self._memo[key] = levels.plan(count, h, widths, max_leak, max_extra)
+        return self._memo[key]
 
     def _chernoff(self, d: int, h: float, log_eta: float) -> None:
         """Add direction d's Chernoff profiles (no FFT; see :class:`ChernoffProfile`) to the
         profiles made, from its laws on the lattice that :meth:`profiles` would use."""
         key = ("chernoff", h, log_eta, d)
-        if key not in self._cache:
+        if key not in self._memo:
             # On the finest lattice of a one-level plan when levels may compose the law: a
             # later pass on the same grid then reuses these upper PLDs.
             g = levels.fine(h) if levels.applies(self._directions[d]) else h
-            self._cache[key] = chernoff_profiles(self.components(g, log_eta, d, "lazy"), g)
-            self._made[d].append(self._cache[key])
+            self._memo[key] = chernoff_profiles(self.components(g, log_eta, d, "lazy"), g)
+            self._made[d].append(self._memo[key])
 
     def _compose(self, comps: Components, p: levels.Plan | None, h: float, log_eta: float, lam: float,
-                 d: int, budget: tuple[float, float, float] | None = None,
-                 lower: bool = True) -> tuple[DiscreteProfile, Profile]:
+                 d: int, query: PldQuery, lower: bool = True) -> tuple[DiscreteProfile, Profile]:
         """Composed profiles of direction d at the accuracy of spacing h: by the levels plan
         ``p`` (see :mod:`levels`; ``comps`` are then on its finest lattice), else on the
         lattice hZ. Without ``lower``, the lower profile is the one of
         :func:`chernoff_profiles`, which says nothing.
 
-        With ``budget`` = (target eps, delta, allowance), the errors the levels carry into
-        the upper profile must not move eps(delta) by more than the allowance moves it as
-        a share of delta, or one lattice is used; so too when the finest lattice's lower
+        With the query's levels allowance, the errors the levels carry into the upper
+        profile must not move eps(delta) by more than the allowance moves it as a share
+        of delta, or one lattice is used; so too when the finest lattice's lower
         PLD is first-order short (see :func:`_lower_short`).
         """
-        if p is not None and lower and budget is not None and _lower_short(comps[0], budget):
+        allowance = query.levels_allowance
+        if p is not None and lower and allowance is not None and _lower_short(comps[0], query):
             p, comps = None, self.components(h, log_eta, d, "now")
         if p is not None:
             g = p.fine
@@ -222,13 +220,14 @@ class FFTAccountant:
                 parts = Components([*parts, levels.extra_copies(self._upper_on(d, p.coarse, log_eta), p.extra)])
             if parts is not None:
                 up, low = compose(parts, p.coarse, log_eta, lam, lower)
-                if budget is None:
+                if allowance is None:
                     return up, low if low is not None else chernoff_profiles(comps, g)[1]
                 # delta falls about like e^{-lam eps} near the answer, so an error term that is
                 # a share s of delta moves eps by about s / lam, i.e. s / (lam eps) relatively.
-                eps_up = float(up.epsilon(budget[1]))
+                assert query.delta is not None
+                eps_up = float(up.epsilon(query.delta))
                 scale = max(lam * eps_up, 1.0) if math.isfinite(eps_up) else 1.0
-                if up.log_c1 - lam * eps_up <= math.log(budget[2] * scale):
+                if up.log_c1 - lam * eps_up <= math.log(allowance * scale):
                     return up, low if low is not None else chernoff_profiles(comps, g)[1]
             comps = self.components(h, log_eta, d, "now" if lower else "lazy")
         up, low = compose(comps, h, log_eta, lam, lower)
@@ -318,36 +317,34 @@ class FFTAccountant:
         cannot set eps).
         """
         log_eta = _log_eta(delta, tol)
-        # Rounding may cost delta a small fraction of what an eps error of tol allows.
-        log_budget = math.log(_ROUNDING_SHARE * tol * delta)
+        query = PldQuery(eps_scale, delta, tol)
         scales = self._direction_scales(delta)
         order = sorted(range(len(self._directions)), key=lambda d: -scales[d])
         grid_tol = tol
-        target = eps_scale
 
-        def fine_profiles(target: float, directions: list[int]) -> list[tuple[DiscreteProfile, Profile]]:
+        def fine_profiles(query: PldQuery, directions: list[int]) -> list[tuple[DiscreteProfile, Profile]]:
             # Each direction's grid is sized by its own laws at the answer's scale.
-            return [self.profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, target,
-                                  log_budget, [d], delta)[0] for d in directions]
+            return [self.profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, query, [d])[0]
+                    for d in directions]
 
         for _ in range(_MAX_REFINE + 1):
             fine = [order[0]]
-            fine_profiles(target, fine)
+            fine_profiles(query, fine)
             for d in order[1:]:
                 coarse = self.spacing(eps_scale, grid_tol * _COARSE, [d])
                 if not self._settled(d, delta):
                     self._chernoff(d, coarse, log_eta)
                 if not self._settled(d, delta):
                     # Only its upper profile can settle it: the lower one is not composed.
-                    self.profiles(coarse, log_eta, target, log_budget, [d], delta, lower=False)
+                    self.profiles(coarse, log_eta, query, [d], lower=False)
                 if not self._settled(d, delta):
                     fine.append(d)
-            profs = fine_profiles(target, fine)
+            profs = fine_profiles(query, fine)
             lower, upper = self._best_epsilon(delta)
             if math.isfinite(upper) and not _inside(profs, upper):
                 # The tilt aimed away from the answer: aim at the answer found and retry.
-                target = upper
-                profs = fine_profiles(target, fine)
+                query = query.aimed_at(upper)
+                profs = fine_profiles(query, fine)
                 lower, upper = self._best_epsilon(delta)
             gap = upper - lower
             if lower == upper or gap <= tol * upper:
@@ -371,7 +368,7 @@ class FFTAccountant:
         target = float(eps.ravel()[0]) if eps.size == 1 else None
         for _ in range(_MAX_REFINE + 1):
             h = self.spacing(scale, grid_tol)
-            profs = self.profiles(h, log_eta, target)
+            profs = self.profiles(h, log_eta, PldQuery(target))
             lower, upper = self._best_delta(eps)
             shrunk = self._best_delta(eps * (1 - tol))[0]
             # Gaps made of rounding and truncation floors do not shrink with h.
@@ -383,7 +380,7 @@ class FFTAccountant:
                 if target is None and not np.all(within):
                     # An untilted curve's floor is absolute: tilt once towards the first eps
                     # it leaves loose, so that the small deltas beyond get relative accuracy.
-                    self.profiles(h, log_eta, float(np.min(eps[~within])))
+                    self.profiles(h, log_eta, PldQuery(float(np.min(eps[~within]))))
                     lower, upper = self._best_delta(eps)
                 return self._certified_lowers(lower), upper
             worst = float(np.max(np.where(ok, 0.0, (upper - lower) / np.maximum(upper, 1e-300))))
@@ -411,17 +408,16 @@ def _lower_of(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
     return discretize(loss, h, j_lo, j_hi)[1]
 
 
-def _lower_short(c: Component, budget: tuple[float, float, float]) -> bool:
+def _lower_short(c: Component, query: PldQuery) -> bool:
     """Whether the lower PLD of the law composed ``c.count`` times falls first-order short
     of the upper one: their means differ by more than 2 tol * eps over the count. The
     second-order gap the grid is sized for stays well below that; where a law's mass sits
     within a few cells (steep support ends), the lower discretiser rounds cells down on
     some lattices, a first-order loss that levels (on a finer lattice than the accuracy
     needs) would carry through every block."""
-    target, delta, allowance = budget
-    tol = allowance / (_LEVELS_SHARE * delta)
+    assert query.tol is not None and query.target is not None
     gap = c.upper.moment - c.lower.moment
-    return c.count * gap > 2.0 * tol * max(target, 1e-300)
+    return c.count * gap > 2.0 * query.tol * max(query.target, 1e-300)
 
 
 def _inside(profs: list[tuple[DiscreteProfile, Profile]], eps: float) -> bool:

@@ -45,7 +45,7 @@ plan whose windows come out much longer is given up for one lattice.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -128,11 +128,16 @@ def fine(h: float) -> float:
 PROBE = 8.0
 
 
-def plan(k: int, h: float, width: Callable[[np.ndarray], np.ndarray],
-         max_leak: float = math.inf, max_extra: int = 0) -> Plan | None:
+def sample_counts(k: int) -> np.ndarray:
+    """The counts of copies at which :func:`plan` needs the window widths for k copies."""
+    return np.unique(np.round(np.logspace(math.log10(_MIN_TOP), math.log10(max(k, 1)), _SAMPLES)))
+
+
+def plan(k: int, h: float, widths: np.ndarray, max_leak: float = math.inf,
+         max_extra: int = 0) -> Plan | None:
     """The cheapest plan for k copies at the accuracy of spacing h, or None when one lattice
-    is cheaper; ``width(counts)`` gives the window width, in loss units, that the
-    composition of each count of copies needs.
+    is cheaper; ``widths`` are the window widths, in loss units, that the composition of
+    each count of :func:`sample_counts` (k) copies needs.
 
     Each level's rounding leaks about n E_FFT per copy of its result (n window points,
     E_FFT the per-point error of an FFT convolution); plans whose leak would exceed
@@ -146,8 +151,8 @@ def plan(k: int, h: float, width: Callable[[np.ndarray], np.ndarray],
     """
     if k < MIN_COUNT:
         return None
-    counts = np.unique(np.round(np.logspace(math.log10(_MIN_TOP), math.log10(k), _SAMPLES)))
-    log_w = np.log(np.maximum(width(counts), 1e-300))
+    counts = sample_counts(k)
+    log_w = np.log(np.maximum(widths, 1e-300))
 
     def points(count: np.ndarray, spacing: np.ndarray | float) -> np.ndarray:
         return np.exp(np.interp(np.log(count), np.log(counts), log_w)) / spacing

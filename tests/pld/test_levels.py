@@ -151,18 +151,18 @@ def test_plan_is_none_when_one_lattice_is_cheap():
         # About 12 standard deviations of a step whose loss has standard deviation 0.013.
         return 12 * 0.013 * np.sqrt(counts)
 
-    assert levels.plan(10 ** 7, 1.0, gaussian_width) is None
-    assert levels.plan(100, 1e-6, gaussian_width) is None
-    p = levels.plan(10 ** 7, 4e-4, gaussian_width)
+    assert levels.plan(10 ** 7, 1.0, gaussian_width(levels.sample_counts(10 ** 7))) is None
+    assert levels.plan(100, 1e-6, gaussian_width(levels.sample_counts(100))) is None
+    p = levels.plan(10 ** 7, 4e-4, gaussian_width(levels.sample_counts(10 ** 7)))
     assert p is not None
     assert p.count == 10 ** 7
     for k in (10 ** 7 + 1, 123_456_789):
-        q = levels.plan(k, 4e-4, gaussian_width)
+        q = levels.plan(k, 4e-4, gaussian_width(levels.sample_counts(k)))
         assert q is not None and q.count == k
     # The one-lattice window has 1.2e6 points; the plan's longest is far shorter.
     assert p.points < 1e5
     # Allowed a few copies on the top lattice, a prime k needs no second level convolution.
-    r = levels.plan(9_999_991, 4e-4, gaussian_width, max_extra=500)
+    r = levels.plan(9_999_991, 4e-4, gaussian_width(levels.sample_counts(9_999_991)), max_extra=500)
     assert r is not None and r.count == 9_999_991 and not any(r.digits)
     assert 0 < r.extra <= 500 and abs(r.copies / r.ratio ** 2 - 1.0) <= 0.15
 
