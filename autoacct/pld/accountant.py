@@ -15,6 +15,7 @@ very often is composed by :mod:`levels` when that is cheaper than one lattice.
 
 from __future__ import annotations
 
+import enum
 import math
 import warnings
 from collections.abc import Sequence
@@ -48,6 +49,24 @@ _MAX_REFINE = 4
 _COARSE = 16.0
 #: Quarterings of the grid tolerance tried for a refinement that changes the grid.
 _STALL = 8
+
+
+class LowerPld(enum.Enum):
+    """When the lower PLD of a newly discretised law is made (its values are the same either way).
+
+    A component's lower PLD is read when it is first needed (:class:`Component`); what
+    differs is the work and memory spent before that.
+    """
+
+    #: Made with the upper one: for laws whose lower PLDs are composed at once, several
+    #: per direction (keeping every law's cell masses until then would hold them all).
+    NOW = "now"
+    #: From the cell masses computed for the upper PLD, kept until it is read: for the one
+    #: law of a direction that levels may compose (levels may never read it).
+    KEPT = "kept"
+    #: Computed again from the law when first read: for passes that compose upper PLDs
+    #: only (a probe, a Chernoff bound, a coarse settling pass), where it is likely never read.
+    LAZY = "lazy"
 
 
 class FFTAccountant:
@@ -86,11 +105,10 @@ class FFTAccountant:
         # consistent: delta(eps(d)) <= d whatever grids the two queries used.
         self._made: list[list[tuple[Profile, Profile]]] = [[] for _ in self._directions]
 
-    def components(self, h: float, log_eta: float, d: int, lower: str = "now") -> Components:
+    def components(self, h: float, log_eta: float, d: int, lower: LowerPld = LowerPld.NOW) -> Components:
         """Discretised components of direction ``d`` on the lattice hZ (cached). When not
-        cached, ``lower`` says when each lower PLD is made: "now"; "kept" (when first read,
-        from cell masses kept for it, for a direction of one law; else now); or "lazy"
-        (when first read, computing the cell masses again: for PLDs likely never read)."""
+        cached, ``lower`` says when each lower PLD is made (:class:`LowerPld`; KEPT only for a
+        direction of one law, else NOW)."""
         key = ("components", h, log_eta, d)
         if key not in self._memo:
             eta = self._eta(log_eta)
@@ -98,9 +116,9 @@ class FFTAccountant:
             comps = []
             for loss, k in parts:
                 j_lo, j_hi = index_range(loss, h, eta)
-                if lower == "kept" and len(parts) == 1:
+                if lower is LowerPld.KEPT and len(parts) == 1:
                     comps.append(Component(*discretize_lazy(loss, h, j_lo, j_hi), k))
-                elif lower == "lazy":
+                elif lower is LowerPld.LAZY:
                     up = discretize_upper(loss, h, j_lo, j_hi)
                     comps.append(Component(up, partial(_lower_of, loss, h, j_lo, j_hi), k))
                 else:
@@ -132,7 +150,8 @@ class FFTAccountant:
             # their plan; the tilt and the window are chosen on the lattice used.
             p = self._plan(d, h, log_eta, query)
             g = h if p is None else p.fine
-            comps = self.components(g, log_eta, d, "lazy" if not lower else "now" if p is None else "kept")
+            comps = self.components(g, log_eta, d, LowerPld.LAZY if not lower else
+                                    LowerPld.NOW if p is None else LowerPld.KEPT)
             lam = self._tilt(d, h, log_eta, query, comps)
             key = ("profiles", h, log_eta, lam, d, lower)
             if key not in self._memo:
@@ -170,7 +189,7 @@ class FFTAccountant:
         key = ("plan", h, log_eta, d, *query.tilt_key)
         if key not in self._memo:
             coarse = h * levels.PROBE
-            probe = self.components(coarse, log_eta, d, "lazy")
+            probe = self.components(coarse, log_eta, d, LowerPld.LAZY)
             # The tilt is chosen here, for the accuracy's spacing h, whichever lattice is used.
             lam = self._tilt(d, h, log_eta, query, probe)
 
@@ -195,7 +214,7 @@ class FFTAccountant:
             # On the finest lattice of a one-level plan when levels may compose the law: a
             # later pass on the same grid then reuses these upper PLDs.
             g = levels.fine(h) if levels.applies(self._directions[d]) else h
-            self._memo[key] = chernoff_profiles(self.components(g, log_eta, d, "lazy"), g)
+            self._memo[key] = chernoff_profiles(self.components(g, log_eta, d, LowerPld.LAZY), g)
             self._made[d].append(self._memo[key])
 
     def _compose(self, comps: Components, p: levels.Plan | None, h: float, log_eta: float, lam: float,
@@ -212,7 +231,7 @@ class FFTAccountant:
         """
         allowance = query.levels_allowance
         if p is not None and lower and allowance is not None and _lower_short(comps[0], query):
-            p, comps = None, self.components(h, log_eta, d, "now")
+            p, comps = None, self.components(h, log_eta, d, LowerPld.NOW)
         if p is not None:
             g = p.fine
             parts = levels.self_compose(comps, p, log_eta, lam, lower)
@@ -229,7 +248,7 @@ class FFTAccountant:
                 scale = max(lam * eps_up, 1.0) if math.isfinite(eps_up) else 1.0
                 if up.log_c1 - lam * eps_up <= math.log(allowance * scale):
                     return up, low if low is not None else chernoff_profiles(comps, g)[1]
-            comps = self.components(h, log_eta, d, "now" if lower else "lazy")
+            comps = self.components(h, log_eta, d, LowerPld.NOW if lower else LowerPld.LAZY)
         up, low = compose(comps, h, log_eta, lam, lower)
         return up, low if low is not None else chernoff_profiles(comps, h)[1]
 

@@ -353,6 +353,44 @@ def _absorb_negatives(masses: np.ndarray) -> float:
     return left
 
 
+def _kept_cells(mode: np.ndarray, m_p: np.ndarray, m_q: np.ndarray, atoms_q: np.ndarray,
+                halves: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The cells' P-, Q- and atom Q-masses and their left halves' P- and Q-masses, zero in
+    the cells that are _ROUNDED (they leave the sub-measure)."""
+    left_p, left_q = halves
+    rounded = mode == _ROUNDED
+    if not rounded.any():
+        return m_p[1:-1], m_q[1:-1], atoms_q, left_p, left_q
+    keep = ~rounded
+    return (np.where(keep, m_p[1:-1], 0.0), np.where(keep, m_q[1:-1], 0.0), np.where(keep, atoms_q, 0.0),
+            np.where(keep, left_p, 0.0), np.where(keep, left_q, 0.0))
+
+
+def _tangent_gaps(gam: np.ndarray, dgam: np.ndarray, mode: np.ndarray,
+                  cells: tuple[np.ndarray, np.ndarray, np.ndarray],
+                  left: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """e_j of :func:`_second_order`: the largest gap to a tangent that the cells next to grid
+    point j ask for (``cells``: P-, Q- and atom Q-masses; ``left``: their left halves)."""
+    cell_p, cell_q, cell_atoms = cells
+    left_p, left_q = left
+    e = np.zeros(len(gam))
+    with np.errstate(over="ignore", invalid="ignore"):
+        mid = mode == _MIDPOINT
+        np.maximum(np.where(mid, _gap(left_p, gam[:-1] * left_q), 0.0), 0.0, out=e[:-1])
+        np.maximum(e[1:], np.where(mid, _gap(gam[1:] * (cell_q - left_q), cell_p - left_p), 0.0), out=e[1:])
+        one = mode == _ONE_END
+        if one.any():
+            m = int(np.argmax(cell_p))
+            a = np.where(one[:m + 1], _gap(gam[1:m + 2] * cell_q[:m + 1], cell_p[:m + 1]), 0.0)
+            np.maximum(e[1:m + 2], a, out=e[1:m + 2])
+            b_minus = gam[m + 1:-1] * cell_q[m + 1:]
+            if cell_atoms.any():
+                b_minus += dgam[m + 1:] * cell_atoms[m + 1:]
+            np.maximum(e[m + 1:-1], np.where(one[m + 1:], _gap(cell_p[m + 1:], b_minus), 0.0),
+                       out=e[m + 1:-1])
+    return e
+
+
 def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
                   halves: tuple[np.ndarray, np.ndarray], atoms_q: np.ndarray,
                   mode: np.ndarray, hull: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
@@ -376,38 +414,14 @@ def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, 
     """
     n = len(gam)
     above_p, above_q = m_p[-1], m_q[-1]
-    left_p, left_q = halves
-    rounded = mode == _ROUNDED
-    if rounded.any():
-        keep = ~rounded
-        cell_p = np.where(keep, m_p[1:-1], 0.0)
-        cell_q = np.where(keep, m_q[1:-1], 0.0)
-        cell_atoms = np.where(keep, atoms_q, 0.0)
-        left_p = np.where(keep, left_p, 0.0)
-        left_q = np.where(keep, left_q, 0.0)
-    else:
-        cell_p, cell_q, cell_atoms = m_p[1:-1], m_q[1:-1], atoms_q
+    cell_p, cell_q, cell_atoms, left_p, left_q = _kept_cells(mode, m_p, m_q, atoms_q, halves)
     w_left = _left_share(cell_p, cell_q, np.log(gam[:-1]), h)
     inner = np.zeros(n)
     inner[:-1] += w_left
     inner[1:] += cell_p - w_left
     sp, sq = _suffix_sums(cell_p, above_p, cell_q, above_q)
     f = np.maximum(sp - gam * sq, 0.0)
-    e = np.zeros(n)
-    with np.errstate(over="ignore", invalid="ignore"):
-        mid = mode == _MIDPOINT
-        np.maximum(np.where(mid, _gap(left_p, gam[:-1] * left_q), 0.0), 0.0, out=e[:-1])
-        np.maximum(e[1:], np.where(mid, _gap(gam[1:] * (cell_q - left_q), cell_p - left_p), 0.0), out=e[1:])
-        one = mode == _ONE_END
-        if one.any():
-            m = int(np.argmax(cell_p))
-            a = np.where(one[:m + 1], _gap(gam[1:m + 2] * cell_q[:m + 1], cell_p[:m + 1]), 0.0)
-            np.maximum(e[1:m + 2], a, out=e[1:m + 2])
-            b_minus = gam[m + 1:-1] * cell_q[m + 1:]
-            if cell_atoms.any():
-                b_minus += dgam[m + 1:] * cell_atoms[m + 1:]
-            np.maximum(e[m + 1:-1], np.where(one[m + 1:], _gap(cell_p[m + 1:], b_minus), 0.0),
-                       out=e[m + 1:-1])
+    e = _tangent_gaps(gam, dgam, mode, (cell_p, cell_q, cell_atoms), (left_p, left_q))
     e += 8 * np.finfo(float).eps * f
     e[0] = max(e[0], e[1])
     v = f - e
