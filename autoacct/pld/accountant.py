@@ -149,7 +149,7 @@ class FFTAccountant:
             # A law composed very often may be composed by levels, on the finest lattice of
             # their plan; the tilt and the window are chosen on the lattice used.
             p = self._plan(d, h, log_eta, query)
-            g = h if p is None else p.fine
+            g = h if p is None else p.finest
             comps = self.components(g, log_eta, d, LowerPld.LAZY if not lower else
                                     LowerPld.NOW if p is None else LowerPld.KEPT)
             lam = self._tilt(d, h, log_eta, query, comps)
@@ -213,7 +213,7 @@ class FFTAccountant:
         if key not in self._memo:
             # On the finest lattice of a one-level plan when levels may compose the law: a
             # later pass on the same grid then reuses these upper PLDs.
-            g = levels.fine(h) if levels.applies(self._directions[d]) else h
+            g = levels.finest(h) if levels.applies(self._directions[d]) else h
             self._memo[key] = chernoff_profiles(self.components(g, log_eta, d, LowerPld.LAZY), g)
             self._made[d].append(self._memo[key])
 
@@ -233,7 +233,7 @@ class FFTAccountant:
         if p is not None and lower and allowance is not None and _lower_short(comps[0], query):
             p, comps = None, self.components(h, log_eta, d, LowerPld.NOW)
         if p is not None:
-            g = p.fine
+            g = p.finest
             parts = levels.self_compose(comps, p, log_eta, lam, lower)
             if parts is not None and p.extra:
                 parts = Components([*parts, levels.extra_copies(self._upper_on(d, p.coarse, log_eta), p.extra)])
@@ -347,8 +347,8 @@ class FFTAccountant:
                     for d in directions]
 
         for _ in range(_MAX_REFINE + 1):
-            fine = [order[0]]
-            fine_profiles(query, fine)
+            on_fine_grid = [order[0]]
+            fine_profiles(query, on_fine_grid)
             for d in order[1:]:
                 coarse = self.spacing(eps_scale, grid_tol * _COARSE, [d])
                 if not self._settled(d, delta):
@@ -357,20 +357,20 @@ class FFTAccountant:
                     # Only its upper profile can settle it: the lower one is not composed.
                     self.profiles(coarse, log_eta, query, [d], lower=False)
                 if not self._settled(d, delta):
-                    fine.append(d)
-            profs = fine_profiles(query, fine)
+                    on_fine_grid.append(d)
+            profs = fine_profiles(query, on_fine_grid)
             lower, upper = self._best_epsilon(delta)
             if math.isfinite(upper) and not _inside(profs, upper):
                 # The tilt aimed away from the answer: aim at the answer found and retry.
                 query = query.aimed_at(upper)
-                profs = fine_profiles(query, fine)
+                profs = fine_profiles(query, on_fine_grid)
                 lower, upper = self._best_epsilon(delta)
             gap = upper - lower
             if lower == upper or gap <= tol * upper:
                 return self._certified_lower(lower), upper
             if not math.isfinite(upper):
                 break
-            grid_tol = self._finer(eps_scale, grid_tol, grid_tol * _shrink(gap, tol * upper), fine)
+            grid_tol = self._finer(eps_scale, grid_tol, grid_tol * _shrink(gap, tol * upper), on_fine_grid)
         _warn(f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}] are wider than tol={tol:g}")
         return self._certified_lower(lower), upper
 

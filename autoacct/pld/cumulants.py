@@ -166,8 +166,8 @@ def best_index(f: Callable[[np.ndarray], np.ndarray], lo: int, hi: int) -> int:
     """
     coarse = np.arange(lo, hi + 1, _STRIDE)
     j = int(coarse[int(np.argmin(f(coarse)))])
-    fine = np.arange(max(lo, j - _STRIDE + 1), min(hi, j + _STRIDE - 1) + 1)
-    return int(fine[int(np.argmin(f(fine)))])
+    near = np.arange(max(lo, j - _STRIDE + 1), min(hi, j + _STRIDE - 1) + 1)
+    return int(near[int(np.argmin(f(near)))])
 
 
 #: Stride of the coarse pass of :func:`best_index`.

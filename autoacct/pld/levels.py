@@ -85,7 +85,7 @@ class Plan:
     top lattice directly."""
 
     ratio: int
-    fine: float
+    finest: float
     digits: tuple[int, ...]
     top_count: int
     #: The longest window the plan expects.
@@ -101,7 +101,7 @@ class Plan:
     @property
     def coarse(self) -> float:
         """The top lattice's spacing H_L = h_0 R^L."""
-        return self.fine * self.ratio ** len(self.digits)
+        return self.finest * self.ratio ** len(self.digits)
 
     @property
     def count(self) -> int:
@@ -117,7 +117,7 @@ def applies(parts: Sequence[tuple[PrivacyLoss, int]]) -> bool:
     return len(parts) == 1 and parts[0][1] >= MIN_COUNT and not parts[0][0].has_atoms
 
 
-def fine(h: float) -> float:
+def finest(h: float) -> float:
     """The finest spacing h_0 of a one-level plan for the accuracy of spacing h (plans with
     more levels are finer still)."""
     return h / math.sqrt(2.0)
@@ -220,7 +220,7 @@ def _cost(n: float | np.ndarray) -> float | np.ndarray:
 
 def self_compose(step: Components, p: Plan, log_eta: float, lam: float, lower: bool = True) -> Components | None:
     """Components on the lattice ``p.coarse`` whose composition bounds k copies of the one
-    component of ``step`` (discretised on ``p.fine``), tilted by ``lam`` in every window;
+    component of ``step`` (discretised on ``p.finest``), tilted by ``lam`` in every window;
     None when a window would be much longer than planned (heavy tilted tails), a level's
     untilted masses would leave the floating-point range, or its lower PLD is empty.
     Without ``lower`` only the upper PLDs are composed (and read). The plan's ``extra``
@@ -228,7 +228,7 @@ def self_compose(step: Components, p: Plan, log_eta: float, lam: float, lower: b
     block = p.copies
     k = p.count - p.extra
     chain, acc = step, None
-    h = p.fine
+    h = p.finest
     limit = _SLACK * p.points
     for j, d in enumerate(p.digits):
         coarse = h * p.ratio
@@ -353,9 +353,9 @@ def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
     cells = j_hi - j_lo
     base = j_lo * ratio
     # Fine offsets 0..cells R from G_0; offset 0 is the cell below the grid, (-inf, G_0].
-    fine = np.zeros(cells * ratio + 1)
-    fine[conv.j_lo - base:conv.j_lo - base + n] = tilted
-    block = fine[1:].reshape(cells, ratio)
+    padded = np.zeros(cells * ratio + 1)
+    padded[conv.j_lo - base:conv.j_lo - base + n] = tilted
+    block = padded[1:].reshape(cells, ratio)
     offsets = np.arange(1, ratio + 1)
     r = offsets * h
     g = (j_lo + np.arange(cells + 1)) * ratio * h
@@ -373,7 +373,7 @@ def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
             logs.append((np.log(np.einsum("ij,j->i", block, w)) + scale,
                          np.log(np.einsum("ij,j->i", block, w_left)) + scale,
                          np.log(block[:, -1] * w[-1]) + scale,
-                         math.log(fine[0]) + log_k - rate * g[0] if fine[0] > 0 else -math.inf))
+                         math.log(padded[0]) + log_k - rate * g[0] if padded[0] > 0 else -math.inf))
     (cell_p, left_p, _, below_p), (cell_q, left_q, atom_q, below_q) = logs
     if max(float(cell_q.max(initial=-np.inf)), below_q) > -_LOG_FLOOR:
         return None
