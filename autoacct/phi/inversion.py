@@ -73,8 +73,6 @@ class DampedSpectrum:
     tail: float                # bound on sum_{k >= n} |c_k|
     l0: float
     p_inf: float
-    lambdas: np.ndarray
-    k_pos: np.ndarray          # composed cumulant at the Chernoff exponents
 
 
 _LAMBDAS = np.logspace(-4.0, 4.0, 81)
@@ -298,8 +296,7 @@ class Direction:
         c = np.where(np.isfinite(c), c, 0.0)
         rel = np.where(np.isfinite(rel), np.minimum(rel, 2.0), 2.0)
         return DampedSpectrum(alpha=alpha, dt=dt, c=c, rel=rel, phase=np.abs(lm.imag), l0=l0,
-                       tail=self._tail(dt, n, mu2), p_inf=p_inf, lambdas=self._lambdas(),
-                       k_pos=self._cumulant(all_laws, self._lambdas()))
+                              tail=self._tail(dt, n, mu2), p_inf=p_inf)
 
     @staticmethod
     def _tail(dt: float, n: int, mu2: float) -> float:
