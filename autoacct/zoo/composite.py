@@ -14,9 +14,8 @@ import numpy as np
 from scipy import optimize, special
 
 from autoacct import _validation as check
-from autoacct.losses import randomized_response_loss
-from autoacct.mechanism import LossPart, Mechanism, PairRdp
-from autoacct.zoo.mechanisms import rr_rdp
+from autoacct.mechanism import Mechanism, PairRdp
+from autoacct.zoo.mechanisms import RandomizedResponsePair
 
 __all__ = ["GaussianSVT", "LaplaceSVT", "NoisyGD"]
 
@@ -29,7 +28,7 @@ def _cutoff(c: int, k: int | None) -> int:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class LaplaceSVT(Mechanism):
+class LaplaceSVT(RandomizedResponsePair):
     """Sparse vector technique with Laplace noise (Lyu, Su and Li 2017, Algorithm 1).
 
     Given adaptively chosen queries q_1, q_2, ... of sensitivity 1 and
@@ -60,6 +59,9 @@ class LaplaceSVT(Mechanism):
         q_i(D) >= q_i(D') for all i or q_i(D) <= q_i(D') for all i).
     """
 
+    # Randomised response dominates SVT but is not known to be attained by it.
+    attained = False
+
     b_threshold: float
     b_query: float
     c: int = 1
@@ -82,17 +84,6 @@ class LaplaceSVT(Mechanism):
     def eps0(self) -> float:
         """The pure-DP epsilon of the class docstring."""
         return 1.0 / self.b_threshold + (1.0 if self.monotone else 2.0) * self.c / self.b_query
-
-    def loss_parts(self) -> list[LossPart]:
-        # Randomised response dominates SVT but is not known to be attained by it.
-        loss = randomized_response_loss(self.eps0, tight=False)
-        return [LossPart(loss, loss, 1)]
-
-    def rdp_curve(self) -> PairRdp:
-        def curve(alpha: np.ndarray) -> np.ndarray:
-            v = rr_rdp(self.eps0, alpha)
-            return np.stack([v, v])
-        return curve
 
 
 @dataclass(frozen=True, eq=False, repr=False)

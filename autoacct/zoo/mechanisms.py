@@ -127,8 +127,14 @@ def rr_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
     return np.clip(v, 0.0, eps)
 
 
-class _RandomizedResponsePair(Mechanism, abstract=True):
-    """Mechanisms dominated by randomized response with log-odds ``eps0``."""
+class RandomizedResponsePair(Mechanism, abstract=True):
+    """Mechanisms dominated by randomized response with log-odds ``eps0``.
+
+    ``attained``: whether the mechanism attains that pair (so that lower bounds read off
+    its PLD are lower bounds on the mechanism); a subclass that is only dominated sets False.
+    """
+
+    attained = True
 
     @property
     def eps0(self) -> float:
@@ -136,7 +142,7 @@ class _RandomizedResponsePair(Mechanism, abstract=True):
         raise NotImplementedError
 
     def loss_parts(self) -> list[LossPart]:
-        loss = randomized_response_loss(self.eps0)
+        loss = randomized_response_loss(self.eps0, tight=self.attained)
         return [LossPart(loss, loss, 1)]
 
     def rdp_curve(self) -> PairRdp:
@@ -147,7 +153,7 @@ class _RandomizedResponsePair(Mechanism, abstract=True):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class RandomizedResponse(_RandomizedResponsePair):
+class RandomizedResponse(RandomizedResponsePair):
     """Binary randomized response, truthful with probability ``p`` in [1/2, 1).
 
     Pair ((p, 1-p), (1-p, p)); pure eps = log(p / (1-p)).
@@ -165,7 +171,7 @@ class RandomizedResponse(_RandomizedResponsePair):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class PureDP(_RandomizedResponsePair):
+class PureDP(RandomizedResponsePair):
     """Any ``eps``-DP mechanism; dominated by randomized response with log-odds eps."""
 
     eps: float
