@@ -1,10 +1,12 @@
-"""The FFT accountant for privacy-loss distributions (seeds 000 and 003).
+"""The FFT accountant for privacy-loss distributions (Koskela, Jalko and Honkela 2020;
+Koskela, Jalko, Prediger and Honkela 2021; connect-the-dots of Doroshenko et al. 2022).
 
-Parts: ``grid`` (spacing and ranges), ``discretize`` (upper and lower discrete
-PLDs), ``cumulants`` (tilts, windows and tail bounds), ``compose`` (FFT
-composition with accounted wrap-around), ``levels`` (multi-level
-self-composition), ``profiles`` (queries on a composed PLD, and Chernoff profiles) and
-``accountant`` (orchestration, caching and refinement).
+Parts, in the order data flows through them: ``components`` (a discretised law and its
+count), ``grid`` (spacing and ranges), ``discretize`` (upper and lower discrete PLDs),
+``cumulants`` (component sets, tilts, windows and tail bounds), ``compose`` (FFT
+composition with accounted wrap-around), ``levels`` (multi-level self-composition),
+``profiles`` (queries on a composed PLD, and Chernoff profiles), ``query`` (what a
+query asks: aim and budgets) and ``accountant`` (orchestration, caching and refinement).
 """
 
 from autoacct.pld.accountant import DEFAULT_TOL, FFTAccountant

@@ -27,8 +27,9 @@ import numpy as np
 from autoacct.errors import AccuracyWarning
 from autoacct.losses import GaussianLoss, PrivacyLoss
 from autoacct.pld import levels
+from autoacct.pld.components import Component
 from autoacct.pld.compose import N_MAX, compose
-from autoacct.pld.cumulants import Component, Components, choose_tilt, window_points
+from autoacct.pld.cumulants import Components, choose_tilt, window_points
 from autoacct.pld.discretize import DiscretePLD, discretize, discretize_lazy, discretize_upper
 from autoacct.pld.grid import choose_spacing, index_range
 from autoacct.pld.profiles import ChernoffProfile, DiscreteProfile, chernoff_profiles

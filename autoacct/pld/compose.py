@@ -46,8 +46,8 @@ import numpy as np
 from scipy import fft as sfft
 
 from autoacct.errors import AccuracyWarning
+from autoacct.pld.components import Component
 from autoacct.pld.cumulants import (
-    Component,
     Components,
     Cumulant,
     as_components,

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
+from autoacct.pld.components import Component
 from autoacct.pld.discretize import DiscretePLD, log_mgfs
 
 #: Positive exponents at which cumulants are evaluated for tail bounds and tilts
@@ -34,29 +34,6 @@ THETAS = np.concatenate(([0.0], np.logspace(-3.0, 4.0, 25)))
 #: Exponents in units of 1/h: they bound the mass of the last few lattice points.
 _LATTICE_THETAS = np.logspace(0.0, 4.0, 5)
 _U = np.finfo(float).eps
-
-@dataclass(frozen=True)
-class Component:
-    """One distinct discretised mechanism and how many times it is composed.
-
-    The lower PLD may be given as a function that makes it: it is then made when first
-    read, so that what reads only upper PLDs (a :class:`ChernoffProfile`) never pays for it.
-    """
-
-    upper: DiscretePLD
-    lower_pld: DiscretePLD | Callable[[], DiscretePLD]
-    count: int
-
-    @cached_property
-    def lower(self) -> DiscretePLD:
-        """The lower discrete PLD."""
-        low = self.lower_pld
-        return low if isinstance(low, DiscretePLD) else low()
-
-    def recounted(self, count: int) -> Component:
-        """The same component taken ``count`` times (sharing its lower PLD if already made)."""
-        return Component(self.upper, self.__dict__.get("lower", self.lower_pld), count)
-
 
 def side_pld(c: Component, side: str) -> DiscretePLD:
     return c.upper if side == "upper" else c.lower

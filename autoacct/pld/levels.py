@@ -51,8 +51,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from autoacct.losses import PrivacyLoss
+from autoacct.pld.components import Component
 from autoacct.pld.compose import N_MAX, Convolution, convolve
-from autoacct.pld.cumulants import Component, Components, window
+from autoacct.pld.cumulants import Components, window
 from autoacct.pld.discretize import DiscretePLD, log_mgfs, lower_from_cell_masses
 
 #: One lattice is used when its window has at most this many points, or the count is below

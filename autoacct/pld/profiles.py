@@ -29,7 +29,8 @@ from functools import cached_property
 import numpy as np
 from scipy.signal import lfilter
 
-from autoacct.pld.cumulants import Component, Cumulant, as_components, best_index
+from autoacct.pld.components import Component
+from autoacct.pld.cumulants import Cumulant, as_components, best_index
 
 _ULP = 8 * np.finfo(float).eps
 #: Points of the coarse scan that brackets a crossing before bisection.

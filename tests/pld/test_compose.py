@@ -15,8 +15,8 @@ import pytest
 from closed_forms import gaussian_delta_closed, rr_delta_closed
 
 from autoacct.losses import GaussianLoss, randomized_response_loss
+from autoacct.pld.components import Component
 from autoacct.pld.compose import compose
-from autoacct.pld.cumulants import Component
 from autoacct.pld.discretize import discretize
 
 

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoacct.losses import GaussianLoss, randomized_response_loss
+from autoacct.pld.components import Component
 from autoacct.pld.compose import compose
-from autoacct.pld.cumulants import Component
 from autoacct.pld.discretize import discretize
 from autoacct.pld.grid import index_range
 from autoacct.pld.profiles import chernoff_profiles

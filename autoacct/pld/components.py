@@ -1,0 +1,32 @@
+"""A discretised mechanism and how many times it is composed: the unit the composer works on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+from autoacct.pld.discretize import DiscretePLD
+
+
+@dataclass(frozen=True)
+class Component:
+    """One distinct discretised mechanism and how many times it is composed.
+
+    The lower PLD may be given as a function that makes it: it is then made when first
+    read, so that what reads only upper PLDs (a :class:`ChernoffProfile`) never pays for it.
+    """
+
+    upper: DiscretePLD
+    lower_pld: DiscretePLD | Callable[[], DiscretePLD]
+    count: int
+
+    @cached_property
+    def lower(self) -> DiscretePLD:
+        """The lower discrete PLD."""
+        low = self.lower_pld
+        return low if isinstance(low, DiscretePLD) else low()
+
+    def recounted(self, count: int) -> Component:
+        """The same component taken ``count`` times (sharing its lower PLD if already made)."""
+        return Component(self.upper, self.__dict__.get("lower", self.lower_pld), count)
