@@ -113,3 +113,13 @@ def bounded_int(name: str, value: Any, high: int = INT_MAX) -> int:
     if n > high:
         raise ValueError(f"{name} must be at most {high}, got {value!r}")
     return n
+
+
+def store(obj: object, **values: Any) -> None:
+    """Set validated field values on a frozen dataclass from its ``__post_init__``.
+
+    Frozen dataclasses refuse attribute assignment; their own ``__post_init__`` is the
+    one place where normalised values (a float for an int, a tuple for a list) are stored.
+    """
+    for key, value in values.items():
+        object.__setattr__(obj, key, value)

@@ -141,8 +141,7 @@ class Mechanism:
 
     def _set(self, **values: Any) -> None:
         """Store validated, normalised field values; for ``__post_init__`` only."""
-        for key, value in values.items():
-            object.__setattr__(self, key, value)
+        check.store(self, **values)
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in self.params.items())

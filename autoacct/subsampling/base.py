@@ -249,6 +249,10 @@ class Sampler(Transformer):
 
     mechanism_type: ClassVar[type[SubsampledMechanism]]
 
+    def _set(self, **values: Any) -> None:
+        """Store validated field values; for ``__post_init__`` only (the dataclass is frozen)."""
+        check.store(self, **values)
+
     def __call__(self, mechanism: Mechanism) -> Mechanism:
         return self.mechanism_type(require_mechanism(mechanism),
                                    *(getattr(self, f.name) for f in fields(self)))  # type: ignore[arg-type]

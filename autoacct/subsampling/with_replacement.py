@@ -176,5 +176,4 @@ class SampleWithReplacement(Sampler):
         n = check.positive_int("dataset_size", self.dataset_size)
         if b > n:
             raise ValueError(f"batch_size must not exceed dataset_size ({n}), got {self.batch_size!r}")
-        object.__setattr__(self, "batch_size", b)
-        object.__setattr__(self, "dataset_size", n)
+        self._set(batch_size=b, dataset_size=n)

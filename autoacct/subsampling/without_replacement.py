@@ -222,4 +222,4 @@ class SampleWithoutReplacement(Sampler):
     q: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "q", check.real("q", self.q, low=0.0, high=1.0, low_open=True))
+        self._set(q=check.real("q", self.q, low=0.0, high=1.0, low_open=True))
