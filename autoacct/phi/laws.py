@@ -32,6 +32,7 @@ import numpy as np
 from scipy import special
 
 from autoacct.losses import LaplaceLoss, PrivacyLoss
+from autoacct.pld.discretize import discretize_upper
 
 #: Largest number of lattice points of one discretised law.
 M_MAX = 1 << 18
@@ -289,30 +290,19 @@ def discrete_law(loss: PrivacyLoss, arrays: tuple[np.ndarray, np.ndarray, np.nda
 
 
 def lattice_law(loss: PrivacyLoss, h: float, eta: float) -> AtomsLaw:
-    """A dominating lattice law on hZ for any loss, from its cell masses (connect the dots)."""
+    """A dominating lattice law on hZ for any loss: the upper discrete PLD of :mod:`autoacct.pld.discretize`."""
     a, b = loss.quantile_range(eta)
     j_lo = math.floor(a / h) - 1
     j_hi = max(math.ceil(b / h) + 1, j_lo + 2)
     if j_hi - j_lo + 1 > M_MAX:
         raise TooFine
-    grid = np.arange(j_lo, j_hi + 1) * h
-    edges = np.concatenate(([-np.inf], grid, [np.inf]))
-    m_p, m_q = (np.asarray(v, dtype=float) for v in loss.cell_masses(edges))
-    m_p = np.maximum(m_p, 0.0)
-    m_q = np.maximum(m_q, 0.0)
-    w = np.zeros(grid.size)
-    w[0] += m_p[0]                      # (-inf, g_0]: rounded up to g_0
-    inner_p = m_p[1:-1]
-    inner_q = m_q[1:-1]
-    lower_end = grid[:-1]
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # Cell (g_j, g_j + h]: the share of its P-mass sent to g_j + h keeps its Q-mass.
-        frac = (1.0 - inner_q * np.exp(lower_end) / inner_p) / (-math.expm1(-h))
-    frac = np.where(inner_p > 0, np.nan_to_num(frac, nan=1.0, posinf=1.0, neginf=0.0), 0.0)
-    frac = np.clip(frac, 0.0, 1.0)
-    w[1:] += inner_p * frac
-    w[:-1] += inner_p * (1.0 - frac)
-    p_inf = float(loss.p_inf) + float(m_p[-1])  # (g_last, inf): to +inf
+    # The pld discretiser's upper (connect-the-dots) PLD: each cell's P-mass split between
+    # its ends so that its Q-mass is kept, the mass below the grid rounded up to its first
+    # point, the mass above it sent to +inf.
+    upper = discretize_upper(loss, h, j_lo, j_hi)
+    grid = upper.losses
+    w = np.maximum(upper.masses, 0.0)
+    p_inf = float(upper.p_inf)
     keep = w > 0
     idx = np.flatnonzero(keep)
     if idx.size == 0:
