@@ -4,28 +4,44 @@ Build mechanisms (``autoacct.zoo``), transform them (composition,
 subsampling), and ask for their privacy as (epsilon, delta), Renyi DP, f-DP
 tradeoff curves or privacy-loss distributions. Every epsilon or delta returned
 is an upper bound on the truth; every tradeoff value a lower bound.
+
+The subpackages are attributes of the package (``autoacct.calibrators.calibrate``);
+``autoacct.plotting`` and ``autoacct.cli`` load on first use (they import matplotlib
+and argparse, which a plain ``import autoacct`` does not need).
 """
 
+import importlib
+
+from autoacct import calibrators, converters, losses, phi, pld, routes, subsampling, zoo
 from autoacct.dpsgd import dpsgd, dpsgd_schedule
 from autoacct.errors import AccuracyWarning, InfeasibleBudgetError, RouteUnavailableError
 from autoacct.mechanism import Calibrator, Mechanism, Neighboring, Transformer
 from autoacct.zoo import (
-                  ZCDP,
-                  ApproxDP,
-                  Composition,
-                  Gaussian,
-                  Laplace,
-                  PoissonSubsample,
-                  PureDP,
-                  RandomizedResponse,
-                  SampleWithoutReplacement,
-                  SampleWithReplacement,
+    ZCDP,
+    ApproxDP,
+    Composition,
+    Gaussian,
+    Laplace,
+    PoissonSubsample,
+    PureDP,
+    RandomizedResponse,
+    SampleWithoutReplacement,
+    SampleWithReplacement,
 )
 
 __version__ = "0.1.0"
 
-__all__ = ["AccuracyWarning", "ApproxDP", "Calibrator", "Composition", "Gaussian", "Laplace",
-           "Mechanism", "Neighboring", "PoissonSubsample", "PureDP", "RandomizedResponse",
-           "InfeasibleBudgetError", "RouteUnavailableError", "SampleWithReplacement",
-           "SampleWithoutReplacement", "Transformer",
-           "ZCDP", "__version__", "dpsgd", "dpsgd_schedule"]
+_LAZY = ("plotting", "cli")
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return importlib.import_module(f"autoacct.{name}")
+    raise AttributeError(f"module 'autoacct' has no attribute {name!r}")
+
+
+__all__ = ["ZCDP", "AccuracyWarning", "ApproxDP", "Calibrator", "Composition", "Gaussian",
+           "InfeasibleBudgetError", "Laplace", "Mechanism", "Neighboring", "PoissonSubsample", "PureDP",
+           "RandomizedResponse", "RouteUnavailableError", "SampleWithReplacement",
+           "SampleWithoutReplacement", "Transformer", "__version__", "calibrators", "converters",
+           "dpsgd", "dpsgd_schedule", "losses", "phi", "pld", "routes", "subsampling", "zoo"]

@@ -147,6 +147,13 @@ class Mechanism:
         inner = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
         return f"<{self.name}: {inner}>"
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields without the cache: a pickled mechanism is its parameters (the cache may
+        hold closures, and its answers are recomputed identically from the parameters)."""
+        state = dict(self.__dict__)
+        state["_cache"] = {}
+        return state
+
     def cached(self, key: Hashable, make: Callable[[], _T]) -> _T:
         """``make()``, computed once per mechanism and ``key``.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from zoo_cases import ZOO
@@ -16,6 +18,16 @@ def case(request):
 
 
 class TestConformance:
+    def test_pickle_round_trip(self, case):
+        """A mechanism pickles (for multiprocessing and checkpoints) into one that answers the
+        same, whether it was pickled before its first query or with its answers cached."""
+        m, _ = case
+        fresh = pickle.loads(pickle.dumps(m))
+        e = m.epsilon(1e-6)
+        assert fresh.epsilon(1e-6) == e
+        assert pickle.loads(pickle.dumps(m)).epsilon(1e-6) == e
+        assert fresh.params == m.params and fresh.name == m.name
+
     def test_round_trip_delta_of_epsilon(self, case):
         m, _ = case
         for d in DELTAS:

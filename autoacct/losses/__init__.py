@@ -7,17 +7,17 @@
 """
 
 from autoacct.losses.base import (
-                                  SIZING_TILTS,
-                                  ContinuousLoss,
-                                  DiscreteLoss,
-                                  GaussianLoss,
-                                  LaplaceLoss,
-                                  PrivacyLoss,
-                                  gaussian_delta,
-                                  leaky_rr_loss,
-                                  randomized_response_loss,
-                                  segment_sums,
-                                  sizing_cgf_of,
+    SIZING_TILTS,
+    ContinuousLoss,
+    DiscreteLoss,
+    GaussianLoss,
+    LaplaceLoss,
+    PrivacyLoss,
+    gaussian_delta,
+    leaky_rr_loss,
+    randomized_response_loss,
+    segment_sums,
+    sizing_cgf_of,
 )
 
 __all__ = ["SIZING_TILTS", "ContinuousLoss", "DiscreteLoss", "GaussianLoss", "LaplaceLoss",
