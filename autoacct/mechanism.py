@@ -34,7 +34,7 @@ ROUTES = routes.ROUTE_NAMES
 PairRdp = Callable[[np.ndarray], np.ndarray]
 
 _T = TypeVar("_T")
-_HOOKS = ("exact_gdp_mu", "loss_parts", "rdp_curve")
+_HOOKS = ("exact_gdp_mu", "loss_parts", "rdp_curve", "dp_guarantee")
 
 
 class Neighboring(enum.Enum):
@@ -98,6 +98,12 @@ class Mechanism:
         A function of an array of orders alpha > 1 returning Renyi DP of both
         orders of the pair, shape (2,) + alpha.shape (+inf where infinite).
         Gives the ``"rdp"`` route.
+    ``dp_guarantee() -> tuple[float, float] | None``
+        (eps0, delta0) such that the mechanism is (eps0, delta0)-DP under its
+        relation: for every eps, delta(eps) is at most the profile of the leaky
+        randomized response with these parameters. Gives the ``"dp"`` route,
+        which the auto policy always consults, so that no answer is above a
+        pure- or approximate-DP bound the library itself certifies.
 
     Optional:
 
@@ -213,6 +219,10 @@ class Mechanism:
             return np.stack([v, v])
         return curve
 
+    def dp_guarantee(self) -> tuple[float, float] | None:
+        """(eps0, delta0) with the mechanism (eps0, delta0)-DP under its relation, or None."""
+        return None
+
     def epsilon_lower(self, delta: float) -> float | None:
         """A certified lower bound on eps(delta) where no route gives one, or None (meaning 0)."""
         return None
@@ -225,17 +235,18 @@ class Mechanism:
 
     # ----- Renyi DP ---------------------------------------------------------------
     def rdp(self, alpha: Any) -> Any:
-        """Renyi-DP epsilon at order(s) ``alpha`` > 1: the larger of the two orders of the pair.
+        """Renyi-DP epsilon at order(s) ``alpha`` in [1, inf]: the larger of the two orders of the pair.
 
         Array in, array out; a scalar gives a float. The value is an upper bound
         on sup_{D ~ D'} D_alpha(M(D) || M(D')), +inf where that is infinite.
+        Order 1 is the KL divergence, order inf the max divergence (the pure-DP
+        epsilon where the mechanism has one).
         """
-        a = check.real_array("alpha", alpha, low=1.0, low_open=True)
+        a = check.real_array("alpha", alpha, low=1.0, allow_inf=True)
         if "rdp" not in self.routes:
             raise RouteUnavailableError(f"{self.name} has no Renyi-DP representation; "
                                         f"available routes: {self.routes}")
-        val = np.maximum(routes.rdp_of(self, a), 0.0)
-        return float(val) if val.ndim == 0 else val
+        return routes.outward(np.maximum(routes.rdp_of(self, a), 0.0), upper=True)
 
     # ----- epsilon and delta ------------------------------------------------------
     def epsilon(self, delta: float, via: str = "auto", tol: float | None = None) -> float:
@@ -248,12 +259,13 @@ class Mechanism:
         PLD route (default 1e-3: within 0.1% of the truth).
         """
         d = check.real("delta", delta, low=MIN_DELTA, high=1.0, high_open=True)
-        return routes.epsilon_bounds(self, d, via, routes.tolerance(tol))[1]
+        return routes.outward(routes.epsilon_bounds(self, d, via, routes.tolerance(tol))[1], upper=True)
 
     def epsilon_bounds(self, delta: float, tol: float | None = None) -> tuple[float, float]:
         """(lower, upper) with lower <= the true eps(delta) <= upper."""
         d = check.real("delta", delta, low=MIN_DELTA, high=1.0, high_open=True)
-        return routes.epsilon_bounds(self, d, "auto", routes.tolerance(tol))
+        lo, up = routes.epsilon_bounds(self, d, "auto", routes.tolerance(tol))
+        return routes.outward(lo, upper=False), routes.outward(up, upper=True)
 
     def delta(self, epsilon: Any, via: str = "auto", tol: float | None = None) -> Any:
         """Certified upper bound on delta(eps), the smallest delta with (eps, delta)-DP.
@@ -267,7 +279,7 @@ class Mechanism:
         """(lower, upper) with lower <= the true delta(eps) <= upper."""
         e = check.real_array("epsilon", epsilon, low=0.0)
         lo, up = routes.delta_bounds(self, e, "auto", routes.tolerance(tol))
-        return routes.public_delta(lo), routes.public_delta(up)
+        return routes.public_delta(lo, upper=False), routes.public_delta(up)
 
     # ----- f-DP ----------------------------------------------------------------------
     def tradeoff(self, fpr: Any, via: str = "auto") -> Any:
@@ -277,8 +289,7 @@ class Mechanism:
         discretisation) otherwise; "rdp" converts the RDP curve for comparison.
         """
         a = check.real_array("fpr", fpr, low=0.0, high=1.0)
-        val = np.clip(routes.tradeoff(self, a, via), 0.0, 1.0 - a)
-        return float(val) if np.ndim(val) == 0 else val
+        return routes.outward(np.clip(routes.tradeoff(self, a, via), 0.0, 1.0 - a), upper=False)
 
 
 class Transformer(ABC):

@@ -7,7 +7,9 @@ A route turns one representation into (epsilon, delta, tradeoff) answers:
   certified lower and upper bounds;
 * ``phi``: the characteristic-function accountant on the same laws (upper bounds);
 * ``rdp``: conversion of the Renyi-DP curve (hook ``rdp_curve``; Balle et al.
-  2020, Theorem 21).
+  2020, Theorem 21);
+* ``dp``: an (eps, delta)-DP guarantee (hook ``dp_guarantee``): basic
+  composition and amplification by subsampling, in closed form.
 
 Each route is an object with one interface (:class:`Route`); :data:`ROUTES`
 lists them, and the ``auto`` policy (:func:`epsilon_bounds`,
@@ -32,12 +34,12 @@ from autoacct import _validation as check
 from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_profile
 from autoacct.converters.rdp import rdp_to_delta, rdp_to_epsilon
 from autoacct.errors import RouteUnavailableError
-from autoacct.losses import gaussian_delta
+from autoacct.losses import PROFILE_REL, PrivacyLoss, gaussian_delta
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
 
 if TYPE_CHECKING:
-    from autoacct.mechanism import Mechanism
+    from autoacct.mechanism import Mechanism, PairRdp
 
 #: Smallest delta a query accepts: below it (subnormal floats) profiles lose their precision.
 MIN_DELTA = 1e-300
@@ -55,10 +57,25 @@ Bounds = tuple[float, float]
 ArrayBounds = tuple[np.ndarray, np.ndarray]
 
 
-def public_delta(val: Any) -> Any:
-    """A delta as returned to users: a float for a scalar, else an array; never negative, never -0.0."""
-    out = np.maximum(np.asarray(val, dtype=float), 0.0) + 0.0
+def outward(val: Any, *, upper: bool, cap: float = math.inf) -> Any:
+    """A bound as it leaves the library: rounded one ulp away from the truth, in [0, cap].
+
+    The one rounding rule of the public API: an upper bound is moved to the next
+    float above, a lower bound to the next float below, so that the last
+    rounding of any computation cannot put a bound on the wrong side of the
+    truth. Zero, ``cap`` and infinity are kept (a certified 0 or a cap is exact).
+    A float for a scalar, else an array; never negative, never -0.0.
+    """
+    x = np.asarray(val, dtype=float)
+    inner = (x > 0.0) & (x < cap)
+    moved = np.nextafter(x, np.inf if upper else -np.inf)
+    out = np.clip(np.where(inner, moved, x), 0.0, cap) + 0.0
     return float(out) if out.ndim == 0 else out
+
+
+def public_delta(val: Any, *, upper: bool = True) -> Any:
+    """A delta bound as returned to users: rounded outward (:func:`outward`) into [0, 1]."""
+    return outward(val, upper=upper, cap=1.0)
 
 
 def tolerance(tol: float | None) -> float:
@@ -68,14 +85,50 @@ def tolerance(tol: float | None) -> float:
     return check.real("tol", tol, low=1e-7, high=0.5)
 
 
+#: Order at which the KL divergence (order 1) is bounded when a curve has no value at 1:
+#: Renyi divergences are non-decreasing in the order, so D_1 <= D_{1 + KL_STEP}.
+KL_STEP = 1e-6
+
+
+def _curve_at(curve: PairRdp, alpha: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        val = np.max(np.asarray(curve(np.asarray(alpha, dtype=float)), dtype=float), axis=0)
+    return np.where(np.isnan(val), np.inf, val)
+
+
+def max_divergence(m: Mechanism) -> float:
+    """An upper bound on the max divergence (Renyi order infinity) of ``m``'s pair.
+
+    The pure-DP epsilon of a (eps0, 0) ``dp_guarantee`` (a mechanism is (D, 0)-DP
+    exactly when its max divergence is at most D); +inf otherwise. Curves are not
+    evaluated at infinity: some (the subsampled Gaussian's) have no finite limit
+    and no cheap way of saying so.
+    """
+    guarantee = m.dp_guarantee()
+    if guarantee is not None and guarantee[1] == 0.0:
+        return guarantee[0]
+    return math.inf
+
+
 def rdp_of(m: Mechanism, alpha: np.ndarray) -> np.ndarray:
-    """The mechanism's RDP at orders ``alpha``: the larger of the pair's two orders, +inf for NaN."""
+    """The mechanism's RDP at orders ``alpha`` in [1, inf]: the larger of the pair's two orders.
+
+    +inf where the curve gives NaN. Order 1 (the KL divergence) is the curve's value
+    there when it has one, else its value at 1 + KL_STEP (an upper bound, the
+    divergence being non-decreasing in the order); order inf is :func:`max_divergence`.
+    """
     curve = m.rdp_curve()
     if curve is None:
         raise RouteUnavailableError(f"{m.name} has no Renyi-DP representation")
-    with np.errstate(over="ignore"):
-        val = np.max(np.asarray(curve(np.asarray(alpha, dtype=float)), dtype=float), axis=0)
-    return np.where(np.isnan(val), np.inf, val)
+    a = np.asarray(alpha, dtype=float)
+    ends = (a == 1.0) | np.isinf(a)
+    if not np.any(ends):
+        return _curve_at(curve, a)
+    val = _curve_at(curve, np.where(np.isinf(a), 2.0, a))
+    at_one = a == 1.0
+    if np.any(at_one) and not np.all(np.isfinite(val[at_one])):
+        val = np.where(at_one & ~np.isfinite(val), _curve_at(curve, np.array(1.0 + KL_STEP)), val)
+    return np.where(np.isinf(a), max_divergence(m), val)
 
 
 def _lower_end(m: Mechanism, delta: float) -> float:
@@ -121,6 +174,8 @@ class ExactRoute(Route):
 
     def epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
         mu = self._mu(m)
+        if mu == 0.0:
+            return 0.0, 0.0
 
         def up_fn(e: float) -> float:
             return float(gaussian_delta(mu, e)) * (1 + EXACT_REL)
@@ -133,8 +188,10 @@ class ExactRoute(Route):
                 epsilon_from_profile(up_fn, delta, guess, upper=True))
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
-        val = gaussian_delta(self._mu(m), eps)
-        return val * (1 - EXACT_REL), np.minimum(val * (1 + EXACT_REL) + 1e-300, 1.0)
+        mu = self._mu(m)
+        val = gaussian_delta(mu, eps)
+        floor = 1e-300 if mu > 0.0 else 0.0  # 0-GDP: delta is exactly 0 at eps >= 0
+        return val * (1 - EXACT_REL), np.minimum(val * (1 + EXACT_REL) + floor, 1.0)
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
         return special.ndtr(special.ndtri(1.0 - fpr) - self._mu(m)) - EXACT_TRADEOFF_MARGIN
@@ -153,8 +210,30 @@ class _LawRoute(Route):
         return parts
 
 
+def single_step(m: Mechanism) -> tuple[PrivacyLoss, PrivacyLoss] | None:
+    """The two laws of a mechanism that is one run of one pair whose profiles are closed forms.
+
+    Its PLD is the pair itself, so delta(eps) is the larger of the two laws'
+    profiles, with no discretisation (``PrivacyLoss.exact_profile``).
+    """
+    parts = m.loss_parts()
+    if parts is None or len(parts) != 1 or parts[0].times != 1:
+        return None
+    fwd, bwd = parts[0].forward, parts[0].backward
+    return (fwd, bwd) if fwd.exact_profile and bwd.exact_profile else None
+
+
+def _single_profile(laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any, upper: bool) -> np.ndarray:
+    val = np.maximum(np.asarray(laws[0].profile(eps)), np.asarray(laws[1].profile(eps)))
+    if upper:
+        return np.minimum(val * (1.0 + PROFILE_REL), 1.0)
+    tight = laws[0].tight and laws[1].tight
+    return val * (1.0 - PROFILE_REL) if tight else np.zeros(np.shape(val))
+
+
 class PldRoute(_LawRoute):
-    """The certified FFT accountant (:mod:`autoacct.pld`)."""
+    """The certified FFT accountant (:mod:`autoacct.pld`); one run of a pair with a closed-form
+    profile is answered from that profile (:func:`single_step`)."""
 
     name = "pld"
 
@@ -163,10 +242,21 @@ class PldRoute(_LawRoute):
         return m.cached(("pld",), lambda: FFTAccountant(self._parts(m)))
 
     def epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
+        laws = single_step(m)
+        if laws is not None:
+            def up(e: float) -> float:
+                return float(_single_profile(laws, e, upper=True))
+
+            def low(e: float) -> float:
+                return float(_single_profile(laws, e, upper=False))
+            return (epsilon_from_profile(low, delta, upper=False), epsilon_from_profile(up, delta, upper=True))
         acc = self.accountant(m)
         return acc.epsilon(delta, acc.eps_scale(delta), tol)
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
+        laws = single_step(m)
+        if laws is not None:
+            return _single_profile(laws, eps, upper=False), _single_profile(laws, eps, upper=True)
         acc = self.accountant(m)
         return acc.delta(eps, acc.eps_scale(REFERENCE_DELTA), tol)
 
@@ -206,10 +296,12 @@ class RdpRoute(Route):
         return lambda alpha: rdp_of(m, alpha)
 
     def epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
-        return _lower_end(m, delta), rdp_to_epsilon(self._curve(m), delta)
+        # The order-infinity limit of the conversion: a pair with max divergence D is (D, 0)-DP.
+        return _lower_end(m, delta), min(rdp_to_epsilon(self._curve(m), delta), max_divergence(m))
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
-        return np.zeros(eps.shape), rdp_to_delta(self._curve(m), eps)
+        up = np.where(eps >= max_divergence(m), 0.0, rdp_to_delta(self._curve(m), eps))
+        return np.zeros(eps.shape), up
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
         curve = self._curve(m)
@@ -220,9 +312,60 @@ class RdpRoute(Route):
         return tradeoff_from_profile(lambda e: rdp_to_delta(curve, e, polish=False), fpr, eps_grid)
 
 
-EXACT, PLD, PHI, RDP = ExactRoute(), PldRoute(), PhiRoute(), RdpRoute()
+class DpRoute(Route):
+    """An (eps0, delta0)-DP guarantee (hook ``dp_guarantee``): basic composition and amplification.
+
+    Every (eps0, delta0)-DP mechanism is dominated by the leaky randomized
+    response (Zhu, Dong and Wang 2022), whose profile is, for eps >= 0,
+    delta0 + (1 - delta0) (1 - e^{eps - eps0})^+ / (1 + e^{-eps0}), and whose
+    tradeoff curve is max(0, 1 - delta0 - e^{eps0} a, e^{-eps0} (1 - delta0 - a))
+    (Kairouz, Oh and Viswanath 2015).
+    """
+
+    name = "dp"
+    #: Relative margin over the few roundings of the closed forms.
+    REL = 1e-15
+
+    def available(self, m: Mechanism) -> bool:
+        return m.dp_guarantee() is not None
+
+    @staticmethod
+    def _guarantee(m: Mechanism) -> tuple[float, float]:
+        g = m.dp_guarantee()
+        if g is None:
+            raise RouteUnavailableError(f"{m.name} has no (eps, delta)-DP guarantee")
+        return g
+
+    def epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
+        eps0, delta0 = self._guarantee(m)
+        lower = _lower_end(m, delta)
+        if delta < delta0:
+            return lower, math.inf
+        # Solve delta0 + (1 - delta0)(1 - e^{x - eps0}) / (1 + e^{-eps0}) = delta for x.
+        c = (delta - delta0) * (1.0 + math.exp(-eps0)) / (1.0 - delta0)
+        x = eps0 + math.log1p(-c) if c < 1.0 else 0.0
+        x = x + self.REL * (abs(x) + eps0)
+        return lower, min(eps0, max(x, 0.0))
+
+    def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
+        eps0, delta0 = self._guarantee(m)
+        with np.errstate(over="ignore"):
+            slope = -np.expm1(np.minimum(eps - eps0, 0.0)) / (1.0 + math.exp(-eps0))
+        up = (delta0 + (1.0 - delta0) * slope) * (1.0 + self.REL)
+        return np.zeros(eps.shape), np.minimum(up, 1.0)
+
+    def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
+        eps0, delta0 = self._guarantee(m)
+        with np.errstate(over="ignore", invalid="ignore"):
+            steep = 1.0 - delta0 - np.where(fpr > 0.0, np.exp(eps0) * fpr, 0.0)
+            flat = np.exp(-eps0) * (1.0 - delta0 - fpr)
+        val = np.maximum(np.maximum(steep, flat), 0.0)
+        return np.maximum(val * (1.0 - self.REL) - self.REL, 0.0)
+
+
+EXACT, PLD, PHI, RDP, DP = ExactRoute(), PldRoute(), PhiRoute(), RdpRoute(), DpRoute()
 #: Every route, in the order ``Mechanism.routes`` lists them.
-ROUTES: dict[str, Route] = {r.name: r for r in (EXACT, PLD, PHI, RDP)}
+ROUTES: dict[str, Route] = {r.name: r for r in (EXACT, PLD, PHI, RDP, DP)}
 ROUTE_NAMES = ("auto", *ROUTES)
 
 
@@ -251,9 +394,11 @@ def _epsilon_by(m: Mechanism, route: str, delta: float, tol: float) -> Bounds:
 def epsilon_bounds(m: Mechanism, delta: float, via: str, tol: float) -> Bounds:
     """(lower, upper) on eps(delta) by route ``via``; "auto" is the tightest certified pair.
 
-    The auto policy: the closed form if there is one; else the PLD when it is
-    within ``tol`` (an RDP bound lies above the truth, so it cannot then be
-    tighter by more than tol); else the best of the PLD and RDP routes.
+    The auto policy: the closed form if there is one; else the PLD, with the
+    RDP route too when the PLD is not within ``tol`` (an RDP bound lies above
+    the truth, so it cannot then be tighter by more than tol); and always the
+    (eps, delta)-DP guarantee where there is one (a closed form, so that no
+    answer is above a pure- or approximate-DP bound the library certifies).
     """
     route = _resolve(m, via)
     if route != "auto":
@@ -262,12 +407,12 @@ def epsilon_bounds(m: Mechanism, delta: float, via: str, tol: float) -> Bounds:
         return _epsilon_by(m, "exact", delta, tol)
     results = []
     if "pld" in m.routes:
-        lo, up = _epsilon_by(m, "pld", delta, tol)
-        if up - lo <= tol * up:
-            return lo, up
-        results.append((lo, up))
-    if "rdp" in m.routes:
+        results.append(_epsilon_by(m, "pld", delta, tol))
+    within_tol = bool(results) and results[0][1] - results[0][0] <= tol * results[0][1]
+    if "rdp" in m.routes and not within_tol:
         results.append(_epsilon_by(m, "rdp", delta, tol))
+    if "dp" in m.routes:
+        results.append(_epsilon_by(m, "dp", delta, tol))
     return max(r[0] for r in results), min(r[1] for r in results)
 
 
@@ -278,15 +423,22 @@ def delta_bounds(m: Mechanism, eps: np.ndarray, via: str, tol: float) -> ArrayBo
         return ROUTES[route].delta(m, eps, tol)
     if "exact" in m.routes:
         return EXACT.delta(m, eps, tol)
-    if "pld" not in m.routes:
-        return RDP.delta(m, eps, tol)
-    lo, up = m.cached(("delta", eps.shape, eps.tobytes(), tol), lambda: _pld_delta_with_rdp(m, eps, tol))
+    if "pld" in m.routes:
+        lo, up = m.cached(("delta", eps.shape, eps.tobytes(), tol), lambda: _pld_delta_with_rdp(m, eps, tol))
+    elif "rdp" in m.routes:
+        lo, up = RDP.delta(m, eps, tol)
+    else:
+        lo, up = np.zeros(eps.shape), np.ones(eps.shape)
+    if "dp" in m.routes:
+        up = np.minimum(up, DP.delta(m, eps, tol)[1])
     return lo.copy(), up.copy()
 
 
 def _pld_delta_with_rdp(m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
     """PLD bounds on delta, with the RDP bound taken where they are not within tol."""
     lo, up = (np.array(v, dtype=float) for v in PLD.delta(m, eps, tol))
+    if single_step(m) is not None:
+        return lo, up
     # Within tol on the eps scale (the accountant's target): the upper bound at eps is
     # below the lower bound at eps (1 - tol), or within tol of the lower bound.
     shrunk = np.asarray(PLD.accountant(m).best_delta(eps * (1.0 - tol))[0])
@@ -301,8 +453,16 @@ def _pld_delta_with_rdp(m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBound
 
 
 def tradeoff(m: Mechanism, fpr: np.ndarray, via: str) -> np.ndarray:
-    """A lower bound on the tradeoff curve; "auto" takes the first of exact, pld, rdp available."""
+    """A lower bound on the tradeoff curve.
+
+    "auto" takes the first of exact, pld, rdp available, and the larger of it and
+    the (eps, delta)-DP guarantee's curve where there is one (both are lower bounds).
+    """
     route = _resolve(m, via)
-    if route == "auto":
-        route = next(r for r in ("exact", "pld", "rdp") if r in m.routes)
-    return ROUTES[route].tradeoff(m, fpr)
+    if route != "auto":
+        return ROUTES[route].tradeoff(m, fpr)
+    first = next((r for r in ("exact", "pld", "rdp") if r in m.routes), None)
+    val = ROUTES[first].tradeoff(m, fpr) if first is not None else np.zeros(fpr.shape)
+    if "dp" in m.routes:
+        val = np.maximum(val, DP.tradeoff(m, fpr))
+    return val

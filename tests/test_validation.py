@@ -78,7 +78,7 @@ def test_unknown_route_and_unavailable_route():
     with pytest.raises(RouteUnavailableError, match="pld"):
         ZCDP(0.5).epsilon(1e-5, via="pld")
     with pytest.raises(ValueError, match="alpha"):
-        Gaussian(1.0).rdp(1.0)
+        Gaussian(1.0).rdp(0.999)
     with pytest.raises(ValueError, match="tol"):
         Gaussian(1.0).epsilon(1e-5, tol=0.0)
 

@@ -7,6 +7,7 @@
 """
 
 from autoacct.losses.base import (
+    PROFILE_REL,
     SIZING_TILTS,
     ContinuousLoss,
     DiscreteLoss,
@@ -20,6 +21,6 @@ from autoacct.losses.base import (
     sizing_cgf_of,
 )
 
-__all__ = ["SIZING_TILTS", "ContinuousLoss", "DiscreteLoss", "GaussianLoss", "LaplaceLoss",
+__all__ = ["PROFILE_REL", "SIZING_TILTS", "ContinuousLoss", "DiscreteLoss", "GaussianLoss", "LaplaceLoss",
            "PrivacyLoss", "gaussian_delta", "leaky_rr_loss", "randomized_response_loss",
            "segment_sums", "sizing_cgf_of"]

@@ -201,7 +201,7 @@ class RateSubsampledMechanism(SubsampledMechanism, abstract=True):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._set(q=check.real("q", self.q, low=0.0, high=1.0, low_open=True))
+        self._set(q=check.real("q", self.q, low=0.0, high=1.0))
         self._loss()  # a base that is not a single symmetric pair is rejected here
 
     def _loss(self) -> PrivacyLoss | None:
@@ -210,9 +210,27 @@ class RateSubsampledMechanism(SubsampledMechanism, abstract=True):
         return self.cached(("base_loss",), lambda: single_symmetric_loss(self.base, self._SAMPLER))
 
     def exact_gdp_mu(self) -> float | None:
+        # q = 0: the record is never used, the output's law does not depend on it (0-GDP).
+        if self.q == 0.0:
+            return 0.0
         return self.base.exact_gdp_mu() if self.q == 1.0 else None
 
+    def dp_guarantee(self) -> tuple[float, float] | None:
+        """Amplification by subsampling of the base's (eps, delta) (Balle, Barthe and Gaboardi
+        2018, Theorems 8 and 9: Poisson under add/remove, without replacement under
+        replace-one): (log(1 + q (e^eps - 1)), q delta)."""
+        if self.q == 0.0:
+            return 0.0, 0.0
+        g = self.base.dp_guarantee()
+        if g is None:
+            return None
+        eps = math.log1p(self.q * math.expm1(g[0])) if np.isfinite(g[0]) else math.inf
+        slack = 1.0 + 8.0 * UNIT_ROUNDOFF
+        return eps * slack, self.q * g[1] * slack
+
     def loss_parts(self) -> list[LossPart] | None:
+        if self.q == 0.0:
+            return []  # the record is never used: no pair to compose
         if self.q == 1.0:
             return self.base.loss_parts()
         loss = self._loss()
@@ -224,6 +242,8 @@ class RateSubsampledMechanism(SubsampledMechanism, abstract=True):
         raise NotImplementedError
 
     def rdp_curve(self) -> PairRdp | None:
+        if self.q == 0.0:
+            return lambda alpha: np.zeros((2,) + np.shape(alpha))
         if self.q == 1.0:
             return self.base.rdp_curve()
         mu = self.base.exact_gdp_mu()
@@ -233,8 +253,13 @@ class RateSubsampledMechanism(SubsampledMechanism, abstract=True):
         if mu is None and self.base.rdp_curve() is None:
             return None
         general = self.cached(("general_rdp",), lambda: SubsampledRdp(
-            base_curve(self.base), self.q, type(self)._RDP_BOUND))
+            base_curve(self.base), self.q, self._rdp_bound()))
         return self._cached_rdp(general)
+
+    def _rdp_bound(self) -> Callable[..., np.ndarray]:
+        """The scheme's bound at integer orders, ``bound(curve, q, orders)``; the class's
+        ``_RDP_BOUND`` unless the scheme can use the base's pair."""
+        return type(self)._RDP_BOUND
 
 
 class Sampler(Transformer):

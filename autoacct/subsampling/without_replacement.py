@@ -195,7 +195,7 @@ class SampledWithoutReplacementMechanism(RateSubsampledMechanism):
         relation-agnostic, its sensitivity then referring to replace-one), or by
         its Renyi DP only.
     q:
-        Sampling ratio batch size / dataset size, 0 < q <= 1.
+        Sampling ratio batch size / dataset size, 0 <= q <= 1 (q = 0 reveals nothing).
     """
 
     _SAMPLER = "SampleWithoutReplacement"
@@ -212,7 +212,7 @@ class SampleWithoutReplacement(Sampler):
     """``SampleWithoutReplacement(q)(M)``: M on a uniformly random subset of q n of the n records.
 
     Replace-one relation; see :class:`SampledWithoutReplacementMechanism`.
-    Raises ValueError naming ``q`` for q outside (0, 1] and naming
+    Raises ValueError naming ``q`` for q outside [0, 1] and naming
     ``mechanism`` for an add/remove mechanism or one that is not a single
     dominating pair.
     """
@@ -222,4 +222,4 @@ class SampleWithoutReplacement(Sampler):
     q: float
 
     def __post_init__(self) -> None:
-        self._set(q=check.real("q", self.q, low=0.0, high=1.0, low_open=True))
+        self._set(q=check.real("q", self.q, low=0.0, high=1.0))

@@ -272,7 +272,10 @@ class DiscreteGaussian(Mechanism):
             a = np.asarray(alpha, dtype=float)
             d = self.sensitivity
             bound = a * d * d / (2.0 * self.sigma ** 2)
-            v = bound + _dg_log_ratio(self.sigma, a * d) / (a - 1.0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                v = bound + _dg_log_ratio(self.sigma, a * d) / (a - 1.0)
+            # Order 1: KL = d^2 / (2 sigma^2) (E_P[x] = d by symmetry), the bound there.
+            v = np.where(a == 1.0, bound, v)
             v = np.minimum(np.maximum(v, 0.0), bound)
             return np.stack([v, v])
         return curve
@@ -344,7 +347,13 @@ class DiscreteLaplace(Mechanism):
 
         def curve(alpha: np.ndarray) -> np.ndarray:
             a = np.asarray(alpha, dtype=float)
-            v = special.logsumexp(logp + (a[..., None] - 1.0) * vals, axis=-1) / (a - 1.0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                v = special.logsumexp(logp + (a[..., None] - 1.0) * vals, axis=-1) / (a - 1.0)
+            # Order 1: the KL divergence sum_L P(L) L, the limit of the formula.
+            v = np.where(a == 1.0, float(np.sum(np.exp(logp) * vals)), v)
             v = np.clip(v, 0.0, eps)
             return np.stack([v, v])
         return curve
+
+    def dp_guarantee(self) -> tuple[float, float]:
+        return self.sensitivity / self.t, 0.0

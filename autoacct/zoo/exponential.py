@@ -107,6 +107,9 @@ class ExponentialMechanism(Mechanism):
             return np.stack([v, v])
         return curve
 
+    def dp_guarantee(self) -> tuple[float, float]:
+        return self.eps, 0.0
+
     def epsilon_lower(self, delta: float) -> float:
         """The exact eps(delta) of one eps-BR mechanism (attained in the limit by some t-pair).
 

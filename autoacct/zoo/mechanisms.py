@@ -72,12 +72,17 @@ class Laplace(Mechanism):
         alpha = np.asarray(alpha, dtype=float)
         x = 1.0 / self.b
         beta = alpha - 1.0
-        with np.errstate(divide="ignore", over="ignore"):
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             log_num = np.logaddexp(np.log(alpha) + _log_g(beta * x), np.log(beta) + _log_g(-alpha * x))
             log_den = np.log(alpha) + np.log(2.0 - 1.0 / alpha)
-        v = np.logaddexp(0.0, log_num - log_den) / beta
+            v = np.logaddexp(0.0, log_num - log_den) / beta
+            # Order 1: the KL divergence e^{-x} - 1 + x = g(-x), the limit of the formula.
+            v = np.where(beta == 0.0, np.exp(_log_g(np.array(-x))), v)
         v = np.clip(v, 0.0, x)
         return np.stack([v, v])
+
+    def dp_guarantee(self) -> tuple[float, float]:
+        return 1.0 / self.b, 0.0
 
 
 def _log_g(y: np.ndarray) -> np.ndarray:
@@ -120,10 +125,12 @@ def rr_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
     beta = alpha - 1.0
     lp = -np.logaddexp(0.0, -eps)
     lq = -np.logaddexp(0.0, eps)
-    with np.errstate(divide="ignore", over="ignore"):
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         log_excess = np.logaddexp(np.logaddexp(lp + _log_g(beta * eps), lq + _log_g(-beta * eps)),
                                   np.log(beta * eps) + np.log(np.tanh(eps / 2.0)))
-    v = np.logaddexp(0.0, log_excess) / beta
+        v = np.logaddexp(0.0, log_excess) / beta
+    # Order 1: the KL divergence (p - q) eps, the limit of the formula.
+    v = np.where(beta == 0.0, eps * np.tanh(eps / 2.0), v)
     return np.clip(v, 0.0, eps)
 
 
@@ -150,6 +157,9 @@ class RandomizedResponsePair(Mechanism, abstract=True):
             v = rr_rdp(self.eps0, alpha)
             return np.stack([v, v])
         return curve
+
+    def dp_guarantee(self) -> tuple[float, float]:
+        return self.eps0, 0.0
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -223,6 +233,9 @@ class ApproxDP(Mechanism):
                 v = rr_rdp(self.eps, alpha)
             return np.stack([v, v])
         return curve
+
+    def dp_guarantee(self) -> tuple[float, float]:
+        return self.eps, self.delta0
 
 
 @dataclass(frozen=True, eq=False, repr=False)

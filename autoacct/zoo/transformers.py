@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
@@ -92,9 +94,29 @@ class ComposedMechanism(Mechanism):
             return total
         return curve
 
+    def dp_guarantee(self) -> tuple[float, float] | None:
+        # Basic composition (Dwork and Roth 2014, Theorem 3.16): epsilons and deltas add.
+        # Summed exactly in rationals and rounded up, so that 1 + 2 certifies 3, not 3 + ulp.
+        eps, delta = Fraction(0), Fraction(0)
+        for child, k in zip(self.children, self.counts):
+            g = child.dp_guarantee()
+            if g is None or not math.isfinite(g[0]):
+                return None
+            eps += k * Fraction(g[0])
+            delta += k * Fraction(g[1])
+        if delta >= 1:
+            return None
+        return _float_up(eps), _float_up(delta)
+
     def epsilon_lower(self, delta: float) -> float:
         # The composition is at least as revealing as any one of its parts.
         return max(c.epsilon_bounds(delta)[0] for c in self.children)
+
+
+def _float_up(x: Fraction) -> float:
+    """The smallest float >= x."""
+    f = float(x)
+    return f if Fraction(f) >= x else float(np.nextafter(f, math.inf))
 
 
 class Composition(Transformer):

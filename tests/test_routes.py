@@ -1,0 +1,195 @@
+"""The routes and the auto policy: the (eps, delta)-DP route, the pure-DP limit of the RDP
+route, Renyi orders 1 and infinity, the single-step closed form, and outward rounding.
+
+Truths are closed forms computed here: basic composition, the leaky randomized
+response's profile, the Laplace pair's profile 1 - e^{(eps - 1/b)/2}, KL divergences
+of the Laplace and randomized-response pairs, and exact sums over two outcomes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoacct.routes import outward
+from autoacct.zoo import (
+    ApproxDP,
+    Composition,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    ExponentialMechanism,
+    Gaussian,
+    Laplace,
+    PoissonSubsample,
+    PureDP,
+    RandomizedResponse,
+    SampleWithoutReplacement,
+)
+
+ULP3 = float(np.nextafter(3.0, 4.0))
+
+
+# ----- the (eps, delta)-DP route ------------------------------------------------------------
+
+def test_basic_composition_of_pure_dp_is_exact():
+    m = Composition()([ExponentialMechanism(1.0), ExponentialMechanism(2.0)])
+    assert m.dp_guarantee() == (3.0, 0.0)
+    # Before the dp route the PLD alone gave 3.00205 here.
+    assert 3.0 <= m.epsilon(1e-300) <= ULP3
+    assert m.delta(3.0) == 0.0
+
+
+def test_approximate_dp_composition_is_never_below_the_exact_delta():
+    # Two leaky randomized responses: at eps = 3 only the two leaks remain,
+    # delta = 1 - (1 - 0.1)(1 - 0.2) = 0.28 exactly; the PLD's float gave one ulp below.
+    m = Composition()([ApproxDP(1.0, 0.1), ApproxDP(2.0, 0.2)])
+    lo, up = m.delta_bounds(3.0)
+    assert up >= 0.28 and up - 0.28 < 1e-15
+    assert lo <= 0.28
+    assert m.dp_guarantee() == (3.0, pytest.approx(0.3, rel=1e-15))
+
+
+def test_dp_route_profile_and_tradeoff_are_the_leaky_rr_closed_forms():
+    eps0, d0 = 1.3, 1e-3
+    m = ApproxDP(eps0, d0)
+    eps = np.array([0.0, 0.4, 1.0, 1.3, 2.0])
+    want = d0 + (1 - d0) * np.maximum(np.exp(eps0) - np.exp(eps), 0) / (np.exp(eps0) + 1)
+    got = m.delta(eps, via="dp")
+    assert np.all(got >= want) and np.allclose(got, want, rtol=1e-13)
+    fpr = np.array([0.0, 0.01, 0.2, 0.9])
+    f = np.maximum.reduce([np.zeros(4), 1 - d0 - np.exp(eps0) * fpr, np.exp(-eps0) * (1 - d0 - fpr)])
+    t = m.tradeoff(fpr, via="dp")
+    assert np.all(t <= f) and np.allclose(t, f, atol=1e-14)
+    # epsilon(delta) inverts the profile: delta(eps) at the answer is at most delta.
+    for delta in (2e-3, 0.05, 0.3):
+        e = m.epsilon(delta, via="dp")
+        assert m.delta(e, via="dp") <= delta * (1 + 1e-12)
+    assert m.epsilon(1e-4, via="dp") == math.inf  # below delta0 no eps is certified
+
+
+def test_amplification_of_pure_dp_by_poisson_sampling():
+    q, eps0 = 0.05, 2.0
+    m = PoissonSubsample(q)(PureDP(eps0))
+    amp = math.log1p(q * math.expm1(eps0))
+    g = m.dp_guarantee()
+    assert g is not None and amp <= g[0] <= amp * (1 + 1e-14) and g[1] == 0.0
+    # The max divergence of the subsampled pair is that amplified epsilon, and the auto
+    # answer at any delta is at most it.
+    assert m.rdp(math.inf) == pytest.approx(amp, rel=1e-13)
+    assert m.epsilon(1e-300) <= amp * (1 + 1e-13)
+    w = SampleWithoutReplacement(q)(PureDP(eps0))
+    assert w.dp_guarantee()[0] == pytest.approx(amp, rel=1e-14)
+
+
+def test_dp_guarantee_absent_where_no_pure_or_approximate_guarantee_exists():
+    assert Gaussian(1.0).dp_guarantee() is None
+    assert PoissonSubsample(0.1)(Gaussian(1.0)).dp_guarantee() is None
+    assert Composition()([Laplace(1.0), Gaussian(1.0)]).dp_guarantee() is None
+    assert "dp" not in Gaussian(1.0).routes and "dp" in Laplace(1.0).routes
+
+
+# ----- the RDP route's orders 1 and infinity ---------------------------------------------------
+
+def test_rdp_order_one_is_the_kl_divergence():
+    b = 0.7
+    x = 1 / b
+    assert Laplace(b).rdp(1.0) == pytest.approx(x + math.exp(-x) - 1, rel=1e-14)
+    assert Gaussian(2.0).rdp(1) == pytest.approx(1 / 8, rel=1e-15)
+    p = 0.8
+    eps = math.log(p / (1 - p))
+    kl = p * math.log(p / (1 - p)) + (1 - p) * math.log((1 - p) / p)
+    assert RandomizedResponse(p).rdp(1.0) == pytest.approx(kl, rel=1e-14)
+    assert PureDP(eps).rdp(1.0) == pytest.approx(kl, rel=1e-14)
+    assert DiscreteGaussian(2.0).rdp(1.0) == pytest.approx(1 / 8, rel=1e-14)
+    # Two-point sum for the discrete Laplace with sensitivity 1: atoms +-1/t.
+    t = 1.5
+    r = math.exp(-1 / t)
+    kl_dl = (1 / (1 + r)) * (1 / t) + (r / (1 + r)) * (-1 / t)
+    assert DiscreteLaplace(t).rdp(1.0) == pytest.approx(kl_dl, rel=1e-13)
+
+
+def test_rdp_order_one_of_a_curve_without_a_value_there_is_an_upper_bound():
+    m = PoissonSubsample(0.01)(Laplace(1.0))
+    kl = m.rdp(1.0)
+    assert math.isfinite(kl) and kl <= m.rdp(2.0) * (1 + 1e-12)
+
+
+def test_rdp_order_infinity_is_the_max_divergence():
+    assert Laplace(0.5).rdp(math.inf) == pytest.approx(2.0, rel=1e-15)
+    assert RandomizedResponse(0.75).rdp(math.inf) == pytest.approx(math.log(3), rel=1e-15)
+    assert Gaussian(1.0).rdp(math.inf) == math.inf
+    assert Composition()([Laplace(1.0), Laplace(2.0)], [2, 3]).rdp(math.inf) == pytest.approx(3.5, rel=1e-15)
+    alphas = np.array([1.0, 2.0, 10.0, 100.0, math.inf])
+    vals = Laplace(1.0).rdp(alphas)
+    assert np.all(np.diff(vals) >= 0)
+
+
+def test_rdp_conversion_uses_the_pure_dp_limit():
+    # Before: 1.00121 at delta 1e-10 (orders stopped short of infinity).
+    assert Laplace(1.0).epsilon(1e-10, via="rdp") <= 1.0 * (1 + 1e-15)
+    assert Laplace(1.0).delta(1.0, via="rdp") == 0.0
+    assert np.all(Laplace(1.0).delta(np.array([0.5, 1.0, 2.0]), via="rdp")[1:] == 0.0)
+
+
+def test_rdp_orders_below_one_are_rejected_with_the_range():
+    with pytest.raises(ValueError, match=r"alpha must lie in \[1.0, inf\]"):
+        Laplace(1.0).rdp(0.5)
+
+
+# ----- single steps in closed form -------------------------------------------------------------
+
+def test_single_laplace_step_is_its_closed_form():
+    # dp_accounting's test asserts 0.5276334 to 5e-8; the PLD used to give 0.5276614.
+    b = 0.5
+    for eps in (0.0, 0.5, 1.0, 1.999):
+        want = -math.expm1((eps - 1 / b) / 2)
+        lo, up = Laplace(b).delta_bounds(eps)
+        assert lo <= want <= up and up - lo <= 1e-11 * want
+    assert Laplace(b).delta(2.5) == 0.0
+    delta = 1e-3
+    want = 1 / b + 2 * math.log1p(-delta)
+    lo, up = Laplace(b).epsilon_bounds(delta)
+    assert lo <= want <= up and up - lo < 1e-11
+
+
+# ----- q = 0 ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sampler", [PoissonSubsample, SampleWithoutReplacement])
+@pytest.mark.parametrize("base", [Gaussian(1.0), Laplace(0.3), PureDP(2.0)], ids=["gauss", "lap", "pure"])
+def test_sampling_rate_zero_reveals_nothing(sampler, base):
+    m = sampler(0.0)(base)
+    assert m.epsilon(1e-5) == 0.0 and m.epsilon_bounds(1e-9) == (0.0, 0.0)
+    assert m.delta(0.0) == 0.0 and m.rdp(2.0) == 0.0
+    assert m.tradeoff(0.3) == pytest.approx(0.7, abs=1e-14)
+    # Composed with another mechanism it adds nothing.
+    other = Laplace(2.0) if sampler is PoissonSubsample else SampleWithoutReplacement(0.1)(Laplace(2.0))
+    both = Composition()([m, other], [5, 1])
+    assert both.epsilon(1e-6) == pytest.approx(other.epsilon(1e-6), rel=1e-12)
+
+
+# ----- outward rounding ----------------------------------------------------------------------
+
+def test_outward_rounding_moves_bounds_away_from_the_truth_and_keeps_exact_ends():
+    assert outward(0.28, upper=True) > 0.28 and outward(0.28, upper=False) < 0.28
+    assert outward(0.0, upper=True) == 0.0 and outward(math.inf, upper=True) == math.inf
+    assert outward(1.0, upper=True, cap=1.0) == 1.0
+    assert outward(np.array([0.1, -0.0]), upper=False).tolist() == [np.nextafter(0.1, 0), 0.0]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(eps0=st.floats(0.01, 5.0), d0=st.floats(0.0, 0.2), k=st.integers(1, 4), eps=st.floats(0.0, 10.0))
+def test_composed_approx_dp_delta_never_below_the_exact_sum(eps0, d0, k, eps):
+    # k-fold leaky RR: outcomes with a leak have infinite loss; the rest is k-fold RR,
+    # whose delta is a binomial sum. Computed here exactly in fractions of floats.
+    m = Composition()([ApproxDP(eps0, d0)], [k])
+    p = 1 / (1 + math.exp(-eps0))
+    j = np.arange(k + 1)
+    loss = eps0 * (2 * j - k)
+    pm = np.array([math.comb(k, int(i)) * p ** i * (1 - p) ** (k - i) for i in j])
+    rr = float(np.sum(np.where(loss > eps, pm * -np.expm1(np.minimum(eps - loss, 0)), 0.0)))
+    want = 1 - (1 - d0) ** k + (1 - d0) ** k * rr
+    assert m.delta(eps) >= want * (1 - 1e-12) - 1e-15
