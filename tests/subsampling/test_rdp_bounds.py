@@ -22,6 +22,7 @@ from scipy import integrate
 from autoacct.subsampling.gaussian_rdp import sgm_rdp
 from autoacct.subsampling.poisson import poisson_rdp_bound
 from autoacct.subsampling.without_replacement import swor_rdp_bound
+from autoacct.zoo import Composition, Gaussian, SampleWithoutReplacement
 
 QS_SIGMAS = [(0.01, 1.0), (0.1, 2.0), (0.001, 0.8), (0.5, 5.0)]
 ORDERS = [1.5, 2.5, 3.5, 2.0, 8.0, 32.0]
@@ -308,3 +309,34 @@ def test_swor_bound_uses_pure_dp_epsilon() -> None:
     assert np.all(tight > 0.0)
     with pytest.raises(ValueError):
         swor_rdp_bound(flat, 0.1, 2.0, eps_inf=-1.0)
+
+
+# ----- sampling without replacement of a Gaussian: Wang, Balle and Kasiviswanathan's Theorem 27 ----
+
+def test_swor_gaussian_rdp_is_the_gaussian_specific_bound():
+    """The Gaussian-specific bound (Theorem 27) is below the general one (Theorem 9) and
+    equals dp_accounting's evaluation of the same theorem (a peer's independent code)."""
+    rdp_acc = pytest.importorskip("dp_accounting.rdp.rdp_privacy_accountant")
+
+    orders = np.array([2.0, 3.0, 5.0, 8.0, 16.0, 32.0, 64.0, 100.0])
+    for q, sigma in [(0.05, 2.0), (0.01, 1.0), (0.2, 5.0)]:
+        m = SampleWithoutReplacement(q)(Gaussian(sigma))
+        got = m.rdp(orders)
+        peer = np.asarray(rdp_acc._compute_rdp_sample_wor_gaussian(q, sigma, orders))
+        general = swor_rdp_bound(lambda a, s=sigma: np.asarray(a) / (2 * s ** 2), q, orders)
+        assert np.all(got <= general * (1 + 1e-12))
+        np.testing.assert_allclose(got, peer, rtol=1e-9)
+
+
+def test_swor_gaussian_dpsgd_rdp_epsilon_not_above_dp_accounting():
+    # q = 0.05, sigma = 2, k = 2000, delta = 1e-6: Theorem 9 gave 14.962, dp_accounting 14.661.
+    rdp_mod = pytest.importorskip("dp_accounting.rdp")
+    dp_event = pytest.importorskip("dp_accounting.dp_event")
+    acc = rdp_mod.RdpAccountant(neighboring_relation=rdp_mod.rdp_privacy_accountant.NeighborRel.REPLACE_ONE)
+    event = dp_event.SampledWithoutReplacementDpEvent(10000, 500, dp_event.GaussianDpEvent(2.0))
+    acc.compose(dp_event.SelfComposedDpEvent(event, 2000))
+    peer = acc.get_epsilon(1e-6)
+    ours = Composition()([SampleWithoutReplacement(0.05)(Gaussian(2.0))], [2000]).epsilon(1e-6, via="rdp")
+    # Equal up to the rounding margins autoacct adds (dp_accounting rounds to nearest).
+    assert ours <= peer * (1 + 1e-9)
+    assert ours == pytest.approx(14.6615, abs=1e-4)
