@@ -205,12 +205,10 @@ DP_ACCOUNTING: list[Peer] = [
          "noise multiplier 4.530877117 'chosen to obtain exactly (1, 1e-6)-DP' by the RDP "
          "conversion over orders 1..100 in steps of 0.001", "rdp", tol=5e-8, rdp_cls="agree"),
     Peer("da-rdp-em-a1", "dp_accounting", f"{_RDP_ACC}::test_compute_rdp_exponential_mechanism",
-         lambda: ExponentialMechanism(1.0), "rdp", 1.0 + 1e-6, 0.123301561, "looser",
+         lambda: ExponentialMechanism(1.0), "rdp", 1.0, 0.123301561, "agree",
          "ExponentialMechanismDpEvent(1.0) is 1-bounded-range: ExponentialMechanism(1.0); the peer's "
-         "order 1 is the KL divergence; autoacct accepts orders > 1 only, so order 1 + 1e-6 is asked "
-         "(the exact sup there is within 1e-6 of the KL, see test_independent_checks)", "exact", tol=1e-6,
-         note="the peer's value is the exact KL sup over bounded-range pairs, "
-              "eps/(e^eps-1) - 1 + log((e^eps-1)/eps); autoacct returns alpha eps^2/8 = 0.125"),
+         "order 1 is the KL divergence, autoacct's rdp(1) (the exact KL sup over bounded-range "
+         "pairs, eps/(e^eps-1) - 1 + log((e^eps-1)/eps); see test_independent_checks)", "exact", tol=1e-6),
     Peer("da-rdp-em-a1000", "dp_accounting", f"{_RDP_ACC}::test_compute_rdp_exponential_mechanism",
          lambda: ExponentialMechanism(1.0), "rdp", 1000.0, 1.0, "tighter",
          "as above, order 1000", "bound", tol=5e-8,
@@ -663,15 +661,15 @@ def test_independent_checks() -> None:
     exact = 50 * _exact_sgm_remove_rdp(0.01, 2.5, 1.5)
     assert exact == pytest.approx(float(sgm(0.01, 2.5, 50).rdp(1.5)), rel=1e-8)
     assert exact < 6.70579741e-04 * (1 - 1e-2)
-    # eps-BR: the exact KL sup is the peer's 0.123301561 (autoacct's 0.125 is looser), and
-    # at order 1000 the exact sup is below the peer's cap of 1.0 and below autoacct's value.
+    # eps-BR: the exact KL sup is the peer's 0.123301561 and autoacct's rdp(1); at order 1000
+    # the exact sup is below the peer's cap of 1.0, and autoacct's value is that sup.
     kl = _br_pair_rdp_sup(1.0, 1.0)
     assert kl == pytest.approx(0.123301561, abs=1e-8)
+    assert kl <= float(ExponentialMechanism(1.0).rdp(1.0)) <= kl * (1 + 1e-9)
     near_one = _br_pair_rdp_sup(1.0, 1.0 + 1e-6)
     assert kl <= near_one <= kl + 1e-6
-    assert float(ExponentialMechanism(1.0).rdp(1.0 + 1e-6)) > near_one * (1 + 1e-2)
     sup1000 = _br_pair_rdp_sup(1.0, 1000.0)
-    assert sup1000 < float(ExponentialMechanism(1.0).rdp(1000.0)) < 1.0
+    assert sup1000 <= float(ExponentialMechanism(1.0).rdp(1000.0)) <= sup1000 * (1 + 1e-6) < 1.0
 
 
 def _two_point_rdp_max(p_a: np.ndarray, p_b: np.ndarray, alpha: float) -> float:

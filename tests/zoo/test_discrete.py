@@ -126,16 +126,39 @@ def test_bounded_range_envelope_profile_everywhere() -> None:
 
 def test_bounded_range_rdp_bounds_every_t_pair() -> None:
     alphas = np.array([1.01, 1.5, 2.0, 5.0, 20.0, 300.0])
-    for eps in (0.1, 1.0, 4.0):
-        t = np.linspace(0.0, eps, 4001)[:, None]
+
+    def two_point(eps: float, t: np.ndarray) -> np.ndarray:
         p = np.clip((math.exp(eps) - np.exp(t)) / math.expm1(eps), 0.0, 1.0)
         with np.errstate(divide="ignore"):
             terms = np.stack([np.log(p) + (alphas - 1) * t, np.log1p(-p) + (alphas - 1) * (t - eps)])
-        exact_sup = (special.logsumexp(terms, axis=0) / (alphas - 1)).max(axis=0)
+        return special.logsumexp(terms, axis=0) / (alphas - 1)
+
+    for eps in (0.1, 1.0, 4.0):
+        # The sup over t by a grid, refined by a second grid around each order's best point.
+        t = np.linspace(0.0, eps, 4001)[:, None]
+        coarse = two_point(eps, t)
+        best = t[np.argmax(coarse, axis=0), 0]
+        h = eps / 4000
+        fine = np.clip(best[None, :] + np.linspace(-h, h, 2001)[:, None], 0.0, eps)
+        exact_sup = np.maximum(coarse.max(axis=0), np.array(
+            [two_point(eps, fine[:, [i]])[:, i].max() for i in range(len(alphas))]))
         bound = bounded_range_rdp(eps, alphas)
         assert np.all(exact_sup <= bound * (1 + 1e-9))
+        # Exact over the class: the grid's sup is within its second-order grid error.
+        assert np.all(bound <= exact_sup * (1 + 1e-6))
         assert np.all(bound <= np.minimum(alphas * eps ** 2 / 8, eps) * (1 + 1e-12))
-        np.testing.assert_allclose(ExponentialMechanism(eps).rdp(alphas), bound)
+        np.testing.assert_allclose(ExponentialMechanism(eps).rdp(alphas), bound, rtol=1e-15)
+
+
+def test_bounded_range_kl_and_max_divergence() -> None:
+    # KL sup over eps-BR pairs at eps = 1: t* = log(e - 1), value t* - (e^t* - 1)/(e - 1);
+    # dp_accounting's rdp test expects 0.123301561 (its "exponential mechanism" case).
+    t = math.log(math.e - 1)
+    kl = t - (math.exp(t) - 1) / (math.e - 1)
+    assert kl == pytest.approx(0.123301561, abs=1e-9)
+    got = ExponentialMechanism(1.0).rdp(1.0)
+    assert kl <= got <= kl * (1 + 1e-12)
+    assert ExponentialMechanism(1.0).rdp(math.inf) == pytest.approx(1.0, rel=1e-15)
 
 
 def test_composed_exponential_lower_bound_is_certified() -> None:
