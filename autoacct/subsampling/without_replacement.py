@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from autoacct import _validation
 from autoacct import _validation as check
 from autoacct.losses import PrivacyLoss
 from autoacct.mechanism import LossPart, Neighboring
+from autoacct.routes import max_divergence
 from autoacct.subsampling.base import RateSubsampledMechanism, Sampler
 from autoacct.subsampling.numerics import (
     UNIT_ROUNDOFF,
@@ -295,7 +297,8 @@ class SampledWithoutReplacementMechanism(RateSubsampledMechanism):
     def _rdp_bound(self) -> Callable[..., np.ndarray]:
         mu = self.base.exact_gdp_mu()
         if mu is None or mu == 0.0:
-            return swor_rdp_bound
+            # Theorem 9's terms shrink with the base's pure-DP epsilon where it has one.
+            return functools.partial(swor_rdp_bound, eps_inf=max_divergence(self.base))
         sigma = 1.0 / mu
 
         def bound(rdp: Callable[[np.ndarray], np.ndarray], q: float, alpha: ArrayLike) -> np.ndarray:
