@@ -32,7 +32,8 @@ from scipy.signal import lfilter
 from autoacct.pld.components import Component
 from autoacct.pld.cumulants import Cumulant, as_components, best_index
 
-_ULP = 8 * np.finfo(float).eps
+_EPS = float(np.finfo(float).eps)
+_ULP = 8 * _EPS
 #: Points of the coarse scan that brackets a crossing before bisection.
 _SCAN = 257
 
@@ -97,6 +98,24 @@ class DiscreteProfile:
         with np.errstate(over="ignore"):
             return np.exp(np.minimum(self.log_c1 - self.lam * eps, 700.0))
 
+    def _rounding(self, i: np.ndarray, la: np.ndarray, lb_eps: np.ndarray) -> np.ndarray:
+        """A bound on the floating-point error of A_i - e^eps B_i (lb_eps = eps + log B_i).
+
+        The suffix sums are built by a recursion of one multiplication and one addition
+        per term over N - i positive terms, so each is off by at most 3 (N - i) unit
+        roundoffs of itself; taking them to and from logarithms costs a few roundoffs of
+        the logarithm's magnitude. The difference can cancel almost all of A_i (delta far
+        below the mass beyond eps), so its error is counted against A_i + e^eps B_i,
+        not against the difference.
+        """
+        n_terms = len(self.tilted) - np.asarray(i)
+        # Empty sums (log -inf) are exact zeros: their logarithms' sizes do not count.
+        size = np.where(np.isfinite(la), np.abs(la), 0.0) + np.where(np.isfinite(lb_eps), np.abs(lb_eps), 0.0)
+        rel = (3.0 * n_terms + 8.0 + 4.0 * size) * _EPS
+        with np.errstate(over="ignore", invalid="ignore"):
+            mass = np.exp(np.minimum(la, 700.0)) + np.exp(np.minimum(lb_eps, 700.0))
+            return np.where(np.isfinite(mass), rel * mass, 0.0)
+
     def _raw(self, i: np.ndarray, eps: np.ndarray, err_at: np.ndarray) -> np.ndarray:
         """delta at ``eps`` using suffix sums from index i and the error term evaluated at ``err_at``."""
         la, lb = self._log_suffix(i)
@@ -104,10 +123,11 @@ class DiscreteProfile:
             a = np.exp(la)
             core = a - np.exp(np.minimum(eps + lb, 700.0))
         core = np.maximum(np.where(np.isfinite(core), core, 0.0), 0.0)
+        margin = self._rounding(i, la, eps + lb)
         if self.upper:
-            val = core + _ULP * a + self.c0 + self._err(err_at)
+            val = core + margin + self.c0 + self._err(err_at)
         else:
-            val = core + self.c0 - self._err(err_at)
+            val = core - margin + self.c0 - self._err(err_at)
         return np.clip(val, 0.0, 1.0)
 
     @cached_property
@@ -220,8 +240,9 @@ class DiscreteProfile:
         # On [x_{i-1}, x_i): delta = A_i - e^eps B_i + const (error frozen at the left end).
         a_i = math.exp(la)
         num = a_i + const - target
-        if self.upper:
-            num += _ULP * a_i
+        # The rounding of A_i - e^eps B_i near the answer, where e^eps B_i is about A_i - target.
+        margin = float(self._rounding(np.array(i), np.array(la), np.array(max(la, lb + lo_x))))
+        num += margin if self.upper else -margin
         if num <= 0 or not np.isfinite(lb):
             eps = lo_x
         else:

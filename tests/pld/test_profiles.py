@@ -73,3 +73,25 @@ def test_discrete_profile_inversion_is_safe_against_the_binomial_sum():
         e_up, e_low = float(up.epsilon(target)), float(low.epsilon(target))
         assert float(up.delta(np.array([e_up]))[0]) <= target * (1 + 1e-12)
         assert e_low <= exact * (1 + 1e-12) + 1e-12 <= e_up * (1 + 1e-9) + 2e-12
+
+
+def test_cancelling_suffix_sums_keep_the_upper_profile_above_the_truth():
+    """A profile read where delta is far below the mass beyond eps: A_i - e^eps B_i cancels
+    almost all digits of sums built over hundreds of thousands of cells.
+
+    Reproducer: one Poisson-subsampled Gaussian step with q = 3.1e-6, sigma = 150, queried
+    at delta 8.28e-9 (which composes grids down to h = 1.3e-12, 262,152 cells) and then at
+    eps = 0, gave an upper bound 2e-5 relative below the exact q (2 Phi(1/(2 sigma)) - 1)
+    and above its own lower bound.
+    """
+    from scipy import stats
+
+    from autoacct.zoo import Gaussian, PoissonSubsample
+
+    q, sigma = 3.1218226167228526e-06, 150.33705753293572
+    truth = q * (2 * stats.norm.cdf(1 / (2 * sigma)) - 1)
+    m = PoissonSubsample(q)(Gaussian(sigma))
+    m.epsilon_bounds(8.28421735110954e-09)
+    lo, up = m.delta_bounds(0.0)
+    assert lo <= truth <= up
+    assert up <= truth * (1 + 1e-3)
