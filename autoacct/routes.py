@@ -24,6 +24,7 @@ whatever was asked in between.
 from __future__ import annotations
 
 import math
+import warnings
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +34,8 @@ from scipy import special
 from autoacct import _validation as check
 from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_profile
 from autoacct.converters.rdp import rdp_to_delta, rdp_to_epsilon
-from autoacct.errors import RouteUnavailableError
-from autoacct.losses import PROFILE_REL, PrivacyLoss, gaussian_delta
+from autoacct.errors import AccuracyWarning, RouteUnavailableError
+from autoacct.losses import PROFILE_REL, PrivacyLoss, gaussian_delta_with_error
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
 
@@ -178,23 +179,33 @@ class ExactRoute(Route):
             return 0.0, 0.0
 
         def up_fn(e: float) -> float:
-            return float(gaussian_delta(mu, e)) * (1 + EXACT_REL)
+            val, rel = gaussian_delta_with_error(mu, e)
+            return float(val) * (1 + EXACT_REL + float(rel))
 
         def low_fn(e: float) -> float:
-            return float(gaussian_delta(mu, e)) * (1 - EXACT_REL)
+            val, rel = gaussian_delta_with_error(mu, e)
+            return float(val) * max(1 - EXACT_REL - float(rel), 0.0)
 
         guess = mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta))
+        # delta(eps) <= Phi(-eps/mu + mu/2), so mu^2/2 - mu Phi^-1(delta) is always an upper
+        # bound: it is the answer where mu is so large that the profile's own rounding
+        # (eps/mu - mu/2 cancels) leaves the bisection nothing to certify.
+        closed = (mu * mu / 2 - mu * float(special.ndtri(delta))) * (1 + 8 * np.finfo(float).eps)
         return (epsilon_from_profile(low_fn, delta, guess, upper=False),
-                epsilon_from_profile(up_fn, delta, guess, upper=True))
+                min(epsilon_from_profile(up_fn, delta, guess, upper=True), closed))
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         mu = self._mu(m)
-        val = gaussian_delta(mu, eps)
+        val, rel = gaussian_delta_with_error(mu, eps)
         floor = 1e-300 if mu > 0.0 else 0.0  # 0-GDP: delta is exactly 0 at eps >= 0
-        return val * (1 - EXACT_REL), np.minimum(val * (1 + EXACT_REL) + floor, 1.0)
+        with np.errstate(invalid="ignore"):
+            lower = np.where(val > 0.0, val * np.maximum(1 - EXACT_REL - rel, 0.0), 0.0)
+            upper = np.where(val > 0.0, np.minimum(val * (1 + EXACT_REL + rel), 1.0), 0.0)
+        return lower, np.minimum(upper + floor, 1.0)
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
-        return special.ndtr(special.ndtri(1.0 - fpr) - self._mu(m)) - EXACT_TRADEOFF_MARGIN
+        # Phi(Phi^-1(1 - a) - mu) written as Phi(-Phi^-1(a) - mu): 1 - a would round a small a away.
+        return special.ndtr(-special.ndtri(fpr) - self._mu(m)) - EXACT_TRADEOFF_MARGIN
 
 
 class _LawRoute(Route):
@@ -406,14 +417,22 @@ def epsilon_bounds(m: Mechanism, delta: float, via: str, tol: float) -> Bounds:
     if "exact" in m.routes:
         return _epsilon_by(m, "exact", delta, tol)
     results = []
-    if "pld" in m.routes:
-        results.append(_epsilon_by(m, "pld", delta, tol))
-    within_tol = bool(results) and results[0][1] - results[0][0] <= tol * results[0][1]
-    if "rdp" in m.routes and not within_tol:
-        results.append(_epsilon_by(m, "rdp", delta, tol))
-    if "dp" in m.routes:
-        results.append(_epsilon_by(m, "dp", delta, tol))
-    return max(r[0] for r in results), min(r[1] for r in results)
+    # A route that misses tol says so; whether the user is told depends on the combined answer.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if "pld" in m.routes:
+            results.append(_epsilon_by(m, "pld", delta, tol))
+        within_tol = bool(results) and results[0][1] - results[0][0] <= tol * results[0][1]
+        if "rdp" in m.routes and not within_tol:
+            results.append(_epsilon_by(m, "rdp", delta, tol))
+        if "dp" in m.routes:
+            results.append(_epsilon_by(m, "dp", delta, tol))
+    lo, up = max(r[0] for r in results), min(r[1] for r in results)
+    met = up - lo <= tol * up
+    for w in caught:
+        if not (met and issubclass(w.category, AccuracyWarning)):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return lo, up
 
 
 def delta_bounds(m: Mechanism, eps: np.ndarray, via: str, tol: float) -> ArrayBounds:

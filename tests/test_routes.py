@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath as mp
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -24,6 +25,7 @@ from autoacct.zoo import (
     ExponentialMechanism,
     Gaussian,
     Laplace,
+    NoisyGD,
     PoissonSubsample,
     PureDP,
     RandomizedResponse,
@@ -193,3 +195,51 @@ def test_composed_approx_dp_delta_never_below_the_exact_sum(eps0, d0, k, eps):
     rr = float(np.sum(np.where(loss > eps, pm * -np.expm1(np.minimum(eps - loss, 0)), 0.0)))
     want = 1 - (1 - d0) ** k + (1 - d0) ** k * rr
     assert m.delta(eps) >= want * (1 - 1e-12) - 1e-15
+
+
+# ----- soundness reproducers (each once returned a bound on the wrong side of the truth) ------
+
+def _gaussian_delta_mp(mu: float, eps: float) -> mp.mpf:
+    mp.mp.dps = 60
+    m, e = mp.mpf(mu), mp.mpf(eps)
+    return mp.ncdf(-e / m + m / 2) - mp.e ** e * mp.ncdf(-e / m - m / 2)
+
+
+def test_gaussian_tradeoff_at_tiny_fpr_is_not_above_the_exact_curve():
+    # 1 - a was rounded before the inverse normal CDF: 0.2474290 against the exact 0.2473966.
+    mp.mp.dps = 40
+    for sigma, a in [(0.12, 1e-14), (0.3, 1e-9), (1.0, 1e-5), (2.0, 0.999)]:
+        exact = mp.ncdf(-mp.sqrt(2) * mp.erfinv(2 * mp.mpf(a) - 1) - 1 / mp.mpf(sigma))
+        got = Gaussian(sigma).tradeoff(a)
+        assert got <= exact and got >= float(exact) * (1 - 1e-12) - 1e-15
+
+
+def test_gaussian_delta_far_in_the_tail_keeps_its_lower_bound_below_the_truth():
+    # NoisyGD with huge noise: delta near 1e-108, where the log-space profile loses ~1e-9
+    # relative; the lower end was above the analytic value.
+    m = NoisyGD([1303.2119409654742, 1273.2855255464424])
+    eps = 0.023743726111
+    lo, up = m.delta_bounds(eps)
+    truth = _gaussian_delta_mp(m.exact_gdp_mu(), eps)
+    assert lo <= truth <= up
+    assert up <= float(truth) * (1 + 1e-6)
+
+
+def test_gaussian_with_tiny_sigma_has_a_finite_certified_epsilon():
+    # mu = 1e150: the profile's bisection cannot certify anything (eps/mu - mu/2 cancels);
+    # mu^2/2 - mu Phi^-1(delta) is an upper bound whatever mu is.
+    lo, up = Gaussian(1e-150).epsilon_bounds(1e-5)
+    assert math.isfinite(up) and 0.0 <= lo <= up
+    assert up == pytest.approx(0.5e300, rel=1e-12)
+    with pytest.raises(ValueError, match="sigma"):
+        Gaussian(5e-324)
+
+
+def test_auto_does_not_warn_when_another_route_meets_tol():
+    import warnings
+
+    from autoacct.errors import AccuracyWarning
+    m = Composition()([ExponentialMechanism(1.0), ExponentialMechanism(2.0)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        assert m.epsilon(1e-300) <= ULP3

@@ -15,6 +15,7 @@ from autoacct.losses.base import (
     LaplaceLoss,
     PrivacyLoss,
     gaussian_delta,
+    gaussian_delta_with_error,
     leaky_rr_loss,
     randomized_response_loss,
     segment_sums,
@@ -22,5 +23,5 @@ from autoacct.losses.base import (
 )
 
 __all__ = ["PROFILE_REL", "SIZING_TILTS", "ContinuousLoss", "DiscreteLoss", "GaussianLoss", "LaplaceLoss",
-           "PrivacyLoss", "gaussian_delta", "leaky_rr_loss", "randomized_response_loss",
+           "PrivacyLoss", "gaussian_delta", "gaussian_delta_with_error", "leaky_rr_loss", "randomized_response_loss",
            "segment_sums", "sizing_cgf_of"]

@@ -60,6 +60,7 @@ def segment_sums(masses: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return out
 
 
+_EPS = float(np.finfo(float).eps)
 #: Relative accuracy of the profile of a law flagged ``exact_profile``.
 PROFILE_REL = 1e-12
 
@@ -324,24 +325,39 @@ def _standard_normal_cells() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return out
 
 
-def gaussian_delta(mu: float, eps: float | np.ndarray) -> np.ndarray:
-    """Exact privacy profile of mu-GDP (Balle and Wang 2018, Theorem 8).
+def gaussian_delta_with_error(mu: float, eps: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact privacy profile of mu-GDP (Balle and Wang 2018, Theorem 8), and a bound on its
+    relative rounding error.
 
-    delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), computed in
-    log space so that it neither underflows nor cancels before 1e-300.
+    delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), computed in log space
+    as Phi(a) (1 - e^r) with r = eps + log Phi(b) - log Phi(a), so that it neither
+    underflows nor cancels before 1e-300. In the far tail r is small and is the
+    difference of logarithms of size |log Phi(a)|: each is off by a few ulps of its
+    size, so the relative error of 1 - e^r is about (|log Phi(a)| + |log Phi(b)| + eps)
+    ulps over |r|, which the second array bounds.
     """
     eps = np.asarray(eps, dtype=float)
     if mu == 0.0:
         # 0-GDP: the two distributions are equal, H_{e^eps}(P || P) = (1 - e^eps)^+.
-        return np.maximum(-np.expm1(np.minimum(eps, 0.0)), 0.0)
+        return np.maximum(-np.expm1(np.minimum(eps, 0.0)), 0.0), np.full(eps.shape, 4.0 * _EPS)
     a = -eps / mu + mu / 2
     b = -eps / mu - mu / 2
     la = special.log_ndtr(a)
     lb = special.log_ndtr(b)
     r = np.minimum(eps + lb - la, 0.0)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         out = np.exp(la + np.log(-np.expm1(r)))
-    return np.clip(out, 0.0, 1.0)
+        # a and b carry the rounding of eps/mu - mu/2 (absolute ~ ulp(eps/mu + mu/2)), which
+        # log Phi turns into an absolute error of about |a| (or |b|) times that.
+        shift = _EPS * (np.abs(eps) / mu + mu / 2.0 + 1.0) * (np.abs(a) + np.abs(b) + 1.0)
+        rel = 16.0 * _EPS * (1.0 + np.abs(la) + (np.abs(la) + np.abs(lb) + eps + 1.0) / np.abs(r)) \
+            + 4.0 * shift * (1.0 + 1.0 / np.abs(r))
+    return np.clip(out, 0.0, 1.0), np.where(np.isfinite(rel), rel, np.inf)
+
+
+def gaussian_delta(mu: float, eps: float | np.ndarray) -> np.ndarray:
+    """Exact privacy profile of mu-GDP (see :func:`gaussian_delta_with_error`)."""
+    return gaussian_delta_with_error(mu, eps)[0]
 
 
 class DiscreteLoss(PrivacyLoss):
@@ -409,15 +425,37 @@ class DiscreteLoss(PrivacyLoss):
         return sizing_cgf_of(self.values, self.p_mass)
 
 
+class RandomizedResponseLoss(DiscreteLoss):
+    """Loss of binary randomized response with log-odds ``eps0``: P = (p, 1-p), Q = (1-p, p),
+    p = e^eps0 / (1 + e^eps0); its profile in closed form (``exact_profile``)."""
+
+    exact_profile = True
+
+    def __init__(self, eps0: float, tight: bool = True) -> None:
+        p = special.expit(eps0)
+        super().__init__(np.array([-eps0, eps0]), np.array([1 - p, p]), np.array([p, 1 - p]),
+                         lattice=eps0 if eps0 > 0 else None, tight=tight)
+        self.eps0 = float(eps0)
+
+    def profile(self, eps: np.ndarray) -> np.ndarray:
+        """H_{e^eps} = p (1 - e^{eps - eps0})^+ for eps >= 0 (only the atom eps0 exceeds eps),
+        and 1 - e^eps (1 - H_{e^-eps}) for eps < 0 (the pair is symmetric)."""
+        eps = np.asarray(eps, dtype=float)
+        e = np.abs(eps)
+        p = float(special.expit(self.eps0))
+        pos = p * -np.expm1(np.minimum(e - self.eps0, 0.0))
+        with np.errstate(over="ignore"):
+            neg = 1.0 - np.exp(-e) * (1.0 - pos)
+        return np.clip(np.where(eps >= 0.0, pos, neg), 0.0, 1.0)
+
+
 def randomized_response_loss(eps: float, tight: bool = True) -> DiscreteLoss:
     """Loss of binary randomized response with log-odds ``eps``.
 
     P = (p, 1-p), Q = (1-p, p) with p = e^eps / (1 + e^eps). ``tight``: whether
     the mechanism described is known to attain this pair (see ``PrivacyLoss.tight``).
     """
-    p = special.expit(eps)
-    return DiscreteLoss(np.array([-eps, eps]), np.array([1 - p, p]), np.array([p, 1 - p]),
-                        lattice=eps if eps > 0 else None, tight=tight)
+    return RandomizedResponseLoss(eps, tight=tight)
 
 
 def leaky_rr_loss(eps: float, delta: float) -> DiscreteLoss:

@@ -72,6 +72,8 @@ class PoissonRemoveLoss(RepresentedLoss):
         self.p_inf_truncated = self.q * base.p_inf_truncated
         self.q_ninf = 0.0
         self.has_atoms = bool(base.has_atoms or base.q_ninf > 0)
+        # The profile below is the base's at a transformed point, times a factor.
+        self.exact_profile = base.exact_profile
 
     @property
     def key(self) -> tuple:
@@ -154,6 +156,8 @@ class PoissonAddLoss(RepresentedLoss):
         self.p_inf = 0.0
         self.q_ninf = self.q * base.p_inf
         self.has_atoms = bool(base.has_atoms or base.q_ninf > 0)
+        # The profile below is the base's at a transformed point, times a factor.
+        self.exact_profile = base.exact_profile
 
     @property
     def key(self) -> tuple:

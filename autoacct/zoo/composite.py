@@ -210,8 +210,9 @@ class NoisyGD(Mechanism):
         sigmas = self.sigmas
         if isinstance(sigmas, (str, bytes)) or not isinstance(sigmas, (Sequence, np.ndarray)):
             raise TypeError(f"sigmas must be a sequence of positive numbers, got {sigmas!r}")
-        if np.ndim(sigmas) != 1:
-            raise ValueError(f"sigmas must be one-dimensional, got shape {np.shape(sigmas)}")
+        nested = any(isinstance(x, (Sequence, np.ndarray)) and not isinstance(x, str) for x in sigmas)
+        if nested or (isinstance(sigmas, np.ndarray) and sigmas.ndim != 1):
+            raise ValueError(f"sigmas must be a one-dimensional sequence of numbers, got {sigmas!r}")
         if len(sigmas) == 0:
             raise ValueError("sigmas must not be empty")
         ss = tuple(check.real(f"sigmas[{i}]", s, low=0.0, low_open=True) for i, s in enumerate(sigmas))

@@ -32,7 +32,8 @@ class Gaussian(Mechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._set(sigma=check.real("sigma", self.sigma, low=0.0, low_open=True))
+        # Below 1e-300 the mechanism's mu = 1/sigma is not a finite float.
+        self._set(sigma=check.real("sigma", self.sigma, low=1e-300))
 
     def exact_gdp_mu(self) -> float:
         return 1.0 / self.sigma

@@ -137,5 +137,6 @@ class Composition(Transformer):
         for i, m in enumerate(mechanisms):
             if not isinstance(m, Mechanism):
                 raise TypeError(f"mechanisms[{i}] must be a Mechanism, got {type(m).__name__}")
-        ks = [check.positive_int(f"counts[{i}]", k) for i, k in enumerate(counts)]
+        # Counts stay exactly representable as floats (the accountant computes with them).
+        ks = [check.bounded_int(f"counts[{i}]", k) for i, k in enumerate(counts)]
         return ComposedMechanism(tuple(mechanisms), tuple(ks))

@@ -273,7 +273,7 @@ def test_bad_inputs():
 # f-DP tradeoff soundness
 # ---------------------------------------------------------------------------------------------
 def _gdp_tradeoff(mu: float, alpha: np.ndarray) -> np.ndarray:
-    return special.ndtr(special.ndtri(1.0 - alpha) - mu)
+    return special.ndtr(-special.ndtri(alpha) - mu)  # not ndtri(1 - alpha): 1 - alpha rounds
 
 
 def test_gaussian_composition_tradeoff_is_exact_and_a_lower_bound():

@@ -436,3 +436,33 @@ def test_round_trip_and_monotonicity():
     alpha = np.array([0.001, 0.01, 0.1, 0.5])
     f = m.tradeoff(alpha)
     assert np.all(np.diff(f) <= 0) and np.all(f <= 1 - alpha)
+
+
+def test_subsampled_laplace_single_step_epsilon_not_below_the_removal_direction():
+    # Reproducer: the upper end was 1e-8 relative below the truth. The removal direction's
+    # profile is q H_gamma(Lap(1, b) || Lap(0, b)) with log gamma = log(1 + (e^eps - 1)/q),
+    # and H = 1 - e^{(log gamma - 1/b)/2}: its eps at delta is a lower bound on the truth.
+    import mpmath as mp
+
+    q, b, delta = 4.605738935273943e-05, 27.98339598140783, 4.602798580916719e-07
+    mp.mp.dps = 50
+
+    def remove(eps: mp.mpf) -> mp.mpf:
+        x = mp.log(1 + mp.expm1(eps) / q)
+        return q * max(mp.mpf(0), 1 - mp.e ** ((x - 1 / mp.mpf(b)) / 2))
+
+    root = mp.findroot(lambda e: remove(e) - delta, (mp.mpf(0), mp.mpf(1e-5)), solver="bisect")
+    lo, up = PoissonSubsample(q)(Laplace(b)).epsilon_bounds(delta)
+    assert up >= root and lo <= up
+
+
+def test_one_subsampled_pure_dp_step_just_below_delta_zero_is_answered_in_closed_form():
+    # Reproducer: 255 s in the FFT accountant's refinement. One step of a Poisson-subsampled
+    # randomized response has a closed-form profile; delta(0) = q tanh(eps0 / 2) here is just
+    # below the delta asked, so eps is 0.
+    q, eps0 = 0.15896582558940014, 0.009555861465548559
+    m = PoissonSubsample(q)(PureDP(eps0))
+    d0 = q * math.tanh(eps0 / 2)
+    lo, up = m.delta_bounds(0.0)
+    assert lo <= d0 <= up and up - lo <= 1e-11 * d0
+    assert m.epsilon_bounds(0.0007595219246998617) == (0.0, 0.0)

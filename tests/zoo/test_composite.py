@@ -161,3 +161,15 @@ def test_bad_types_raise_type_error() -> None:
         GaussianSVT(1.0, 1.0, 10, monotone="yes")
     with pytest.raises(TypeError, match="b_query"):
         LaplaceSVT(1.0, "2")
+
+
+def test_noisy_gd_rejects_a_nested_sigma_naming_it():
+    with pytest.raises(ValueError, match="sigmas must be a one-dimensional"):
+        NoisyGD([1.0, [1.0]])
+
+
+@pytest.mark.parametrize("delta", [1e-3, 1e-6, 1e-9])
+def test_laplace_svt_delta_of_its_epsilon_is_within_delta(delta):
+    # Reproducer: delta(epsilon(d)) exceeded d by 1e-12 relative.
+    m = LaplaceSVT(0.1497, 24.245, 3, monotone=True)
+    assert m.delta(m.epsilon(delta)) <= delta

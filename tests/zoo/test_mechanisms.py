@@ -50,7 +50,8 @@ DELTAS = log_uniform(1e-15, 0.5)
 
 
 def gaussian_tradeoff(mu: float, a: np.ndarray) -> np.ndarray:
-    return stats.norm.cdf(stats.norm.ppf(1.0 - a) - mu)
+    # Phi(Phi^-1(1 - a) - mu) as Phi(-Phi^-1(a) - mu): 1 - a would lose a small a's digits.
+    return stats.norm.cdf(-stats.norm.ppf(a) - mu)
 
 
 def rr_tradeoff(eps0: float, k: int, a: np.ndarray) -> np.ndarray:
@@ -514,3 +515,9 @@ def test_pld_route_on_laplace_with_wide_pure_dp():
     """A lattice far wider than the grid spacing (once: numpy's size limit while snapping)."""
     m = Composition()([Laplace(1.0), PureDP(100.0)], [1, 1])
     assert m.delta(1.0) >= rr_delta_closed(100.0, 1, 1.0)
+
+
+@pytest.mark.parametrize("count", [1e300, 10 ** 400, 2 ** 53])
+def test_composition_counts_beyond_float_precision_are_rejected(count):
+    with pytest.raises(ValueError, match=r"counts\[0\]"):
+        Composition()([Gaussian(1.0)], [count])
