@@ -1,7 +1,7 @@
 """Tests of the ``autoacct`` command (autoacct.cli).
 
-A few runs go through a subprocess (``python -m autoacct.cli`` and the console
-script when installed); the many bad-input cases call ``main`` in process,
+A few runs go through a subprocess (``python -m autoacct``, ``python -m
+autoacct.cli`` and the console script when installed); the many bad-input cases call ``main`` in process,
 which is the same code without the interpreter start-up.
 """
 
@@ -23,8 +23,8 @@ from autoacct.dpsgd import dpsgd
 SMALL = ["--sample-rate", "0.1", "--noise-multiplier", "2.0", "--steps", "10", "--delta", "1e-5"]
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autoacct.cli", *args], capture_output=True,
+def run_cli(*args: str, module: str = "autoacct.cli") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True,
                           text=True, timeout=300)
 
 
@@ -158,3 +158,12 @@ def test_console_script_readme_command():
     data = json.loads(res.stdout)
     assert data["epsilon"] == pytest.approx(dpsgd(1.0, 1.1, 100).epsilon(1e-5), rel=1e-12)
     assert math.isfinite(data["epsilon_rdp"])
+
+
+def test_python_m_autoacct_runs_the_cli():
+    res = run_cli("epsilon", *SMALL, "--json", module="autoacct")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["epsilon"] == pytest.approx(dpsgd(0.1, 2.0, 10).epsilon(1e-5),
+                                                              rel=1e-12)
+    res = run_cli("--version", module="autoacct")
+    assert res.returncode == 0 and res.stdout.startswith("autoacct ")
