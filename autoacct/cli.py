@@ -150,8 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("calibrate", formatter_class=fmt, epilog=CONVENTIONS,
                        help="noise multiplier for a privacy budget",
+                       # argparse %-formats help= strings, not descriptions: one % here.
                        description="Smallest noise multiplier whose certified epsilon(delta) "
-                                   "meets --epsilon (within 0.2%% of the optimum).")
+                                   "meets --epsilon (within 0.2% of the optimum).")
     p.add_argument("--epsilon", type=_positive_float, required=True, metavar="EPS",
                    help="target epsilon (> 0)")
     _add_run(p, noise=False)

@@ -148,6 +148,15 @@ def test_help_explains_conventions(cmd, capsys):
         assert phrase in text
 
 
+@pytest.mark.parametrize("cmd", [[], ["epsilon"], ["calibrate"], ["plot"]])
+def test_help_shows_single_percent_signs(cmd, capsys):
+    code, out, _ = run_main([*cmd, "--help"], capsys)
+    assert code == 0
+    assert "%%" not in out
+    if cmd == ["calibrate"]:
+        assert "0.2% of the optimum" in " ".join(out.split())
+
+
 @pytest.mark.skipif(shutil.which("autoacct") is None, reason="console script not installed")
 def test_console_script_readme_command():
     # The README's command, on a run small enough for the test suite.
