@@ -16,6 +16,7 @@ a one-line message; warnings are printed on one line each.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import os
@@ -130,25 +131,103 @@ def _add_run(p: argparse.ArgumentParser, *, noise: bool) -> None:
                    help="relative accuracy of the certified epsilon (default: 1e-3)")
 
 
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The subcommands of ``parser`` by name."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _did_you_mean(word: str, known: Sequence[str]) -> str:
+    """'; did you mean X?' for the known words closest to a mistyped one ('' when none is close)."""
+    def norm(w: str) -> str:
+        return w.lstrip("-").lower().replace("_", "-")
+
+    same = [k for k in known if norm(k) == norm(word)]  # --sample_rate, -sample-rate, --s
+    prefixed = [k for k in known if len(word.strip("-")) >= 2 and k.startswith(word)]
+    close = same or prefixed or difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    if not close:
+        return ""
+    note = " (abbreviations are not accepted)" if not same and prefixed else ""
+    return f"; did you mean {' or '.join(close)}?{note}"
+
+
+def _unknown_option(name: str, command: str, commands: dict[str, argparse.ArgumentParser]) -> str:
+    elsewhere = [c for c, p in commands.items()
+                 if c != command and name in p._option_string_actions]
+    if elsewhere:
+        return (f"{name} is an option of {' and '.join(f'autoacct {c}' for c in elsewhere)}, "
+                f"not of autoacct {command}")
+    known = [o for o in commands[command]._option_string_actions if o not in ("-h", "--help")]
+    hint = _did_you_mean(name, known) or f" (see autoacct {command} --help)"
+    return f"unrecognized option {name}{hint}"
+
+
+def check_words(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """Exit with status 2 on an unknown subcommand or option, suggesting the nearest known one.
+
+    argparse checks required options before unknown ones, so a mistyped
+    ``--noise-multiplier`` would be reported as a missing one; this check runs
+    first and names the word that is wrong.
+    """
+    commands = _commands(parser)
+    if not argv or argv[0] in ("-h", "--help", "--version"):
+        return  # argparse reports a missing subcommand, prints help or the version
+    command = argv[0]
+    if command.startswith("-"):
+        parser.error(f"the subcommand ({', '.join(commands)}) comes first, before {command}")
+    if command not in commands:
+        parser.error(f"unknown subcommand {command!r}" + _did_you_mean(command, list(commands))
+                     + f" (choose from {', '.join(commands)})")
+    sub = commands[command]
+    known = sub._option_string_actions
+    words = iter(argv[1:])
+    for word in words:
+        if word == "--":
+            break
+        if not word.startswith("-") or word == "-" or _is_number(word):
+            continue
+        name = word.split("=", 1)[0] if word.startswith("--") else word
+        action = known.get(name)
+        if (action is None and not word.startswith("--") and word[:2] in known
+                and not any(o.lstrip("-") == word.lstrip("-") for o in known)):
+            continue  # a short option with its value attached (-q0.1), not -sample-rate
+        if action is None:
+            sub.error(_unknown_option(name, command, commands))
+        if action.nargs != 0 and name == word:
+            next(words, None)  # the option's value, whatever it looks like
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``autoacct`` command."""
     fmt = argparse.RawDescriptionHelpFormatter
-    parser = _Parser(prog="autoacct", formatter_class=fmt,
+    # No abbreviations: a prefix accepted today would change meaning when an option is added.
+    parser = _Parser(prog="autoacct", formatter_class=fmt, allow_abbrev=False,
                      description="Certified differential-privacy accounting for DP-SGD.",
                      epilog=CONVENTIONS)
     parser.add_argument("--version", action="version", version=f"autoacct {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{epsilon,calibrate,plot}",
                                 parser_class=_Parser)
+    fmt_kw: dict[str, Any] = dict(formatter_class=fmt, epilog=CONVENTIONS, allow_abbrev=False)
     sub.required = True
 
-    p = sub.add_parser("epsilon", formatter_class=fmt, epilog=CONVENTIONS,
+    p = sub.add_parser("epsilon", **fmt_kw,
                        help="certified epsilon of a DP-SGD run",
                        description="Certified epsilon(delta) of DP-SGD: the tight (PLD) upper "
                                    "and lower bounds, and the Renyi-DP conversion beside them.")
     _add_run(p, noise=True)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
-    p = sub.add_parser("calibrate", formatter_class=fmt, epilog=CONVENTIONS,
+    p = sub.add_parser("calibrate", **fmt_kw,
                        help="noise multiplier for a privacy budget",
                        # argparse %-formats help= strings, not descriptions: one % here.
                        description="Smallest noise multiplier whose certified epsilon(delta) "
@@ -158,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(p, noise=False)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
-    p = sub.add_parser("plot", formatter_class=fmt, epilog=CONVENTIONS,
+    p = sub.add_parser("plot", **fmt_kw,
                        help="PNG of the tradeoff curve and privacy profile",
                        description="Write a PNG with the f-DP tradeoff curve (lower bound on "
                                    "the type II error) and the privacy profile delta(eps) "
@@ -321,6 +400,8 @@ _COMMANDS = {"epsilon": _cmd_epsilon, "calibrate": _cmd_calibrate, "plot": _cmd_
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``autoacct`` command with ``argv`` (default: sys.argv[1:]); return the exit status."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    check_words(parser, argv)
     args = parser.parse_args(argv)
     prog = f"autoacct {args.command}"
 

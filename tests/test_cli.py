@@ -132,6 +132,49 @@ def test_bad_input_exits_2(argv, capsys):
     assert "Traceback" not in err
 
 
+MISTYPED = [
+    # (argv, words the one-line message must contain)
+    (["epsilon", "--sample-rate", "0.1", "--steps", "10", "--noise-multiplyer", "1"],
+     ["--noise-multiplyer", "did you mean --noise-multiplier?"]),
+    (["epsilon", "--sample_rate", "0.1", "--steps", "10", "--noise-multiplier", "1"],
+     ["--sample_rate", "did you mean --sample-rate?"]),
+    (["epsilon", "--sample-rate", "0.1", "--steps", "10", "--noise", "1"],
+     ["--noise", "did you mean --noise-multiplier?", "abbreviations"]),
+    (["epsilon", "--sample-rate", "0.1", "--steps=10", "--noise-multiplier", "1", "--detla=1e-5"],
+     ["--detla", "did you mean --delta?"]),
+    (["epsilon", "--sample-rate", "0.1", "--steps", "10", "--s", "1"], ["did you mean -s?"]),
+    (["epsilon", "-sample-rate", "0.1", "--steps", "10", "-s", "1"], ["did you mean --sample-rate?"]),
+    (["epsilon", "--sample-rate", "0.1", "--steps", "10", "--noise-multiplier", "1", "--zzz"],
+     ["unrecognized option --zzz", "autoacct epsilon --help"]),
+    (["epsilon", "--epsilon", "1", "--sample-rate", "0.1", "--steps", "10"],
+     ["--epsilon is an option of autoacct calibrate", "not of autoacct epsilon"]),
+    (["epsilom", "--sample-rate", "0.1"], ["unknown subcommand 'epsilom'", "did you mean epsilon?"]),
+    (["calibration", "--epsilon", "1"], ["did you mean calibrate?"]),
+    (["eps"], ["did you mean epsilon?"]),
+    (["--sample-rate", "0.1", "epsilon"], ["subcommand", "comes first", "--sample-rate"]),
+]
+
+
+@pytest.mark.parametrize(("argv", "words"), MISTYPED)
+def test_mistyped_words_are_named_with_a_suggestion(argv, words, capsys):
+    code, out, err = run_main(argv, capsys)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for w in words:
+        assert w in lines[0]
+    assert "required" not in lines[0]  # not reported as a missing option
+
+
+def test_values_that_look_like_options_are_not_checked_as_options(capsys):
+    # Values are skipped whatever they look like; argparse judges them (here: a bad number).
+    code, _, err = run_main(["epsilon", "--sample-rate", "0.1", "--steps", "10",
+                             "--noise-multiplier", "-1"], capsys)
+    assert code == 2 and "must be a positive number" in err
+    code, _, err = run_main(["epsilon", "-q0.1", "--steps", "10", "-s", "2", "--json"], capsys)
+    assert code == 0, err
+
+
 def test_bad_input_subprocess():
     res = run_cli("epsilon", "--sample-rate", "2", "--noise-multiplier", "1", "--steps", "10")
     assert res.returncode == 2
