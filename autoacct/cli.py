@@ -23,6 +23,8 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, NoReturn
 
 from autoacct import __version__
@@ -42,7 +44,10 @@ conventions:
                                   q n; neighbouring datasets differ by replacing one
                                   example (replace-one), which moves the clipped sum
                                   by up to twice the clipping norm.
-  With --dataset-size N --batch-size B --epochs E: q = B / N and K = E ceil(N / B).
+  With --dataset-size N --batch-size B: q = B / N; with --epochs E (may be
+  fractional): K = ceil(E ceil(N / B)), an epoch being the ceil(N / B) batches of a
+  data loader that keeps its last, partial batch. TF Privacy counts ceil(E N / B)
+  steps, Opacus int(E / q) at q = 1 / ceil(N / B); both are printed when they differ.
   Every epsilon printed is a certified upper bound on the true epsilon(delta),
   every 'lower' value a certified lower bound; 'RDP' is the (looser) Renyi-DP
   conversion that RDP-based accountants report.
@@ -108,20 +113,23 @@ def _tolerance(text: str) -> float:
 
 
 def _add_run(p: argparse.ArgumentParser, *, noise: bool) -> None:
-    run = p.add_argument_group("the run (give --sample-rate and --steps, "
-                               "or --dataset-size, --batch-size and --epochs)")
+    run = p.add_argument_group(
+        "the run (the sampling rate as --sample-rate or as --batch-size over --dataset-size; the "
+        "length as --steps or --epochs; TF Privacy's --N, --batch_size, --epochs, "
+        "--noise_multiplier and --delta are accepted)")
     run.add_argument("--sample-rate", "-q", type=_rate, metavar="Q",
                      help="sampling rate q in (0, 1]")
     run.add_argument("--steps", "-k", type=_positive_int, metavar="K", help="number of steps")
-    run.add_argument("--dataset-size", "-n", type=_positive_int, metavar="N",
+    run.add_argument("--dataset-size", "-n", "--N", type=_positive_int, metavar="N",
                      help="number of examples")
-    run.add_argument("--batch-size", "-b", type=_positive_int, metavar="B",
+    run.add_argument("--batch-size", "-b", "--batch_size", type=_positive_int, metavar="B",
                      help="(expected) batch size, at most N")
-    run.add_argument("--epochs", "-e", type=_positive_int, metavar="E",
-                     help="number of passes over the data")
+    run.add_argument("--epochs", "-e", type=_positive_float, metavar="E",
+                     help="number of passes over the data, may be fractional: "
+                          "K = ceil(E ceil(N / B)) steps")
     if noise:
-        run.add_argument("--noise-multiplier", "-s", type=_positive_float, metavar="SIGMA",
-                         required=True, help="noise std / clipping norm (> 0)")
+        run.add_argument("--noise-multiplier", "-s", "--noise_multiplier", type=_positive_float,
+                         metavar="SIGMA", required=True, help="noise std / clipping norm (> 0)")
     run.add_argument("--sampling", choices=tuple(SCHEMES), default="poisson",
                      help="batch sampling and neighbouring relation (default: poisson, "
                           "add/remove; without-replacement is replace-one)")
@@ -147,18 +155,22 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _did_you_mean(word: str, known: Sequence[str]) -> str:
-    """'; did you mean X?' for the known words closest to a mistyped one ('' when none is close)."""
+def _did_you_mean(word: str, known: dict[str, str]) -> str:
+    """'; did you mean X?' for the known words closest to a mistyped one ('' when none is close).
+
+    ``known`` maps each accepted spelling to the one to suggest (an option's first long name).
+    """
     def norm(w: str) -> str:
         return w.lstrip("-").lower().replace("_", "-")
 
     same = [k for k in known if norm(k) == norm(word)]  # --sample_rate, -sample-rate, --s
     prefixed = [k for k in known if len(word.strip("-")) >= 2 and k.startswith(word)]
-    close = same or prefixed or difflib.get_close_matches(word, known, n=1, cutoff=0.6)
-    if not close:
+    close = same or prefixed or difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    names = list(dict.fromkeys(known[k] if k not in same else k for k in close))
+    if not names:
         return ""
     note = " (abbreviations are not accepted)" if not same and prefixed else ""
-    return f"; did you mean {' or '.join(close)}?{note}"
+    return f"; did you mean {' or '.join(names)}?{note}"
 
 
 def _unknown_option(name: str, command: str, commands: dict[str, argparse.ArgumentParser]) -> str:
@@ -167,7 +179,9 @@ def _unknown_option(name: str, command: str, commands: dict[str, argparse.Argume
     if elsewhere:
         return (f"{name} is an option of {' and '.join(f'autoacct {c}' for c in elsewhere)}, "
                 f"not of autoacct {command}")
-    known = [o for o in commands[command]._option_string_actions if o not in ("-h", "--help")]
+    known = {o: next((s for s in a.option_strings if s.startswith("--")), o)
+             for o, a in commands[command]._option_string_actions.items()
+             if o not in ("-h", "--help")}
     hint = _did_you_mean(name, known) or f" (see autoacct {command} --help)"
     return f"unrecognized option {name}{hint}"
 
@@ -186,7 +200,7 @@ def check_words(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
     if command.startswith("-"):
         parser.error(f"the subcommand ({', '.join(commands)}) comes first, before {command}")
     if command not in commands:
-        parser.error(f"unknown subcommand {command!r}" + _did_you_mean(command, list(commands))
+        parser.error(f"unknown subcommand {command!r}" + _did_you_mean(command, {c: c for c in commands})
                      + f" (choose from {', '.join(commands)})")
     sub = commands[command]
     known = sub._option_string_actions
@@ -250,49 +264,145 @@ def build_parser() -> argparse.ArgumentParser:
 
 # ----- the run ---------------------------------------------------------------------------
 
-def _run_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The dpsgd keyword arguments describing the run, after checking they are consistent."""
-    direct = {"--sample-rate": args.sample_rate, "--steps": args.steps}
-    shaped = {"--dataset-size": args.dataset_size, "--batch-size": args.batch_size,
-              "--epochs": args.epochs}
-    given_d = [k for k, v in direct.items() if v is not None]
-    given_s = [k for k, v in shaped.items() if v is not None]
-    if given_d and given_s:
-        raise UsageError(f"{', '.join(given_d)} contradicts {', '.join(given_s)}: describe the run "
-                         "by --sample-rate and --steps, or by --dataset-size, --batch-size and "
-                         "--epochs")
-    if given_s:
-        missing = [k for k, v in shaped.items() if v is None]
-        if missing:
-            raise UsageError(f"missing {', '.join(missing)} (with {', '.join(given_s)})")
-        if args.batch_size > args.dataset_size:
-            raise UsageError(f"--batch-size ({args.batch_size}) must not exceed --dataset-size "
-                             f"({args.dataset_size})")
-        return dict(dataset_size=args.dataset_size, batch_size=args.batch_size,
-                    epochs=args.epochs, sampling=args.sampling)
-    missing = [k for k, v in direct.items() if v is None]
-    if missing:
-        raise UsageError(f"missing {', '.join(missing)} (or give --dataset-size, --batch-size "
-                         "and --epochs)")
-    return dict(sample_rate=args.sample_rate, steps=args.steps, sampling=args.sampling)
+@dataclass(frozen=True)
+class Run:
+    """A DP-SGD run as accounted: sampling rate q and steps K, and how they were obtained."""
+
+    sample_rate: float
+    steps: int
+    sampling: str
+    rate_rule: str   # how q was obtained, e.g. "q = B / N = 256 / 60000 = 0.00426667"
+    steps_rule: str  # how K was obtained, e.g. "K = ceil(E ceil(N / B)) = ceil(2.5 x 235) = 588"
+    #: How TF Privacy and Opacus count the same (N, B, E), when some count differs from ours.
+    others: dict[str, dict[str, Any]] = field(default_factory=dict)
+    given: dict[str, Any] = field(default_factory=dict)  # the options as given
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The run's keyword arguments of :func:`autoacct.dpsgd.dpsgd` and the calibrators."""
+        return dict(sample_rate=self.sample_rate, steps=self.steps, sampling=self.sampling)
 
 
-def _mechanism(args: argparse.Namespace, noise: float) -> Mechanism:
+def _num(x: float) -> int | float:
+    """x as an int when it is one (2.0 -> 2), for printing and JSON."""
+    return int(x) if float(x).is_integer() else x
+
+
+def make_run(args: argparse.Namespace) -> Run:
+    """The run the options describe, after checking that they describe exactly one.
+
+    q is ``--sample-rate``, or B / N. K is ``--steps``, or, from ``--epochs`` E,
+    ``ceil(E ceil(N / B))``: an epoch is ceil(N / B) steps (a data loader that keeps
+    the last, partial batch), and a fractional epoch's last partial batch counts
+    as a step (rounding up never understates epsilon). For integer E this is the
+    ``epochs`` rule of :func:`autoacct.dpsgd.dpsgd`.
+    """
+    n, b, e = args.dataset_size, args.batch_size, args.epochs
+    given = {k: _num(v) for k, v in (("dataset_size", n), ("batch_size", b), ("epochs", e),
+                                     ("sample_rate", args.sample_rate), ("steps", args.steps))
+             if v is not None}
+    if args.sample_rate is not None and (n is not None or b is not None):
+        shape = "--dataset-size" if n is not None else "--batch-size"
+        raise UsageError(f"--sample-rate contradicts {shape}: give the sampling rate as "
+                         "--sample-rate, or as --batch-size over --dataset-size")
+    if (n is None) != (b is None):
+        have, need = ("--dataset-size", "--batch-size") if b is None else ("--batch-size",
+                                                                           "--dataset-size")
+        raise UsageError(f"missing {need} (with {have}): the sampling rate is B / N")
+    if args.steps is not None and e is not None:
+        raise UsageError("--steps contradicts --epochs: give the length as --steps, or as "
+                         "--epochs with --dataset-size and --batch-size")
+    if e is not None and n is None:
+        raise UsageError("--epochs needs --dataset-size and --batch-size (an epoch is "
+                         "ceil(N / B) steps at sampling rate B / N); or give --steps")
+    if args.sample_rate is None and n is None:
+        raise UsageError("missing --sample-rate (or --dataset-size and --batch-size)")
+    if args.steps is None and e is None:
+        raise UsageError("missing --steps (or --epochs with --dataset-size and --batch-size)")
+
+    if n is None:
+        q, rate_rule = args.sample_rate, f"q = {args.sample_rate:.6g}"
+    else:
+        if b > n:
+            raise UsageError(f"--batch-size ({b}) must not exceed --dataset-size ({n})")
+        q = b / n
+        rate_rule = f"q = B / N = {b} / {n} = {q:.6g}"
+    others: dict[str, dict[str, Any]] = {}
+    if e is None:
+        k, steps_rule = args.steps, f"K = {args.steps}"
+    else:
+        per_epoch = -(-n // b)
+        exact_e = Fraction(repr(e))  # the decimal the user typed: 0.1 x 10 is 1, not 2
+        k = math.ceil(exact_e * per_epoch)
+        if exact_e.denominator == 1:
+            steps_rule = f"K = E ceil(N / B) = {_num(e)} x {per_epoch} = {k}"
+        else:
+            steps_rule = f"K = ceil(E ceil(N / B)) = ceil({e:g} x {per_epoch}) = {k}"
+        # TF Privacy (compute_dp_sgd_privacy): q = B / N, steps = ceil(epochs * N / batch_size).
+        # Opacus (make_private_with_epsilon, get_noise_multiplier): q = 1 / len(data_loader),
+        # len = ceil(N / B) batches, steps = int(epochs / q) in floating point.
+        tf_k = math.ceil(exact_e * n / b)
+        op_q = 1.0 / per_epoch
+        op_k = int(e / op_q)
+        if tf_k != k or op_k != k or per_epoch * b != n:
+            others = {"tf_privacy": {"sample_rate": q, "steps": tf_k},
+                      "opacus": {"sample_rate": op_q, "steps": op_k}}
+    return Run(sample_rate=q, steps=k, sampling=args.sampling, rate_rule=rate_rule,
+               steps_rule=steps_rule, others=others, given=given)
+
+
+def _mechanism(run: Run, noise: float) -> Mechanism:
     from autoacct.dpsgd import dpsgd  # noqa: PLC0415 - heavy import only when a command runs
 
-    return dpsgd(noise_multiplier=noise, **_run_kwargs(args))
+    return dpsgd(noise_multiplier=noise, **run.kwargs)
 
 
-def _inputs(args: argparse.Namespace) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key in ("sample_rate", "steps", "dataset_size", "batch_size", "epochs"):
-        val = getattr(args, key)
-        if val is not None:
-            out[key] = val
-    out["sampling"] = args.sampling
-    out["neighboring"] = SCHEMES[args.sampling].relation.value
+def _inputs(run: Run, args: argparse.Namespace) -> dict[str, Any]:
+    """The JSON description of the run: the options as given, q and K, and the rule for K."""
+    out: dict[str, Any] = dict(run.given)
+    out.update(sample_rate=run.sample_rate, steps=run.steps, steps_rule=run.steps_rule)
+    if run.others:
+        out["other_tools"] = run.others
+    out["sampling"] = run.sampling
+    out["neighboring"] = SCHEMES[run.sampling].relation.value
     out["delta"] = args.delta
     return out
+
+
+def _describe(run: Run, noise: float | None) -> str:
+    """One line: the scheme, q, K and the noise multiplier (the plot's title)."""
+    parts = [f"q = {run.sample_rate:.6g}", f"K = {run.steps}"]
+    if noise is not None:
+        parts.append(f"noise multiplier = {noise:.6g}")
+    return (f"DP-SGD, {run.sampling} sampling ({SCHEMES[run.sampling].relation.value}): "
+            + ", ".join(parts))
+
+
+def _run_lines(run: Run, noise: float | None) -> list[str]:
+    """The run as text: the scheme and noise, then q and K each with the rule that gave it."""
+    head = f"DP-SGD, {run.sampling} sampling ({SCHEMES[run.sampling].relation.value})"
+    if noise is not None:
+        head += f", noise multiplier = {noise:.6g}"
+    lines = [head, f"sampling rate: {run.rate_rule}", f"steps: {run.steps_rule}"]
+    if "epochs" in run.given:
+        n, b, e = run.given["dataset_size"], run.given["batch_size"], run.given["epochs"]
+        per_epoch = -(-n // b)
+        note = f"  an epoch is ceil(N / B) = {per_epoch} steps"
+        note += " (its last batch partial)" if per_epoch * b != n else ""
+        if "ceil(E" in run.steps_rule:
+            note += f"; {e:g} epochs are {float(Fraction(repr(e)) * per_epoch):g} steps, rounded up"
+        lines.append(note)
+    if run.others:
+        tf, op = run.others["tf_privacy"], run.others["opacus"]
+        lines += ["other tools count this run differently (give --sample-rate and --steps to "
+                  "reproduce theirs):",
+                  f"  TF Privacy (compute_dp_sgd_privacy): q = B / N, K = ceil(E N / B) = "
+                  f"{tf['steps']};",
+                  "    its --used_microbatching, on by default, also halves the noise multiplier",
+                  f"  Opacus (make_private_with_epsilon): q = 1 / len(data_loader) = "
+                  f"1 / {round(1 / op['sample_rate'])} = {op['sample_rate']:.6g},",
+                  f"    K = int(E / q) = {op['steps']}"]
+    return lines
 
 
 def _rdp_epsilon(mech: Mechanism, delta: float) -> float | None:
@@ -300,15 +410,6 @@ def _rdp_epsilon(mech: Mechanism, delta: float) -> float | None:
         return float(mech.epsilon(delta, via="rdp"))
     except RouteUnavailableError:
         return None
-
-
-def _describe(inputs: dict[str, Any], noise: float | None) -> str:
-    parts = [f"{k.replace('_', ' ')} = {inputs[k]:g}" for k in
-             ("sample_rate", "steps", "dataset_size", "batch_size", "epochs") if k in inputs]
-    if noise is not None:
-        parts.append(f"noise multiplier = {noise:.6g}")
-    return (f"DP-SGD, {inputs['sampling']} sampling ({inputs['neighboring']}): "
-            + ", ".join(parts))
 
 
 def _json_number(x: float | None) -> float | None:
@@ -320,17 +421,18 @@ def _json_number(x: float | None) -> float | None:
 # ----- subcommands -------------------------------------------------------------------------
 
 def _cmd_epsilon(args: argparse.Namespace) -> int:
-    mech = _mechanism(args, args.noise_multiplier)
+    run = make_run(args)
+    mech = _mechanism(run, args.noise_multiplier)
     lower, upper = mech.epsilon_bounds(args.delta, tol=args.tol)
     rdp = _rdp_epsilon(mech, args.delta)
-    inputs = _inputs(args)
+    inputs = _inputs(run, args)
     if args.json:
         out = {"epsilon": _json_number(upper), "epsilon_lower": _json_number(lower),
                "epsilon_rdp": _json_number(rdp), "noise_multiplier": args.noise_multiplier,
                **inputs}
         print(json.dumps(out))
         return 0
-    print(_describe(inputs, args.noise_multiplier))
+    print("\n".join(_run_lines(run, args.noise_multiplier)))
     print(f"epsilon = {upper:.6g} at delta = {args.delta:g}  (certified upper bound; "
           f"the true epsilon lies in [{lower:.6g}, {upper:.6g}])")
     if rdp is not None:
@@ -344,16 +446,16 @@ def _cmd_epsilon(args: argparse.Namespace) -> int:
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from autoacct.calibrators import calibrate_dpsgd_result  # noqa: PLC0415
 
-    run = _run_kwargs(args)
-    res = calibrate_dpsgd_result(args.epsilon, args.delta, tol=args.tol, **run)
-    inputs = _inputs(args)
+    run = make_run(args)
+    res = calibrate_dpsgd_result(args.epsilon, args.delta, tol=args.tol, **run.kwargs)
+    inputs = _inputs(run, args)
     if args.json:
         out = {"noise_multiplier": res.value, "epsilon": res.epsilon,
                "epsilon_lower": res.epsilon_lower, "target_epsilon": args.epsilon,
                "optimality_gap": _json_number(res.optimality_gap), **inputs}
         print(json.dumps(out))
         return 0
-    print(_describe(inputs, None))
+    print("\n".join(_run_lines(run, None)))
     print(f"noise multiplier = {res.value:.6g}  for epsilon <= {args.epsilon:g} at "
           f"delta = {args.delta:g}")
     if math.isfinite(res.optimality_gap):
@@ -370,7 +472,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     folder = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(folder):
         raise UsageError(f"--output {args.output!r}: directory {folder!r} does not exist")
-    mech = _mechanism(args, args.noise_multiplier)
+    run = make_run(args)
+    mech = _mechanism(run, args.noise_multiplier)
     import matplotlib  # noqa: PLC0415 - only this subcommand needs it
 
     matplotlib.use("Agg")
@@ -386,7 +489,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     ax_d.plot([eps_at], [args.delta], "o", color="C3",
               label=f"eps({args.delta:g}) = {eps_at:.4g}")
     ax_d.legend(loc="best", fontsize="small")
-    fig.suptitle(_describe(_inputs(args), args.noise_multiplier), fontsize=9)
+    fig.suptitle(_describe(run, args.noise_multiplier), fontsize=9)
     fig.tight_layout()
     fig.savefig(args.output, dpi=120, format="png")
     plt.close(fig)

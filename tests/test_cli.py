@@ -68,6 +68,72 @@ def test_epsilon_text_and_dataset_form(capsys):
     assert code == 0 and f"{mech.epsilon(1e-6):.6g}" in out and "RDP" in out
 
 
+TF_PRIVACY = ["--N", "60000", "--batch_size", "256", "--epochs", "2.5", "--noise_multiplier", "1.1",
+              "--delta", "1e-5"]
+
+
+def test_tf_privacy_flag_names_and_fractional_epochs(capsys):
+    # TF Privacy's compute_dp_sgd_privacy flags, with its --flag=value form too.
+    code, out, err = run_main(["epsilon", *TF_PRIVACY, "--json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    # K = ceil(E ceil(N / B)) = ceil(2.5 x 235) = 588 at q = B / N
+    assert (data["sample_rate"], data["steps"]) == (256 / 60000, 588)
+    assert data["epochs"] == 2.5 and data["dataset_size"] == 60000 and data["batch_size"] == 256
+    assert data["steps_rule"] == "K = ceil(E ceil(N / B)) = ceil(2.5 x 235) = 588"
+    assert data["other_tools"] == {"tf_privacy": {"sample_rate": 256 / 60000, "steps": 586},
+                                   "opacus": {"sample_rate": 1 / 235, "steps": 587}}
+    assert data["epsilon"] == pytest.approx(dpsgd(256 / 60000, 1.1, 588).epsilon(1e-5), rel=1e-12)
+    code, out2, err = run_main(["epsilon", *[f"{TF_PRIVACY[i]}={TF_PRIVACY[i + 1]}"
+                                             for i in range(0, len(TF_PRIVACY), 2)], "--json"],
+                               capsys)
+    assert code == 0, err
+    assert json.loads(out2) == data
+
+
+def test_text_states_q_k_their_rules_and_other_tools_counts(capsys):
+    code, out, err = run_main(["epsilon", *TF_PRIVACY], capsys)
+    assert code == 0, err
+    assert "q = B / N = 256 / 60000 = 0.00426667" in out
+    assert "K = ceil(E ceil(N / B)) = ceil(2.5 x 235) = 588" in out
+    assert "2.5 epochs are 587.5 steps, rounded up" in out
+    assert "K = ceil(E N / B) = 586" in out           # TF Privacy
+    assert "q = 1 / len(data_loader) = 1 / 235" in out and "K = int(E / q) = 587" in out  # Opacus
+    # Integer epochs dividing the data: every tool counts alike, and nothing is said about it.
+    code, out, err = run_main(["epsilon", "--N", "1000", "--batch_size", "100", "--epochs", "3",
+                               "-s", "2"], capsys)
+    assert code == 0, err
+    assert "K = E ceil(N / B) = 3 x 10 = 30" in out and "other tools" not in out
+    # Given q and K are printed as given.
+    code, out, err = run_main(["epsilon", *SMALL], capsys)
+    assert code == 0, err
+    assert "q = 0.1" in out and "K = 10" in out
+
+
+@pytest.mark.parametrize(("n", "b", "e", "k"), [(1000, 100, 0.1, 1), (1000, 100, 0.7, 7),
+                                                  (1000, 300, 2, 8), (1000, 300, 0.5, 2),
+                                                  (1000, 1000, 3, 3)])
+def test_epochs_step_rule(n, b, e, k, capsys):
+    # K = ceil(E ceil(N / B)) on the decimal E as typed (0.1 x 10 is one step, not two);
+    # for integer E this is dpsgd's epochs rule.
+    code, out, err = run_main(["epsilon", "-n", str(n), "-b", str(b), "-e", str(e), "-s", "2",
+                               "--json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["steps"] == k
+    if float(e).is_integer():
+        mech = dpsgd(noise_multiplier=2.0, dataset_size=n, batch_size=b, epochs=int(e))
+        assert data["epsilon"] == pytest.approx(mech.epsilon(1e-5), rel=1e-12)
+
+
+def test_dataset_shape_with_steps(capsys):
+    code, out, err = run_main(["epsilon", "--N", "1000", "--batch_size", "100", "--steps", "7",
+                               "-s", "2", "--json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["sample_rate"], data["steps"]) == (0.1, 7)
+
+
 def test_calibrate_json():
     res = run_cli("calibrate", "--epsilon", "2", "--delta", "1e-5", "--sample-rate", "1",
                   "--steps", "50", "--json")
@@ -116,6 +182,11 @@ BAD = [
      "--noise-multiplier", "1"],                                         # batch > dataset
     ["epsilon", "--sample-rate", "0.1", "--noise-multiplier", "1", "--steps", "10",
      "--sampling", "shuffle"],
+    ["epsilon", "--sample-rate", "0.1", "--noise-multiplier", "1", "--epochs", "2"],  # no N, B
+    ["epsilon", "--N", "100", "--batch_size", "10", "--epochs", "2", "--steps", "5",
+     "--noise_multiplier", "1"],                                         # steps and epochs
+    ["epsilon", "--N", "100", "--epochs", "2", "--noise_multiplier", "1"],  # no batch size
+    ["epsilon", "--N", "100", "--batch_size", "10", "--epochs", "0", "--noise_multiplier", "1"],
     ["calibrate", "--sample-rate", "0.1", "--steps", "10"],              # missing --epsilon
     ["calibrate", "--epsilon", "0", "--sample-rate", "0.1", "--steps", "10"],
     ["calibrate", "--epsilon", "1", "--sample-rate", "0.1", "--steps", "10", "--delta", "2"],
