@@ -134,6 +134,30 @@ def test_dataset_shape_with_steps(capsys):
     assert (data["sample_rate"], data["steps"]) == (0.1, 7)
 
 
+def test_without_replacement_explains_replace_one_and_its_factor(capsys):
+    argv = ["epsilon", "-q", "0.1", "-k", "10", "-s", "2", "--sampling", "without-replacement"]
+    code, out, err = run_main(argv, capsys)
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "neighbouring: replace-one" in text
+    assert "up to 2 C, 2x add/remove's C" in text
+    assert "noise multiplier 2 / 2 = 1 at unit sensitivity" in text
+    # The Poisson figure beside it, so that the gap is seen as the relation's, not a bug.
+    poisson = dpsgd(0.1, 2.0, 10).epsilon(1e-5)
+    assert f"Poisson sampling (add/remove) at the same q, K and sigma gives epsilon = {poisson:.6g}" \
+        in text
+    assert "not a guarantee for this run" in text
+    code, out, err = run_main([*argv, "--json"], capsys)
+    data = json.loads(out)
+    assert (data["neighboring"], data["sensitivity_factor"]) == ("replace-one", 2.0)
+    code, out, err = run_main(["calibrate", "--epsilon", "2", *argv[1:5], *argv[7:]], capsys)
+    assert code == 0, err
+    assert "replace-one" in out and "noise multiplier of Poisson sampling" in " ".join(out.split())
+    # Poisson's add/remove is the reference relation: no note.
+    code, out, err = run_main(["epsilon", *SMALL], capsys)
+    assert "neighbouring:" not in out and "for comparison" not in out
+
+
 def test_calibrate_json():
     res = run_cli("calibrate", "--epsilon", "2", "--delta", "1e-5", "--sample-rate", "1",
                   "--steps", "50", "--json")
