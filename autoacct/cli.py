@@ -3,11 +3,14 @@
 Subcommands::
 
     autoacct epsilon   --sample-rate Q --noise-multiplier SIGMA --steps K [--delta D]
+    autoacct delta     --epsilon EPS --sample-rate Q --noise-multiplier SIGMA --steps K
     autoacct calibrate --epsilon EPS --sample-rate Q --steps K [--delta D]
     autoacct plot      --sample-rate Q --noise-multiplier SIGMA --steps K [--output tradeoff.png]
 
-A run is described either by (--sample-rate, --steps) or by (--dataset-size,
---batch-size, --epochs). Bad input exits with status 2 and a one-line message
+The sampling rate is --sample-rate, or --batch-size over --dataset-size; the
+length is --steps, or --epochs (with --dataset-size and --batch-size; may be
+fractional). TF Privacy's flag names (--N, --batch_size, --noise_multiplier)
+are accepted. Bad input exits with status 2 and a one-line message
 on stderr; a numerical failure inside the accountant (an overflow, or a numpy
 warning that would make a printed number untrustworthy) exits with status 1 and
 a one-line message; warnings are printed on one line each.
@@ -48,9 +51,9 @@ conventions:
   fractional): K = ceil(E ceil(N / B)), an epoch being the ceil(N / B) batches of a
   data loader that keeps its last, partial batch. TF Privacy counts ceil(E N / B)
   steps, Opacus int(E / q) at q = 1 / ceil(N / B); both are printed when they differ.
-  Every epsilon printed is a certified upper bound on the true epsilon(delta),
-  every 'lower' value a certified lower bound; 'RDP' is the (looser) Renyi-DP
-  conversion that RDP-based accountants report.
+  Every epsilon or delta printed is a certified upper bound on the true
+  epsilon(delta) or delta(epsilon), every 'lower' value a certified lower bound;
+  'RDP' is the (looser) Renyi-DP conversion that RDP-based accountants report.
 """
 
 
@@ -105,6 +108,16 @@ def _positive_int(text: str) -> int:
     return int(x)
 
 
+def _nonnegative_float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(x) or x < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return x
+
+
 def _tolerance(text: str) -> float:
     x = _positive_float(text)
     if not 1e-7 <= x <= 0.5:
@@ -112,7 +125,7 @@ def _tolerance(text: str) -> float:
     return x
 
 
-def _add_run(p: argparse.ArgumentParser, *, noise: bool) -> None:
+def _add_run(p: argparse.ArgumentParser, *, noise: bool, delta: bool = True) -> None:
     run = p.add_argument_group(
         "the run (the sampling rate as --sample-rate or as --batch-size over --dataset-size; the "
         "length as --steps or --epochs; TF Privacy's --N, --batch_size, --epochs, "
@@ -133,10 +146,12 @@ def _add_run(p: argparse.ArgumentParser, *, noise: bool) -> None:
     run.add_argument("--sampling", choices=tuple(SCHEMES), default="poisson",
                      help="batch sampling and neighbouring relation (default: poisson, "
                           "add/remove; without-replacement is replace-one)")
-    p.add_argument("--delta", "-d", type=_probability, default=1e-5, metavar="D",
-                   help="target delta in (0, 1) (default: 1e-5)")
+    if delta:
+        p.add_argument("--delta", "-d", type=_probability, default=1e-5, metavar="D",
+                       help="target delta in (0, 1) (default: 1e-5)")
     p.add_argument("--tol", type=_tolerance, default=None, metavar="T",
-                   help="relative accuracy of the certified epsilon (default: 1e-3)")
+                   help=f"relative accuracy of the certified {'epsilon' if delta else 'delta'} "
+                        "(default: 1e-3)")
 
 
 def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -177,8 +192,8 @@ def _unknown_option(name: str, command: str, commands: dict[str, argparse.Argume
     elsewhere = [c for c, p in commands.items()
                  if c != command and name in p._option_string_actions]
     if elsewhere:
-        return (f"{name} is an option of {' and '.join(f'autoacct {c}' for c in elsewhere)}, "
-                f"not of autoacct {command}")
+        where = ", ".join(elsewhere[:-1]) + (" and " if len(elsewhere) > 1 else "") + elsewhere[-1]
+        return f"{name} is an option of autoacct {where}, not of autoacct {command}"
     known = {o: next((s for s in a.option_strings if s.startswith("--")), o)
              for o, a in commands[command]._option_string_actions.items()
              if o not in ("-h", "--help")}
@@ -229,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Certified differential-privacy accounting for DP-SGD.",
                      epilog=CONVENTIONS)
     parser.add_argument("--version", action="version", version=f"autoacct {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{epsilon,calibrate,plot}",
+    sub = parser.add_subparsers(dest="command", metavar="{epsilon,delta,calibrate,plot}",
                                 parser_class=_Parser)
     fmt_kw: dict[str, Any] = dict(formatter_class=fmt, epilog=CONVENTIONS, allow_abbrev=False)
     sub.required = True
@@ -239,6 +254,15 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Certified epsilon(delta) of DP-SGD: the tight (PLD) upper "
                                    "and lower bounds, and the Renyi-DP conversion beside them.")
     _add_run(p, noise=True)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser("delta", **fmt_kw,
+                       help="certified delta of a DP-SGD run at a given epsilon",
+                       description="Certified delta(epsilon) of DP-SGD: the tight (PLD) upper "
+                                   "and lower bounds, and the Renyi-DP conversion beside them.")
+    p.add_argument("--epsilon", type=_nonnegative_float, required=True, metavar="EPS",
+                   help="epsilon >= 0 at which delta is wanted")
+    _add_run(p, noise=True, delta=False)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     p = sub.add_parser("calibrate", **fmt_kw,
@@ -366,7 +390,8 @@ def _inputs(run: Run, args: argparse.Namespace) -> dict[str, Any]:
     out["sampling"] = run.sampling
     out["neighboring"] = SCHEMES[run.sampling].relation.value
     out["sensitivity_factor"] = SCHEMES[run.sampling].sensitivity_factor
-    out["delta"] = args.delta
+    if "delta" in args:  # the delta subcommand takes epsilon instead
+        out["delta"] = args.delta
     return out
 
 
@@ -483,6 +508,38 @@ def _cmd_epsilon(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_delta(args: argparse.Namespace) -> int:
+    run = make_run(args)
+    mech = _mechanism(run, args.noise_multiplier)
+    lower, upper = (float(x) for x in mech.delta_bounds(args.epsilon, tol=args.tol))
+    try:
+        rdp: float | None = float(mech.delta(args.epsilon, via="rdp"))
+    except RouteUnavailableError:
+        rdp = None
+    inputs = _inputs(run, args)
+    if args.json:
+        print(json.dumps({"delta": upper, "delta_lower": lower, "delta_rdp": rdp,
+                          "epsilon": args.epsilon, "noise_multiplier": args.noise_multiplier,
+                          **inputs}))
+        return 0
+    print("\n".join(_run_lines(run, args.noise_multiplier)
+                    + _relation_lines(run, args.noise_multiplier)))
+    print(f"delta = {upper:.6g} at epsilon = {args.epsilon:g}  (certified upper bound; "
+          f"the true delta lies in [{lower:.6g}, {upper:.6g}])")
+    if rdp is None:
+        print("RDP conversion: not available for this mechanism")
+    elif upper > 0:
+        print(f"RDP conversion: delta <= {rdp:.6g}  ({rdp / upper:.3g}x the tight bound)")
+    else:
+        print(f"RDP conversion: delta <= {rdp:.6g}")
+    if SCHEMES[run.sampling].sensitivity_factor != 1.0:
+        poisson = Run(run.sample_rate, run.steps, "poisson", run.rate_rule, run.steps_rule)
+        d = float(_mechanism(poisson, args.noise_multiplier).delta(args.epsilon, tol=args.tol))
+        print(f"for comparison only: Poisson sampling (add/remove) at the same q, K and sigma "
+              f"gives delta = {d:.6g},\n  which is not a guarantee for this run")
+    return 0
+
+
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from autoacct.calibrators import calibrate_dpsgd_result  # noqa: PLC0415
 
@@ -537,7 +594,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"epsilon": _cmd_epsilon, "calibrate": _cmd_calibrate, "plot": _cmd_plot}
+_COMMANDS = {"epsilon": _cmd_epsilon, "delta": _cmd_delta, "calibrate": _cmd_calibrate,
+             "plot": _cmd_plot}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -158,6 +158,28 @@ def test_without_replacement_explains_replace_one_and_its_factor(capsys):
     assert "neighbouring:" not in out and "for comparison" not in out
 
 
+def test_delta_subcommand(capsys):
+    argv = ["delta", "--epsilon", "1", "-q", "0.1", "-k", "10", "-s", "2"]
+    code, out, err = run_main([*argv, "--json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    mech = dpsgd(0.1, 2.0, 10)
+    lower, upper = mech.delta_bounds(1.0)
+    assert data["delta"] == pytest.approx(upper, rel=1e-12)
+    assert data["delta_lower"] == pytest.approx(lower, rel=1e-12)
+    assert data["delta_rdp"] == pytest.approx(mech.delta(1.0, via="rdp"), rel=1e-12)
+    assert data["delta_lower"] <= data["delta"] <= data["delta_rdp"]
+    assert data["epsilon"] == 1.0
+    # epsilon(delta(1)) <= 1: the two subcommands agree.
+    assert mech.epsilon(data["delta"]) <= 1.0 * (1 + 1e-9)
+    code, out, err = run_main(argv, capsys)
+    assert code == 0, err
+    assert f"delta = {upper:.6g} at epsilon = 1" in out and "RDP conversion: delta <=" in out
+    code, out, err = run_main(["delta", "--epsilon", "0", "-q", "0.1", "-k", "10", "-s", "2",
+                               "--json"], capsys)
+    assert code == 0, err  # delta(0) is the total variation distance, a valid question
+
+
 def test_calibrate_json():
     res = run_cli("calibrate", "--epsilon", "2", "--delta", "1e-5", "--sample-rate", "1",
                   "--steps", "50", "--json")
@@ -212,6 +234,8 @@ BAD = [
     ["epsilon", "--N", "100", "--epochs", "2", "--noise_multiplier", "1"],  # no batch size
     ["epsilon", "--N", "100", "--batch_size", "10", "--epochs", "0", "--noise_multiplier", "1"],
     ["calibrate", "--sample-rate", "0.1", "--steps", "10"],              # missing --epsilon
+    ["delta", "--sample-rate", "0.1", "--steps", "10", "-s", "1"],       # missing --epsilon
+    ["delta", "--epsilon", "-1", "--sample-rate", "0.1", "--steps", "10", "-s", "1"],
     ["calibrate", "--epsilon", "0", "--sample-rate", "0.1", "--steps", "10"],
     ["calibrate", "--epsilon", "1", "--sample-rate", "0.1", "--steps", "10", "--delta", "2"],
     ["plot", "--sample-rate", "0.1", "--noise-multiplier", "1"],         # missing --steps
@@ -242,7 +266,8 @@ MISTYPED = [
     (["epsilon", "--sample-rate", "0.1", "--steps", "10", "--noise-multiplier", "1", "--zzz"],
      ["unrecognized option --zzz", "autoacct epsilon --help"]),
     (["epsilon", "--epsilon", "1", "--sample-rate", "0.1", "--steps", "10"],
-     ["--epsilon is an option of autoacct calibrate", "not of autoacct epsilon"]),
+     ["--epsilon is an option of autoacct delta and calibrate, not of autoacct epsilon"]),
+    (["delta", "--delta", "1e-5"], ["--delta is an option of autoacct epsilon, calibrate and plot"]),
     (["epsilom", "--sample-rate", "0.1"], ["unknown subcommand 'epsilom'", "did you mean epsilon?"]),
     (["calibration", "--epsilon", "1"], ["did you mean calibrate?"]),
     (["eps"], ["did you mean epsilon?"]),
@@ -277,16 +302,17 @@ def test_bad_input_subprocess():
     assert "--sample-rate" in res.stderr
 
 
-@pytest.mark.parametrize("cmd", ["epsilon", "calibrate", "plot"])
+@pytest.mark.parametrize("cmd", ["epsilon", "delta", "calibrate", "plot"])
 def test_help_explains_conventions(cmd, capsys):
     code, out, _ = run_main([cmd, "--help"], capsys)
     assert code == 0
     text = " ".join(out.split())
-    for phrase in ("add/remove", "replace-one", "clipping norm", "--sample-rate", "--delta"):
+    for phrase in ("add/remove", "replace-one", "clipping norm", "--sample-rate", "--epochs",
+                   "--delta" if cmd != "delta" else "--epsilon"):
         assert phrase in text
 
 
-@pytest.mark.parametrize("cmd", [[], ["epsilon"], ["calibrate"], ["plot"]])
+@pytest.mark.parametrize("cmd", [[], ["epsilon"], ["delta"], ["calibrate"], ["plot"]])
 def test_help_shows_single_percent_signs(cmd, capsys):
     code, out, _ = run_main([*cmd, "--help"], capsys)
     assert code == 0
