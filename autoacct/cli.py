@@ -276,13 +276,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     p = sub.add_parser("plot", **fmt_kw,
-                       help="PNG of the tradeoff curve and privacy profile",
-                       description="Write a PNG with the f-DP tradeoff curve (lower bound on "
+                       help="PNG, PDF or SVG of the tradeoff curve and privacy profile",
+                       description="Write a figure (PNG, PDF or SVG, from the --output suffix) "
+                                   "with the f-DP tradeoff curve (lower bound on "
                                    "the type II error) and the privacy profile delta(eps) "
                                    "(upper bound) of a DP-SGD run.")
     _add_run(p, noise=True)
     p.add_argument("--output", "-o", default="tradeoff.png", metavar="PATH",
-                   help="output PNG file (default: tradeoff.png)")
+                   help="output file; its suffix .png, .pdf or .svg sets the format "
+                        "(default: tradeoff.png)")
     return parser
 
 
@@ -565,7 +567,24 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The figure formats of ``plot``, by file suffix.
+PLOT_FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
+
+
+def _plot_format(path: str) -> str:
+    """The format named by the suffix of ``path`` (UsageError for any other suffix)."""
+    suffix = os.path.splitext(path)[1]
+    fmt = PLOT_FORMATS.get(suffix.lower())
+    if fmt is None:
+        what = f"suffix {suffix!r}" if suffix else "no suffix"
+        raise UsageError(f"--output {path!r} has {what}: end it in "
+                         f"{', '.join(list(PLOT_FORMATS)[:-1])} or {list(PLOT_FORMATS)[-1]}, "
+                         "which sets the format")
+    return fmt
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
+    fmt = _plot_format(args.output)
     folder = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(folder):
         raise UsageError(f"--output {args.output!r}: directory {folder!r} does not exist")
@@ -588,9 +607,11 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     ax_d.legend(loc="best", fontsize="small")
     fig.suptitle(_describe(run, args.noise_multiplier), fontsize=9)
     fig.tight_layout()
-    fig.savefig(args.output, dpi=120, format="png")
+    fig.savefig(args.output, dpi=120, format=fmt)
     plt.close(fig)
-    print(f"wrote {args.output} (epsilon = {eps_at:.6g} at delta = {args.delta:g})")
+    for line in _relation_lines(run, args.noise_multiplier):
+        print(line)
+    print(f"wrote {args.output} ({fmt.upper()}; epsilon = {eps_at:.6g} at delta = {args.delta:g})")
     return 0
 
 

@@ -210,6 +210,31 @@ def test_plot_writes_png(tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize(("name", "magic"), [("curve.pdf", b"%PDF"), ("curve.PDF", b"%PDF"),
+                                             ("curve.svg", b"<?xml"), ("c.v2.png", b"\x89PNG")])
+def test_plot_format_follows_the_suffix(name, magic, tmp_path, capsys):
+    path = tmp_path / name
+    code, out, err = run_main(["plot", "-q", "0.5", "-s", "2", "-k", "5", "-o", str(path)], capsys)
+    assert code == 0, err
+    data = path.read_bytes()
+    assert data.startswith(magic)
+    if name.endswith(".svg"):
+        assert b"<svg" in data[:1000]
+    assert f"wrote {path}" in out
+
+
+@pytest.mark.parametrize("name", ["curve", "curve.jpeg", "curve.txt"])
+def test_plot_refuses_unknown_suffix_before_computing(name, tmp_path, capsys, monkeypatch):
+    import autoacct.cli as cli
+
+    monkeypatch.setattr(cli, "_mechanism", lambda *a: pytest.fail("computed before the check"))
+    code, _, err = run_main(["plot", "-q", "0.5", "-s", "2", "-k", "5", "-o",
+                             str(tmp_path / name)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert ".png, .pdf or .svg" in err
+    assert not (tmp_path / name).exists()
+
+
 BAD = [
     [],                                                                  # no subcommand
     ["epsilon", "--noise-multiplier", "1", "--steps", "10"],             # missing --sample-rate
