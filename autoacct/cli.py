@@ -24,8 +24,10 @@ import json
 import math
 import os
 import sys
+import threading
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, NoReturn
@@ -288,6 +290,67 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# ----- progress --------------------------------------------------------------------------
+
+#: Seconds of work after which a command reports on stderr what it is doing, and the
+#: interval of the reports after that; the clock they are measured on.
+PROGRESS_AFTER = 1.0
+PROGRESS_EVERY = 10.0
+PROGRESS_CLOCK: Callable[[], float] = time.monotonic
+
+
+class Progress:
+    """Lines on stderr saying what a command is doing, once it has run ``after`` seconds.
+
+    ``stage(what)`` names the current work. It is reported when a stage starts
+    after ``after`` seconds, and by a helper thread at ``after`` seconds and
+    every ``every`` seconds after that; work that ends sooner writes nothing.
+    The thread only sleeps and writes: the accounting stays on the calling thread.
+    """
+
+    def __init__(self, prog: str, *, after: float = 1.0, every: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.prog = prog
+        self.after = after
+        self.every = every
+        self.clock = clock
+        self.start = clock()
+        self.what = "starting"
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Progress:
+        self._thread = threading.Thread(target=self._watch, name="autoacct-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _watch(self) -> None:
+        wait = self.after
+        while not self._stop.wait(wait):
+            self.report()
+            wait = self.every
+
+    def stage(self, what: str) -> None:
+        """Start the stage ``what`` (reported at once if the command has run long enough)."""
+        with self._lock:
+            self.what = what
+        self.report()
+
+    def report(self) -> None:
+        """Write the current stage and the elapsed time, if the command has run long enough."""
+        with self._lock:
+            elapsed = self.clock() - self.start
+            if elapsed >= self.after:
+                sys.stderr.write(f"{self.prog}: {self.what}... ({elapsed:.0f} s)\n")
+                sys.stderr.flush()
+
+
 # ----- the run ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -482,10 +545,12 @@ def _json_number(x: float | None) -> float | None:
 
 # ----- subcommands -------------------------------------------------------------------------
 
-def _cmd_epsilon(args: argparse.Namespace) -> int:
+def _cmd_epsilon(args: argparse.Namespace, progress: Progress) -> int:
     run = make_run(args)
     mech = _mechanism(run, args.noise_multiplier)
+    progress.stage("computing the certified epsilon (PLD accountant)")
     lower, upper = mech.epsilon_bounds(args.delta, tol=args.tol)
+    progress.stage("computing the RDP conversion")
     rdp = _rdp_epsilon(mech, args.delta)
     inputs = _inputs(run, args)
     if args.json:
@@ -503,6 +568,7 @@ def _cmd_epsilon(args: argparse.Namespace) -> int:
               f"({(rdp / upper - 1) * 100 if upper > 0 else 0:+.1f}% vs the tight bound)")
     else:
         print("RDP conversion: not available for this mechanism")
+    progress.stage("computing the Poisson (add/remove) epsilon for comparison")
     poisson = _poisson_epsilon(run, args.noise_multiplier, args.delta, args.tol)
     if poisson is not None:
         print(f"for comparison only: Poisson sampling (add/remove) at the same q, K and sigma "
@@ -510,10 +576,12 @@ def _cmd_epsilon(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_delta(args: argparse.Namespace) -> int:
+def _cmd_delta(args: argparse.Namespace, progress: Progress) -> int:
     run = make_run(args)
     mech = _mechanism(run, args.noise_multiplier)
+    progress.stage("computing the certified delta (PLD accountant)")
     lower, upper = (float(x) for x in mech.delta_bounds(args.epsilon, tol=args.tol))
+    progress.stage("computing the RDP conversion")
     try:
         rdp: float | None = float(mech.delta(args.epsilon, via="rdp"))
     except RouteUnavailableError:
@@ -535,6 +603,7 @@ def _cmd_delta(args: argparse.Namespace) -> int:
     else:
         print(f"RDP conversion: delta <= {rdp:.6g}")
     if SCHEMES[run.sampling].sensitivity_factor != 1.0:
+        progress.stage("computing the Poisson (add/remove) delta for comparison")
         poisson = Run(run.sample_rate, run.steps, "poisson", run.rate_rule, run.steps_rule)
         d = float(_mechanism(poisson, args.noise_multiplier).delta(args.epsilon, tol=args.tol))
         print(f"for comparison only: Poisson sampling (add/remove) at the same q, K and sigma "
@@ -542,10 +611,11 @@ def _cmd_delta(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_calibrate(args: argparse.Namespace) -> int:
+def _cmd_calibrate(args: argparse.Namespace, progress: Progress) -> int:
     from autoacct.calibrators import calibrate_dpsgd_result  # noqa: PLC0415
 
     run = make_run(args)
+    progress.stage("calibrating the noise multiplier (one accountant run per trial value)")
     res = calibrate_dpsgd_result(args.epsilon, args.delta, tol=args.tol, **run.kwargs)
     inputs = _inputs(run, args)
     if args.json:
@@ -583,7 +653,7 @@ def _plot_format(path: str) -> str:
     return fmt
 
 
-def _cmd_plot(args: argparse.Namespace) -> int:
+def _cmd_plot(args: argparse.Namespace, progress: Progress) -> int:
     fmt = _plot_format(args.output)
     folder = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(folder):
@@ -597,16 +667,20 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
     from autoacct.plotting import plot_privacy_profile, plot_tradeoff  # noqa: PLC0415
 
+    progress.stage("computing the certified epsilon (PLD accountant)")
     eps_at = mech.epsilon(args.delta, tol=args.tol)
     fig, (ax_f, ax_d) = plt.subplots(1, 2, figsize=(11, 4.6))
     label = [f"DP-SGD, sigma = {args.noise_multiplier:g}"]
+    progress.stage("drawing the tradeoff curve")
     plot_tradeoff(mech, ax=ax_f, labels=label)
+    progress.stage("drawing the privacy profile")
     plot_privacy_profile(mech, ax=ax_d, labels=label)
     ax_d.plot([eps_at], [args.delta], "o", color="C3",
               label=f"eps({args.delta:g}) = {eps_at:.4g}")
     ax_d.legend(loc="best", fontsize="small")
     fig.suptitle(_describe(run, args.noise_multiplier), fontsize=9)
     fig.tight_layout()
+    progress.stage(f"writing {args.output}")
     fig.savefig(args.output, dpi=120, format=fmt)
     plt.close(fig)
     for line in _relation_lines(run, args.noise_multiplier):
@@ -615,8 +689,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"epsilon": _cmd_epsilon, "delta": _cmd_delta, "calibrate": _cmd_calibrate,
-             "plot": _cmd_plot}
+_COMMANDS: dict[str, Callable[[argparse.Namespace, Progress], int]] = {
+    "epsilon": _cmd_epsilon, "delta": _cmd_delta, "calibrate": _cmd_calibrate, "plot": _cmd_plot}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -631,12 +705,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                      **__: Any) -> None:
         sys.stderr.write(f"{prog}: warning: {' '.join(str(message).split())}\n")
 
+    progress = Progress(prog, after=PROGRESS_AFTER, every=PROGRESS_EVERY, clock=PROGRESS_CLOCK)
     try:
-        with warnings.catch_warnings():
+        with progress, warnings.catch_warnings():
             # A numpy RuntimeWarning means a number may be wrong: fail rather than print it.
             warnings.simplefilter("error", RuntimeWarning)
             warnings.showwarning = show_warning
-            return _COMMANDS[args.command](args)
+            return _COMMANDS[args.command](args, progress)
     except (UsageError, ValueError) as exc:
         msg = " ".join(str(exc).split())
         sys.stderr.write(f"{prog}: error: {msg}\n")

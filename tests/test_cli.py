@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+import autoacct.cli as cli
 from autoacct.calibrators import calibrate_dpsgd, calibrate_gaussian
 from autoacct.cli import main
 from autoacct.dpsgd import dpsgd
@@ -365,3 +366,37 @@ def test_python_m_autoacct_runs_the_cli():
                                                               rel=1e-12)
     res = run_cli("--version", module="autoacct")
     assert res.returncode == 0 and res.stdout.startswith("autoacct ")
+
+
+def test_progress_goes_to_stderr_when_work_runs_long(capsys, monkeypatch):
+    # Forced: every stage counts as long. stdout keeps exactly the answer.
+    monkeypatch.setattr(cli, "PROGRESS_AFTER", 0.0)
+    code, out, err = run_main(["epsilon", *SMALL, "--json"], capsys)
+    assert code == 0
+    assert json.loads(out)["steps"] == 10
+    lines = err.strip().splitlines()
+    assert lines and all(line.startswith("autoacct epsilon: ") for line in lines)
+    assert any("computing the certified epsilon" in line for line in lines)
+    code, out, err = run_main(["calibrate", "--epsilon", "1", "-q", "1", "-k", "4"], capsys)
+    assert code == 0 and "autoacct calibrate: calibrating the noise multiplier" in err
+    assert "noise multiplier" in out
+
+
+def test_progress_is_silent_for_short_work(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "PROGRESS_CLOCK", lambda: 0.0)  # no time passes
+    code, out, err = run_main(["epsilon", *SMALL], capsys)
+    assert code == 0 and err == ""
+
+
+def test_progress_reports_only_after_the_threshold(capsys):
+    now = [100.0]
+    progress = cli.Progress("autoacct calibrate", after=1.0, clock=lambda: now[0])
+    progress.stage("calibrating")
+    now[0] = 100.9
+    progress.report()
+    assert capsys.readouterr().err == ""
+    now[0] = 102.0
+    progress.report()
+    progress.stage("checking")
+    assert capsys.readouterr().err.splitlines() == ["autoacct calibrate: calibrating... (2 s)",
+                                                   "autoacct calibrate: checking... (2 s)"]
