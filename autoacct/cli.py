@@ -13,7 +13,8 @@ fractional). TF Privacy's flag names (--N, --batch_size, --noise_multiplier)
 are accepted. Bad input exits with status 2 and a one-line message
 on stderr; a numerical failure inside the accountant (an overflow, or a numpy
 warning that would make a printed number untrustworthy) exits with status 1 and
-a one-line message; warnings are printed on one line each.
+a one-line message; warnings are printed on one line each; Ctrl-C exits with
+status 130 and one line. Work taking over a second reports progress on stderr.
 """
 
 from __future__ import annotations
@@ -693,8 +694,25 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Progress], int]] = {
     "epsilon": _cmd_epsilon, "delta": _cmd_delta, "calibrate": _cmd_calibrate, "plot": _cmd_plot}
 
 
+#: Exit status after Ctrl-C: 128 + SIGINT, as shells report a command killed by it.
+EXIT_INTERRUPTED = 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``autoacct`` command with ``argv`` (default: sys.argv[1:]); return the exit status."""
+    """Run the ``autoacct`` command with ``argv`` (default: sys.argv[1:]); return the exit status.
+
+    Ctrl-C ends the command with status 130 and one line on stderr, not a traceback.
+    """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        words = list(sys.argv[1:] if argv is None else argv)[:1]
+        prog = " ".join(["autoacct", *(w for w in words if w in _COMMANDS)])
+        sys.stderr.write(f"{prog}: interrupted\n")
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     check_words(parser, argv)

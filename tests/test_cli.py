@@ -12,13 +12,16 @@ import math
 import shutil
 import subprocess
 import sys
+import threading
 
 import pytest
 
+import autoacct.calibrators as calibrators
 import autoacct.cli as cli
 from autoacct.calibrators import calibrate_dpsgd, calibrate_gaussian
 from autoacct.cli import main
 from autoacct.dpsgd import dpsgd
+from autoacct.mechanism import Mechanism
 
 # Small runs, so that the tests stay fast.
 SMALL = ["--sample-rate", "0.1", "--noise-multiplier", "2.0", "--steps", "10", "--delta", "1e-5"]
@@ -400,3 +403,29 @@ def test_progress_reports_only_after_the_threshold(capsys):
     progress.stage("checking")
     assert capsys.readouterr().err.splitlines() == ["autoacct calibrate: calibrating... (2 s)",
                                                    "autoacct calibrate: checking... (2 s)"]
+
+
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(("argv", "owner", "name"), [
+    (["epsilon", *SMALL], Mechanism, "epsilon_bounds"),
+    (["delta", "--epsilon", "1", "-q", "0.1", "-k", "10", "-s", "2"], Mechanism, "delta_bounds"),
+    (["calibrate", "--epsilon", "1", "-q", "0.1", "-k", "10"], calibrators,
+     "calibrate_dpsgd_result"),
+])
+def test_ctrl_c_exits_130_with_one_line(argv, owner, name, capsys, monkeypatch):
+    monkeypatch.setattr(owner, name, _interrupt)  # Ctrl-C in the middle of the accounting
+    monkeypatch.setattr(cli, "PROGRESS_CLOCK", lambda: 0.0)  # no progress lines either
+    code, out, err = run_main(argv, capsys)
+    assert code == 130
+    assert out == ""
+    assert err == f"autoacct {argv[0]}: interrupted\n"
+    assert not any(t.name == "autoacct-progress" for t in threading.enumerate())
+
+
+def test_ctrl_c_while_parsing(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "build_parser", _interrupt)
+    code, out, err = run_main(["epsilon", *SMALL], capsys)
+    assert (code, out, err) == (130, "", "autoacct epsilon: interrupted\n")
