@@ -204,6 +204,10 @@ def _unknown_option(name: str, command: str, commands: dict[str, argparse.Argume
     return f"unrecognized option {name}{hint}"
 
 
+#: Words that name what a subcommand does rather than the subcommand (TF Privacy's script).
+_SUBCOMMAND_HINTS = {"dpsgd": "epsilon", "dp-sgd": "epsilon", "compute_dp_sgd_privacy": "epsilon"}
+
+
 def check_words(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
     """Exit with status 2 on an unknown subcommand or option, suggesting the nearest known one.
 
@@ -218,8 +222,9 @@ def check_words(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
     if command.startswith("-"):
         parser.error(f"the subcommand ({', '.join(commands)}) comes first, before {command}")
     if command not in commands:
-        parser.error(f"unknown subcommand {command!r}" + _did_you_mean(command, {c: c for c in commands})
-                     + f" (choose from {', '.join(commands)})")
+        hint = (f"; did you mean {_SUBCOMMAND_HINTS[command]}? (every subcommand is about DP-SGD)"
+                if command in _SUBCOMMAND_HINTS else _did_you_mean(command, {c: c for c in commands}))
+        parser.error(f"unknown subcommand {command!r}{hint} (choose from {', '.join(commands)})")
     sub = commands[command]
     known = sub._option_string_actions
     words = iter(argv[1:])

@@ -300,6 +300,7 @@ MISTYPED = [
     (["epsilom", "--sample-rate", "0.1"], ["unknown subcommand 'epsilom'", "did you mean epsilon?"]),
     (["calibration", "--epsilon", "1"], ["did you mean calibrate?"]),
     (["eps"], ["did you mean epsilon?"]),
+    (["dpsgd", *TF_PRIVACY], ["unknown subcommand 'dpsgd'; did you mean epsilon?"]),
     (["--sample-rate", "0.1", "epsilon"], ["subcommand", "comes first", "--sample-rate"]),
 ]
 
