@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import pathlib
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -430,3 +433,19 @@ def test_ctrl_c_while_parsing(capsys, monkeypatch):
     monkeypatch.setattr(cli, "build_parser", _interrupt)
     code, out, err = run_main(["epsilon", *SMALL], capsys)
     assert (code, out, err) == (130, "", "autoacct epsilon: interrupted\n")
+
+
+def test_readme_command_line_examples_parse():
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Command line\n"):]
+    section = section[:section.index("\n## ", 1)]
+    commands = [line for block in re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+                for line in block.splitlines() if line.startswith("autoacct ")]
+    assert {shlex.split(c)[1] for c in commands} == {"epsilon", "delta", "calibrate", "plot"}
+    parser = cli.build_parser()
+    for command in commands:
+        argv = shlex.split(command)[1:]
+        cli.check_words(parser, argv)
+        args = parser.parse_args(argv)
+        run = cli.make_run(args)
+        assert run.steps >= 1 and 0 < run.sample_rate <= 1
