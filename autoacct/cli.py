@@ -153,8 +153,9 @@ def _add_run(p: argparse.ArgumentParser, *, noise: bool, delta: bool = True) -> 
         p.add_argument("--delta", "-d", type=_probability, default=1e-5, metavar="D",
                        help="target delta in (0, 1) (default: 1e-5)")
     p.add_argument("--tol", type=_tolerance, default=None, metavar="T",
-                   help=f"relative accuracy of the certified {'epsilon' if delta else 'delta'} "
-                        "(default: 1e-3)")
+                   help=("relative accuracy of the certified epsilon" if delta else
+                         "relative accuracy of the PLD accountant, as for epsilon")
+                        + " (default: 1e-3)")
 
 
 def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
