@@ -3,25 +3,34 @@
 Subcommands::
 
     autoacct epsilon   --sample-rate Q --noise-multiplier SIGMA --steps K [--delta D]
+    autoacct delta     --epsilon EPS --sample-rate Q --noise-multiplier SIGMA --steps K
     autoacct calibrate --epsilon EPS --sample-rate Q --steps K [--delta D]
     autoacct plot      --sample-rate Q --noise-multiplier SIGMA --steps K [--output tradeoff.png]
 
-A run is described either by (--sample-rate, --steps) or by (--dataset-size,
---batch-size, --epochs). Bad input exits with status 2 and a one-line message
+The sampling rate is --sample-rate, or --batch-size over --dataset-size; the
+length is --steps, or --epochs (with --dataset-size and --batch-size; may be
+fractional). TF Privacy's flag names (--N, --batch_size, --noise_multiplier)
+are accepted. Bad input exits with status 2 and a one-line message
 on stderr; a numerical failure inside the accountant (an overflow, or a numpy
 warning that would make a printed number untrustworthy) exits with status 1 and
-a one-line message; warnings are printed on one line each.
+a one-line message; warnings are printed on one line each; Ctrl-C exits with
+status 130 and one line. Work taking over a second reports progress on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import os
 import sys
+import threading
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, NoReturn
 
 from autoacct import __version__
@@ -41,10 +50,13 @@ conventions:
                                   q n; neighbouring datasets differ by replacing one
                                   example (replace-one), which moves the clipped sum
                                   by up to twice the clipping norm.
-  With --dataset-size N --batch-size B --epochs E: q = B / N and K = E ceil(N / B).
-  Every epsilon printed is a certified upper bound on the true epsilon(delta),
-  every 'lower' value a certified lower bound; 'RDP' is the (looser) Renyi-DP
-  conversion that RDP-based accountants report.
+  With --dataset-size N --batch-size B: q = B / N; with --epochs E (may be
+  fractional): K = ceil(E ceil(N / B)), an epoch being the ceil(N / B) batches of a
+  data loader that keeps its last, partial batch. TF Privacy counts ceil(E N / B)
+  steps, Opacus int(E / q) at q = 1 / ceil(N / B); both are printed when they differ.
+  Every epsilon or delta printed is a certified upper bound on the true
+  epsilon(delta) or delta(epsilon), every 'lower' value a certified lower bound;
+  'RDP' is the (looser) Renyi-DP conversion that RDP-based accountants report.
 """
 
 
@@ -99,6 +111,16 @@ def _positive_int(text: str) -> int:
     return int(x)
 
 
+def _nonnegative_float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(x) or x < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return x
+
+
 def _tolerance(text: str) -> float:
     x = _positive_float(text)
     if not 1e-7 <= x <= 0.5:
@@ -106,113 +128,379 @@ def _tolerance(text: str) -> float:
     return x
 
 
-def _add_run(p: argparse.ArgumentParser, *, noise: bool) -> None:
-    run = p.add_argument_group("the run (give --sample-rate and --steps, "
-                               "or --dataset-size, --batch-size and --epochs)")
+def _add_run(p: argparse.ArgumentParser, *, noise: bool, delta: bool = True) -> None:
+    run = p.add_argument_group(
+        "the run (the sampling rate as --sample-rate or as --batch-size over --dataset-size; the "
+        "length as --steps or --epochs; TF Privacy's --N, --batch_size, --epochs, "
+        "--noise_multiplier and --delta are accepted)")
     run.add_argument("--sample-rate", "-q", type=_rate, metavar="Q",
                      help="sampling rate q in (0, 1]")
     run.add_argument("--steps", "-k", type=_positive_int, metavar="K", help="number of steps")
-    run.add_argument("--dataset-size", "-n", type=_positive_int, metavar="N",
+    run.add_argument("--dataset-size", "-n", "--N", type=_positive_int, metavar="N",
                      help="number of examples")
-    run.add_argument("--batch-size", "-b", type=_positive_int, metavar="B",
+    run.add_argument("--batch-size", "-b", "--batch_size", type=_positive_int, metavar="B",
                      help="(expected) batch size, at most N")
-    run.add_argument("--epochs", "-e", type=_positive_int, metavar="E",
-                     help="number of passes over the data")
+    run.add_argument("--epochs", "-e", type=_positive_float, metavar="E",
+                     help="number of passes over the data, may be fractional: "
+                          "K = ceil(E ceil(N / B)) steps")
     if noise:
-        run.add_argument("--noise-multiplier", "-s", type=_positive_float, metavar="SIGMA",
-                         required=True, help="noise std / clipping norm (> 0)")
+        run.add_argument("--noise-multiplier", "-s", "--noise_multiplier", type=_positive_float,
+                         metavar="SIGMA", required=True, help="noise std / clipping norm (> 0)")
     run.add_argument("--sampling", choices=tuple(SCHEMES), default="poisson",
                      help="batch sampling and neighbouring relation (default: poisson, "
                           "add/remove; without-replacement is replace-one)")
-    p.add_argument("--delta", "-d", type=_probability, default=1e-5, metavar="D",
-                   help="target delta in (0, 1) (default: 1e-5)")
+    if delta:
+        p.add_argument("--delta", "-d", type=_probability, default=1e-5, metavar="D",
+                       help="target delta in (0, 1) (default: 1e-5)")
     p.add_argument("--tol", type=_tolerance, default=None, metavar="T",
-                   help="relative accuracy of the certified epsilon (default: 1e-3)")
+                   help=("relative accuracy of the certified epsilon" if delta else
+                         "relative accuracy of the PLD accountant, as for epsilon")
+                        + " (default: 1e-3)")
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The subcommands of ``parser`` by name."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _did_you_mean(word: str, known: dict[str, str]) -> str:
+    """'; did you mean X?' for the known words closest to a mistyped one ('' when none is close).
+
+    ``known`` maps each accepted spelling to the one to suggest (an option's first long name).
+    """
+    def norm(w: str) -> str:
+        return w.lstrip("-").lower().replace("_", "-")
+
+    same = [k for k in known if norm(k) == norm(word)]  # --sample_rate, -sample-rate, --s
+    prefixed = [k for k in known if len(word.strip("-")) >= 2 and k.startswith(word)]
+    close = same or prefixed or difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    names = list(dict.fromkeys(known[k] if k not in same else k for k in close))
+    if not names:
+        return ""
+    note = " (abbreviations are not accepted)" if not same and prefixed else ""
+    return f"; did you mean {' or '.join(names)}?{note}"
+
+
+def _unknown_option(name: str, command: str, commands: dict[str, argparse.ArgumentParser]) -> str:
+    elsewhere = [c for c, p in commands.items()
+                 if c != command and name in p._option_string_actions]
+    if elsewhere:
+        where = ", ".join(elsewhere[:-1]) + (" and " if len(elsewhere) > 1 else "") + elsewhere[-1]
+        return f"{name} is an option of autoacct {where}, not of autoacct {command}"
+    known = {o: next((s for s in a.option_strings if s.startswith("--")), o)
+             for o, a in commands[command]._option_string_actions.items()
+             if o not in ("-h", "--help")}
+    hint = _did_you_mean(name, known) or f" (see autoacct {command} --help)"
+    return f"unrecognized option {name}{hint}"
+
+
+#: Words that name what a subcommand does rather than the subcommand (TF Privacy's script).
+_SUBCOMMAND_HINTS = {"dpsgd": "epsilon", "dp-sgd": "epsilon", "compute_dp_sgd_privacy": "epsilon"}
+
+
+def check_words(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """Exit with status 2 on an unknown subcommand or option, suggesting the nearest known one.
+
+    argparse checks required options before unknown ones, so a mistyped
+    ``--noise-multiplier`` would be reported as a missing one; this check runs
+    first and names the word that is wrong.
+    """
+    commands = _commands(parser)
+    if not argv or argv[0] in ("-h", "--help", "--version"):
+        return  # argparse reports a missing subcommand, prints help or the version
+    command = argv[0]
+    if command.startswith("-"):
+        parser.error(f"the subcommand ({', '.join(commands)}) comes first, before {command}")
+    if command not in commands:
+        hint = (f"; did you mean {_SUBCOMMAND_HINTS[command]}? (every subcommand is about DP-SGD)"
+                if command in _SUBCOMMAND_HINTS else _did_you_mean(command, {c: c for c in commands}))
+        parser.error(f"unknown subcommand {command!r}{hint} (choose from {', '.join(commands)})")
+    sub = commands[command]
+    known = sub._option_string_actions
+    words = iter(argv[1:])
+    for word in words:
+        if word == "--":
+            break
+        if not word.startswith("-") or word == "-" or _is_number(word):
+            continue
+        name = word.split("=", 1)[0] if word.startswith("--") else word
+        action = known.get(name)
+        if (action is None and not word.startswith("--") and word[:2] in known
+                and not any(o.lstrip("-") == word.lstrip("-") for o in known)):
+            continue  # a short option with its value attached (-q0.1), not -sample-rate
+        if action is None:
+            sub.error(_unknown_option(name, command, commands))
+        if action.nargs != 0 and name == word:
+            next(words, None)  # the option's value, whatever it looks like
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``autoacct`` command."""
     fmt = argparse.RawDescriptionHelpFormatter
-    parser = _Parser(prog="autoacct", formatter_class=fmt,
+    # No abbreviations: a prefix accepted today would change meaning when an option is added.
+    parser = _Parser(prog="autoacct", formatter_class=fmt, allow_abbrev=False,
                      description="Certified differential-privacy accounting for DP-SGD.",
                      epilog=CONVENTIONS)
     parser.add_argument("--version", action="version", version=f"autoacct {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{epsilon,calibrate,plot}",
+    sub = parser.add_subparsers(dest="command", metavar="{epsilon,delta,calibrate,plot}",
                                 parser_class=_Parser)
+    fmt_kw: dict[str, Any] = dict(formatter_class=fmt, epilog=CONVENTIONS, allow_abbrev=False)
     sub.required = True
 
-    p = sub.add_parser("epsilon", formatter_class=fmt, epilog=CONVENTIONS,
+    p = sub.add_parser("epsilon", **fmt_kw,
                        help="certified epsilon of a DP-SGD run",
                        description="Certified epsilon(delta) of DP-SGD: the tight (PLD) upper "
                                    "and lower bounds, and the Renyi-DP conversion beside them.")
     _add_run(p, noise=True)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
-    p = sub.add_parser("calibrate", formatter_class=fmt, epilog=CONVENTIONS,
+    p = sub.add_parser("delta", **fmt_kw,
+                       help="certified delta of a DP-SGD run at a given epsilon",
+                       description="Certified delta(epsilon) of DP-SGD: the tight (PLD) upper "
+                                   "and lower bounds, and the Renyi-DP conversion beside them.")
+    p.add_argument("--epsilon", type=_nonnegative_float, required=True, metavar="EPS",
+                   help="epsilon >= 0 at which delta is wanted")
+    _add_run(p, noise=True, delta=False)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser("calibrate", **fmt_kw,
                        help="noise multiplier for a privacy budget",
+                       # argparse %-formats help= strings, not descriptions: one % here.
                        description="Smallest noise multiplier whose certified epsilon(delta) "
-                                   "meets --epsilon (within 0.2%% of the optimum).")
+                                   "meets --epsilon (within 0.2% of the optimum).")
     p.add_argument("--epsilon", type=_positive_float, required=True, metavar="EPS",
                    help="target epsilon (> 0)")
     _add_run(p, noise=False)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
-    p = sub.add_parser("plot", formatter_class=fmt, epilog=CONVENTIONS,
-                       help="PNG of the tradeoff curve and privacy profile",
-                       description="Write a PNG with the f-DP tradeoff curve (lower bound on "
+    p = sub.add_parser("plot", **fmt_kw,
+                       help="PNG, PDF or SVG of the tradeoff curve and privacy profile",
+                       description="Write a figure (PNG, PDF or SVG, from the --output suffix) "
+                                   "with the f-DP tradeoff curve (lower bound on "
                                    "the type II error) and the privacy profile delta(eps) "
                                    "(upper bound) of a DP-SGD run.")
     _add_run(p, noise=True)
     p.add_argument("--output", "-o", default="tradeoff.png", metavar="PATH",
-                   help="output PNG file (default: tradeoff.png)")
+                   help="output file; its suffix .png, .pdf or .svg sets the format "
+                        "(default: tradeoff.png)")
     return parser
+
+
+# ----- progress --------------------------------------------------------------------------
+
+#: Seconds of work after which a command reports on stderr what it is doing, and the
+#: interval of the reports after that; the clock they are measured on.
+PROGRESS_AFTER = 1.0
+PROGRESS_EVERY = 10.0
+PROGRESS_CLOCK: Callable[[], float] = time.monotonic
+
+
+class Progress:
+    """Lines on stderr saying what a command is doing, once it has run ``after`` seconds.
+
+    ``stage(what)`` names the current work. It is reported when a stage starts
+    after ``after`` seconds, and by a helper thread at ``after`` seconds and
+    every ``every`` seconds after that; work that ends sooner writes nothing.
+    The thread only sleeps and writes: the accounting stays on the calling thread.
+    """
+
+    def __init__(self, prog: str, *, after: float = 1.0, every: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.prog = prog
+        self.after = after
+        self.every = every
+        self.clock = clock
+        self.start = clock()
+        self.what = "starting"
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Progress:
+        self._thread = threading.Thread(target=self._watch, name="autoacct-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _watch(self) -> None:
+        wait = self.after
+        while not self._stop.wait(wait):
+            self.report()
+            wait = self.every
+
+    def stage(self, what: str) -> None:
+        """Start the stage ``what`` (reported at once if the command has run long enough)."""
+        with self._lock:
+            self.what = what
+        self.report()
+
+    def report(self) -> None:
+        """Write the current stage and the elapsed time, if the command has run long enough."""
+        with self._lock:
+            elapsed = self.clock() - self.start
+            if elapsed >= self.after:
+                sys.stderr.write(f"{self.prog}: {self.what}... ({elapsed:.0f} s)\n")
+                sys.stderr.flush()
 
 
 # ----- the run ---------------------------------------------------------------------------
 
-def _run_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The dpsgd keyword arguments describing the run, after checking they are consistent."""
-    direct = {"--sample-rate": args.sample_rate, "--steps": args.steps}
-    shaped = {"--dataset-size": args.dataset_size, "--batch-size": args.batch_size,
-              "--epochs": args.epochs}
-    given_d = [k for k, v in direct.items() if v is not None]
-    given_s = [k for k, v in shaped.items() if v is not None]
-    if given_d and given_s:
-        raise UsageError(f"{', '.join(given_d)} contradicts {', '.join(given_s)}: describe the run "
-                         "by --sample-rate and --steps, or by --dataset-size, --batch-size and "
-                         "--epochs")
-    if given_s:
-        missing = [k for k, v in shaped.items() if v is None]
-        if missing:
-            raise UsageError(f"missing {', '.join(missing)} (with {', '.join(given_s)})")
-        if args.batch_size > args.dataset_size:
-            raise UsageError(f"--batch-size ({args.batch_size}) must not exceed --dataset-size "
-                             f"({args.dataset_size})")
-        return dict(dataset_size=args.dataset_size, batch_size=args.batch_size,
-                    epochs=args.epochs, sampling=args.sampling)
-    missing = [k for k, v in direct.items() if v is None]
-    if missing:
-        raise UsageError(f"missing {', '.join(missing)} (or give --dataset-size, --batch-size "
-                         "and --epochs)")
-    return dict(sample_rate=args.sample_rate, steps=args.steps, sampling=args.sampling)
+@dataclass(frozen=True)
+class Run:
+    """A DP-SGD run as accounted: sampling rate q and steps K, and how they were obtained."""
+
+    sample_rate: float
+    steps: int
+    sampling: str
+    rate_rule: str   # how q was obtained, e.g. "q = B / N = 256 / 60000 = 0.00426667"
+    steps_rule: str  # how K was obtained, e.g. "K = ceil(E ceil(N / B)) = ceil(2.5 x 235) = 588"
+    #: How TF Privacy and Opacus count the same (N, B, E), when some count differs from ours.
+    others: dict[str, dict[str, Any]] = field(default_factory=dict)
+    given: dict[str, Any] = field(default_factory=dict)  # the options as given
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The run's keyword arguments of :func:`autoacct.dpsgd.dpsgd` and the calibrators."""
+        return dict(sample_rate=self.sample_rate, steps=self.steps, sampling=self.sampling)
 
 
-def _mechanism(args: argparse.Namespace, noise: float) -> Mechanism:
+def _num(x: float) -> int | float:
+    """x as an int when it is one (2.0 -> 2), for printing and JSON."""
+    return int(x) if float(x).is_integer() else x
+
+
+def make_run(args: argparse.Namespace) -> Run:
+    """The run the options describe, after checking that they describe exactly one.
+
+    q is ``--sample-rate``, or B / N. K is ``--steps``, or, from ``--epochs`` E,
+    ``ceil(E ceil(N / B))``: an epoch is ceil(N / B) steps (a data loader that keeps
+    the last, partial batch), and a fractional epoch's last partial batch counts
+    as a step (rounding up never understates epsilon). For integer E this is the
+    ``epochs`` rule of :func:`autoacct.dpsgd.dpsgd`.
+    """
+    n, b, e = args.dataset_size, args.batch_size, args.epochs
+    given = {k: _num(v) for k, v in (("dataset_size", n), ("batch_size", b), ("epochs", e),
+                                     ("sample_rate", args.sample_rate), ("steps", args.steps))
+             if v is not None}
+    if args.sample_rate is not None and (n is not None or b is not None):
+        shape = "--dataset-size" if n is not None else "--batch-size"
+        raise UsageError(f"--sample-rate contradicts {shape}: give the sampling rate as "
+                         "--sample-rate, or as --batch-size over --dataset-size")
+    if (n is None) != (b is None):
+        have, need = ("--dataset-size", "--batch-size") if b is None else ("--batch-size",
+                                                                           "--dataset-size")
+        raise UsageError(f"missing {need} (with {have}): the sampling rate is B / N")
+    if args.steps is not None and e is not None:
+        raise UsageError("--steps contradicts --epochs: give the length as --steps, or as "
+                         "--epochs with --dataset-size and --batch-size")
+    if e is not None and n is None:
+        raise UsageError("--epochs needs --dataset-size and --batch-size (an epoch is "
+                         "ceil(N / B) steps at sampling rate B / N); or give --steps")
+    if args.sample_rate is None and n is None:
+        raise UsageError("missing --sample-rate (or --dataset-size and --batch-size)")
+    if args.steps is None and e is None:
+        raise UsageError("missing --steps (or --epochs with --dataset-size and --batch-size)")
+
+    if n is None:
+        q, rate_rule = args.sample_rate, f"q = {args.sample_rate:.6g}"
+    else:
+        if b > n:
+            raise UsageError(f"--batch-size ({b}) must not exceed --dataset-size ({n})")
+        q = b / n
+        rate_rule = f"q = B / N = {b} / {n} = {q:.6g}"
+    others: dict[str, dict[str, Any]] = {}
+    if e is None:
+        k, steps_rule = args.steps, f"K = {args.steps}"
+    else:
+        per_epoch = -(-n // b)
+        exact_e = Fraction(repr(e))  # the decimal the user typed: 0.1 x 10 is 1, not 2
+        k = math.ceil(exact_e * per_epoch)
+        if exact_e.denominator == 1:
+            steps_rule = f"K = E ceil(N / B) = {_num(e)} x {per_epoch} = {k}"
+        else:
+            steps_rule = f"K = ceil(E ceil(N / B)) = ceil({e:g} x {per_epoch}) = {k}"
+        # TF Privacy (compute_dp_sgd_privacy): q = B / N, steps = ceil(epochs * N / batch_size).
+        # Opacus (make_private_with_epsilon, get_noise_multiplier): q = 1 / len(data_loader),
+        # len = ceil(N / B) batches, steps = int(epochs / q) in floating point.
+        tf_k = math.ceil(exact_e * n / b)
+        op_q = 1.0 / per_epoch
+        op_k = int(e / op_q)
+        if tf_k != k or op_k != k or per_epoch * b != n:
+            others = {"tf_privacy": {"sample_rate": q, "steps": tf_k},
+                      "opacus": {"sample_rate": op_q, "steps": op_k}}
+    return Run(sample_rate=q, steps=k, sampling=args.sampling, rate_rule=rate_rule,
+               steps_rule=steps_rule, others=others, given=given)
+
+
+def _mechanism(run: Run, noise: float) -> Mechanism:
     from autoacct.dpsgd import dpsgd  # noqa: PLC0415 - heavy import only when a command runs
 
-    return dpsgd(noise_multiplier=noise, **_run_kwargs(args))
+    return dpsgd(noise_multiplier=noise, **run.kwargs)
 
 
-def _inputs(args: argparse.Namespace) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key in ("sample_rate", "steps", "dataset_size", "batch_size", "epochs"):
-        val = getattr(args, key)
-        if val is not None:
-            out[key] = val
-    out["sampling"] = args.sampling
-    out["neighboring"] = SCHEMES[args.sampling].relation.value
-    out["delta"] = args.delta
+def _inputs(run: Run, args: argparse.Namespace) -> dict[str, Any]:
+    """The JSON description of the run: the options as given, q and K, and the rule for K."""
+    out: dict[str, Any] = dict(run.given)
+    out.update(sample_rate=run.sample_rate, steps=run.steps, steps_rule=run.steps_rule)
+    if run.others:
+        out["other_tools"] = run.others
+    out["sampling"] = run.sampling
+    out["neighboring"] = SCHEMES[run.sampling].relation.value
+    out["sensitivity_factor"] = SCHEMES[run.sampling].sensitivity_factor
+    if "delta" in args:  # the delta subcommand takes epsilon instead
+        out["delta"] = args.delta
     return out
+
+
+def _describe(run: Run, noise: float | None) -> str:
+    """One line: the scheme, q, K and the noise multiplier (the plot's title)."""
+    parts = [f"q = {run.sample_rate:.6g}", f"K = {run.steps}"]
+    if noise is not None:
+        parts.append(f"noise multiplier = {noise:.6g}")
+    return (f"DP-SGD, {run.sampling} sampling ({SCHEMES[run.sampling].relation.value}): "
+            + ", ".join(parts))
+
+
+def _run_lines(run: Run, noise: float | None) -> list[str]:
+    """The run as text: the scheme and noise, then q and K each with the rule that gave it."""
+    head = f"DP-SGD, {run.sampling} sampling ({SCHEMES[run.sampling].relation.value})"
+    if noise is not None:
+        head += f", noise multiplier = {noise:.6g}"
+    lines = [head, f"sampling rate: {run.rate_rule}", f"steps: {run.steps_rule}"]
+    if "epochs" in run.given:
+        n, b, e = run.given["dataset_size"], run.given["batch_size"], run.given["epochs"]
+        per_epoch = -(-n // b)
+        note = f"  an epoch is ceil(N / B) = {per_epoch} steps"
+        note += " (its last batch partial)" if per_epoch * b != n else ""
+        if "ceil(E" in run.steps_rule:
+            note += f"; {e:g} epochs are {float(Fraction(repr(e)) * per_epoch):g} steps, rounded up"
+        lines.append(note)
+    if run.others:
+        tf, op = run.others["tf_privacy"], run.others["opacus"]
+        lines += ["other tools count this run differently (give --sample-rate and --steps to "
+                  "reproduce theirs):",
+                  f"  TF Privacy (compute_dp_sgd_privacy): q = B / N, K = ceil(E N / B) = "
+                  f"{tf['steps']};",
+                  "    its --used_microbatching, on by default, also halves the noise multiplier",
+                  f"  Opacus (make_private_with_epsilon): q = 1 / len(data_loader) = "
+                  f"1 / {round(1 / op['sample_rate'])} = {op['sample_rate']:.6g},",
+                  f"    K = int(E / q) = {op['steps']}"]
+    return lines
 
 
 def _rdp_epsilon(mech: Mechanism, delta: float) -> float | None:
@@ -222,13 +510,38 @@ def _rdp_epsilon(mech: Mechanism, delta: float) -> float | None:
         return None
 
 
-def _describe(inputs: dict[str, Any], noise: float | None) -> str:
-    parts = [f"{k.replace('_', ' ')} = {inputs[k]:g}" for k in
-             ("sample_rate", "steps", "dataset_size", "batch_size", "epochs") if k in inputs]
+def _relation_lines(run: Run, noise: float | None) -> list[str]:
+    """Why a scheme whose relation scales the sensitivity gives larger epsilons ([] for Poisson).
+
+    Without replacement is accounted under replace-one neighbouring, whose sum
+    moves by 2 C where add/remove's moves by C: its epsilons are typically
+    several times Poisson's at the same q, K and sigma, for this reason more
+    than the sampling itself.
+    """
+    mode = SCHEMES[run.sampling]
+    if mode.sensitivity_factor == 1.0:
+        return []
+    f = f"{mode.sensitivity_factor:g}"
+    lines = [f"neighbouring: {mode.relation.value} ({run.sampling} sampling): the datasets differ "
+             "in one example's value,",
+             f"  which moves the clipped gradient sum by up to {f} C, {f}x add/remove's C;"]
     if noise is not None:
-        parts.append(f"noise multiplier = {noise:.6g}")
-    return (f"DP-SGD, {inputs['sampling']} sampling ({inputs['neighboring']}): "
-            + ", ".join(parts))
+        lines.append(f"  each step is a Gaussian with noise multiplier {noise:.6g} / {f} = "
+                     f"{noise / mode.sensitivity_factor:.6g} at unit sensitivity,")
+        lines.append("  so epsilon is typically several times Poisson's (add/remove) at the "
+                     "same q, K and sigma")
+    else:
+        lines.append(f"  so it needs about {f}x (or a little more) the noise multiplier of "
+                     "Poisson sampling (add/remove)")
+    return lines
+
+
+def _poisson_epsilon(run: Run, noise: float, delta: float, tol: float | None) -> float | None:
+    """Poisson (add/remove) epsilon at the same q, K and sigma, for comparison (None if Poisson)."""
+    if SCHEMES[run.sampling].sensitivity_factor == 1.0:
+        return None
+    poisson = Run(run.sample_rate, run.steps, "poisson", run.rate_rule, run.steps_rule)
+    return _mechanism(poisson, noise).epsilon(delta, tol=tol)
 
 
 def _json_number(x: float | None) -> float | None:
@@ -239,18 +552,22 @@ def _json_number(x: float | None) -> float | None:
 
 # ----- subcommands -------------------------------------------------------------------------
 
-def _cmd_epsilon(args: argparse.Namespace) -> int:
-    mech = _mechanism(args, args.noise_multiplier)
+def _cmd_epsilon(args: argparse.Namespace, progress: Progress) -> int:
+    run = make_run(args)
+    mech = _mechanism(run, args.noise_multiplier)
+    progress.stage("computing the certified epsilon (PLD accountant)")
     lower, upper = mech.epsilon_bounds(args.delta, tol=args.tol)
+    progress.stage("computing the RDP conversion")
     rdp = _rdp_epsilon(mech, args.delta)
-    inputs = _inputs(args)
+    inputs = _inputs(run, args)
     if args.json:
         out = {"epsilon": _json_number(upper), "epsilon_lower": _json_number(lower),
                "epsilon_rdp": _json_number(rdp), "noise_multiplier": args.noise_multiplier,
                **inputs}
         print(json.dumps(out))
         return 0
-    print(_describe(inputs, args.noise_multiplier))
+    print("\n".join(_run_lines(run, args.noise_multiplier)
+                    + _relation_lines(run, args.noise_multiplier)))
     print(f"epsilon = {upper:.6g} at delta = {args.delta:g}  (certified upper bound; "
           f"the true epsilon lies in [{lower:.6g}, {upper:.6g}])")
     if rdp is not None:
@@ -258,22 +575,63 @@ def _cmd_epsilon(args: argparse.Namespace) -> int:
               f"({(rdp / upper - 1) * 100 if upper > 0 else 0:+.1f}% vs the tight bound)")
     else:
         print("RDP conversion: not available for this mechanism")
+    progress.stage("computing the Poisson (add/remove) epsilon for comparison")
+    poisson = _poisson_epsilon(run, args.noise_multiplier, args.delta, args.tol)
+    if poisson is not None:
+        print(f"for comparison only: Poisson sampling (add/remove) at the same q, K and sigma "
+              f"gives epsilon = {poisson:.6g},\n  which is not a guarantee for this run")
     return 0
 
 
-def _cmd_calibrate(args: argparse.Namespace) -> int:
+def _cmd_delta(args: argparse.Namespace, progress: Progress) -> int:
+    run = make_run(args)
+    mech = _mechanism(run, args.noise_multiplier)
+    progress.stage("computing the certified delta (PLD accountant)")
+    lower, upper = (float(x) for x in mech.delta_bounds(args.epsilon, tol=args.tol))
+    progress.stage("computing the RDP conversion")
+    try:
+        rdp: float | None = float(mech.delta(args.epsilon, via="rdp"))
+    except RouteUnavailableError:
+        rdp = None
+    inputs = _inputs(run, args)
+    if args.json:
+        print(json.dumps({"delta": upper, "delta_lower": lower, "delta_rdp": rdp,
+                          "epsilon": args.epsilon, "noise_multiplier": args.noise_multiplier,
+                          **inputs}))
+        return 0
+    print("\n".join(_run_lines(run, args.noise_multiplier)
+                    + _relation_lines(run, args.noise_multiplier)))
+    print(f"delta = {upper:.6g} at epsilon = {args.epsilon:g}  (certified upper bound; "
+          f"the true delta lies in [{lower:.6g}, {upper:.6g}])")
+    if rdp is None:
+        print("RDP conversion: not available for this mechanism")
+    elif upper > 0:
+        print(f"RDP conversion: delta <= {rdp:.6g}  ({rdp / upper:.3g}x the tight bound)")
+    else:
+        print(f"RDP conversion: delta <= {rdp:.6g}")
+    if SCHEMES[run.sampling].sensitivity_factor != 1.0:
+        progress.stage("computing the Poisson (add/remove) delta for comparison")
+        poisson = Run(run.sample_rate, run.steps, "poisson", run.rate_rule, run.steps_rule)
+        d = float(_mechanism(poisson, args.noise_multiplier).delta(args.epsilon, tol=args.tol))
+        print(f"for comparison only: Poisson sampling (add/remove) at the same q, K and sigma "
+              f"gives delta = {d:.6g},\n  which is not a guarantee for this run")
+    return 0
+
+
+def _cmd_calibrate(args: argparse.Namespace, progress: Progress) -> int:
     from autoacct.calibrators import calibrate_dpsgd_result  # noqa: PLC0415
 
-    run = _run_kwargs(args)
-    res = calibrate_dpsgd_result(args.epsilon, args.delta, tol=args.tol, **run)
-    inputs = _inputs(args)
+    run = make_run(args)
+    progress.stage("calibrating the noise multiplier (one accountant run per trial value)")
+    res = calibrate_dpsgd_result(args.epsilon, args.delta, tol=args.tol, **run.kwargs)
+    inputs = _inputs(run, args)
     if args.json:
         out = {"noise_multiplier": res.value, "epsilon": res.epsilon,
                "epsilon_lower": res.epsilon_lower, "target_epsilon": args.epsilon,
                "optimality_gap": _json_number(res.optimality_gap), **inputs}
         print(json.dumps(out))
         return 0
-    print(_describe(inputs, None))
+    print("\n".join(_run_lines(run, None) + _relation_lines(run, None)))
     print(f"noise multiplier = {res.value:.6g}  for epsilon <= {args.epsilon:g} at "
           f"delta = {args.delta:g}")
     if math.isfinite(res.optimality_gap):
@@ -286,11 +644,29 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_plot(args: argparse.Namespace) -> int:
+#: The figure formats of ``plot``, by file suffix.
+PLOT_FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
+
+
+def _plot_format(path: str) -> str:
+    """The format named by the suffix of ``path`` (UsageError for any other suffix)."""
+    suffix = os.path.splitext(path)[1]
+    fmt = PLOT_FORMATS.get(suffix.lower())
+    if fmt is None:
+        what = f"suffix {suffix!r}" if suffix else "no suffix"
+        raise UsageError(f"--output {path!r} has {what}: end it in "
+                         f"{', '.join(list(PLOT_FORMATS)[:-1])} or {list(PLOT_FORMATS)[-1]}, "
+                         "which sets the format")
+    return fmt
+
+
+def _cmd_plot(args: argparse.Namespace, progress: Progress) -> int:
+    fmt = _plot_format(args.output)
     folder = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(folder):
         raise UsageError(f"--output {args.output!r}: directory {folder!r} does not exist")
-    mech = _mechanism(args, args.noise_multiplier)
+    run = make_run(args)
+    mech = _mechanism(run, args.noise_multiplier)
     import matplotlib  # noqa: PLC0415 - only this subcommand needs it
 
     matplotlib.use("Agg")
@@ -298,28 +674,54 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
     from autoacct.plotting import plot_privacy_profile, plot_tradeoff  # noqa: PLC0415
 
+    progress.stage("computing the certified epsilon (PLD accountant)")
     eps_at = mech.epsilon(args.delta, tol=args.tol)
     fig, (ax_f, ax_d) = plt.subplots(1, 2, figsize=(11, 4.6))
     label = [f"DP-SGD, sigma = {args.noise_multiplier:g}"]
+    progress.stage("drawing the tradeoff curve")
     plot_tradeoff(mech, ax=ax_f, labels=label)
+    progress.stage("drawing the privacy profile")
     plot_privacy_profile(mech, ax=ax_d, labels=label)
     ax_d.plot([eps_at], [args.delta], "o", color="C3",
               label=f"eps({args.delta:g}) = {eps_at:.4g}")
     ax_d.legend(loc="best", fontsize="small")
-    fig.suptitle(_describe(_inputs(args), args.noise_multiplier), fontsize=9)
+    fig.suptitle(_describe(run, args.noise_multiplier), fontsize=9)
     fig.tight_layout()
-    fig.savefig(args.output, dpi=120, format="png")
+    progress.stage(f"writing {args.output}")
+    fig.savefig(args.output, dpi=120, format=fmt)
     plt.close(fig)
-    print(f"wrote {args.output} (epsilon = {eps_at:.6g} at delta = {args.delta:g})")
+    for line in _relation_lines(run, args.noise_multiplier):
+        print(line)
+    print(f"wrote {args.output} ({fmt.upper()}; epsilon = {eps_at:.6g} at delta = {args.delta:g})")
     return 0
 
 
-_COMMANDS = {"epsilon": _cmd_epsilon, "calibrate": _cmd_calibrate, "plot": _cmd_plot}
+_COMMANDS: dict[str, Callable[[argparse.Namespace, Progress], int]] = {
+    "epsilon": _cmd_epsilon, "delta": _cmd_delta, "calibrate": _cmd_calibrate, "plot": _cmd_plot}
+
+
+#: Exit status after Ctrl-C: 128 + SIGINT, as shells report a command killed by it.
+EXIT_INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``autoacct`` command with ``argv`` (default: sys.argv[1:]); return the exit status."""
+    """Run the ``autoacct`` command with ``argv`` (default: sys.argv[1:]); return the exit status.
+
+    Ctrl-C ends the command with status 130 and one line on stderr, not a traceback.
+    """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        words = list(sys.argv[1:] if argv is None else argv)[:1]
+        prog = " ".join(["autoacct", *(w for w in words if w in _COMMANDS)])
+        sys.stderr.write(f"{prog}: interrupted\n")
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    check_words(parser, argv)
     args = parser.parse_args(argv)
     prog = f"autoacct {args.command}"
 
@@ -327,12 +729,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                      **__: Any) -> None:
         sys.stderr.write(f"{prog}: warning: {' '.join(str(message).split())}\n")
 
+    progress = Progress(prog, after=PROGRESS_AFTER, every=PROGRESS_EVERY, clock=PROGRESS_CLOCK)
     try:
-        with warnings.catch_warnings():
+        with progress, warnings.catch_warnings():
             # A numpy RuntimeWarning means a number may be wrong: fail rather than print it.
             warnings.simplefilter("error", RuntimeWarning)
             warnings.showwarning = show_warning
-            return _COMMANDS[args.command](args)
+            return _COMMANDS[args.command](args, progress)
     except (UsageError, ValueError) as exc:
         msg = " ".join(str(exc).split())
         sys.stderr.write(f"{prog}: error: {msg}\n")
