@@ -20,7 +20,6 @@ status 130 and one line. Work taking over a second reports progress on stderr.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import math
 import os
@@ -31,9 +30,17 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, NoReturn
+from typing import Any
 
 from autoacct import __version__
+from autoacct._cli_words import (
+    Parser,
+    UsageError,
+    add_run_options,
+    check_words,
+    nonnegative_float,
+    positive_float,
+)
 from autoacct.errors import RouteUnavailableError
 from autoacct.mechanism import Mechanism
 from autoacct.subsampling.schemes import SCHEMES
@@ -60,201 +67,18 @@ conventions:
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr, with exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
-
-
-class UsageError(Exception):
-    """Bad or contradictory command-line input (reported on one line, exit status 2)."""
-
-
-def _positive_float(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(x) or x <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return x
-
-
-def _probability(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < x < 1.0:
-        raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text!r}")
-    return x
-
-
-def _rate(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < x <= 1.0:
-        raise argparse.ArgumentTypeError(f"must lie in (0, 1], got {text!r}")
-    return x
-
-
-def _positive_int(text: str) -> int:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not (math.isfinite(x) and x.is_integer() and x >= 1):
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return int(x)
-
-
-def _nonnegative_float(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(x) or x < 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
-    return x
-
-
-def _tolerance(text: str) -> float:
-    x = _positive_float(text)
-    if not 1e-7 <= x <= 0.5:
-        raise argparse.ArgumentTypeError(f"must lie in [1e-07, 0.5], got {text!r}")
-    return x
-
-
-def _add_run(p: argparse.ArgumentParser, *, noise: bool, delta: bool = True) -> None:
-    run = p.add_argument_group(
-        "the run (the sampling rate as --sample-rate or as --batch-size over --dataset-size; the "
-        "length as --steps or --epochs; TF Privacy's --N, --batch_size, --epochs, "
-        "--noise_multiplier and --delta are accepted)")
-    run.add_argument("--sample-rate", "-q", type=_rate, metavar="Q",
-                     help="sampling rate q in (0, 1]")
-    run.add_argument("--steps", "-k", type=_positive_int, metavar="K", help="number of steps")
-    run.add_argument("--dataset-size", "-n", "--N", type=_positive_int, metavar="N",
-                     help="number of examples")
-    run.add_argument("--batch-size", "-b", "--batch_size", type=_positive_int, metavar="B",
-                     help="(expected) batch size, at most N")
-    run.add_argument("--epochs", "-e", type=_positive_float, metavar="E",
-                     help="number of passes over the data, may be fractional: "
-                          "K = ceil(E ceil(N / B)) steps")
-    if noise:
-        run.add_argument("--noise-multiplier", "-s", "--noise_multiplier", type=_positive_float,
-                         metavar="SIGMA", required=True, help="noise std / clipping norm (> 0)")
-    run.add_argument("--sampling", choices=tuple(SCHEMES), default="poisson",
-                     help="batch sampling and neighbouring relation (default: poisson, "
-                          "add/remove; without-replacement is replace-one)")
-    if delta:
-        p.add_argument("--delta", "-d", type=_probability, default=1e-5, metavar="D",
-                       help="target delta in (0, 1) (default: 1e-5)")
-    p.add_argument("--tol", type=_tolerance, default=None, metavar="T",
-                   help=("relative accuracy of the certified epsilon" if delta else
-                         "relative accuracy of the PLD accountant, as for epsilon")
-                        + " (default: 1e-3)")
-
-
-def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """The subcommands of ``parser`` by name."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _did_you_mean(word: str, known: dict[str, str]) -> str:
-    """'; did you mean X?' for the known words closest to a mistyped one ('' when none is close).
-
-    ``known`` maps each accepted spelling to the one to suggest (an option's first long name).
-    """
-    def norm(w: str) -> str:
-        return w.lstrip("-").lower().replace("_", "-")
-
-    same = [k for k in known if norm(k) == norm(word)]  # --sample_rate, -sample-rate, --s
-    prefixed = [k for k in known if len(word.strip("-")) >= 2 and k.startswith(word)]
-    close = same or prefixed or difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
-    names = list(dict.fromkeys(known[k] if k not in same else k for k in close))
-    if not names:
-        return ""
-    note = " (abbreviations are not accepted)" if not same and prefixed else ""
-    return f"; did you mean {' or '.join(names)}?{note}"
-
-
-def _unknown_option(name: str, command: str, commands: dict[str, argparse.ArgumentParser]) -> str:
-    elsewhere = [c for c, p in commands.items()
-                 if c != command and name in p._option_string_actions]
-    if elsewhere:
-        where = ", ".join(elsewhere[:-1]) + (" and " if len(elsewhere) > 1 else "") + elsewhere[-1]
-        return f"{name} is an option of autoacct {where}, not of autoacct {command}"
-    known = {o: next((s for s in a.option_strings if s.startswith("--")), o)
-             for o, a in commands[command]._option_string_actions.items()
-             if o not in ("-h", "--help")}
-    hint = _did_you_mean(name, known) or f" (see autoacct {command} --help)"
-    return f"unrecognized option {name}{hint}"
-
-
-#: Words that name what a subcommand does rather than the subcommand (TF Privacy's script).
-_SUBCOMMAND_HINTS = {"dpsgd": "epsilon", "dp-sgd": "epsilon", "compute_dp_sgd_privacy": "epsilon"}
-
-
-def check_words(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
-    """Exit with status 2 on an unknown subcommand or option, suggesting the nearest known one.
-
-    argparse checks required options before unknown ones, so a mistyped
-    ``--noise-multiplier`` would be reported as a missing one; this check runs
-    first and names the word that is wrong.
-    """
-    commands = _commands(parser)
-    if not argv or argv[0] in ("-h", "--help", "--version"):
-        return  # argparse reports a missing subcommand, prints help or the version
-    command = argv[0]
-    if command.startswith("-"):
-        parser.error(f"the subcommand ({', '.join(commands)}) comes first, before {command}")
-    if command not in commands:
-        hint = (f"; did you mean {_SUBCOMMAND_HINTS[command]}? (every subcommand is about DP-SGD)"
-                if command in _SUBCOMMAND_HINTS else _did_you_mean(command, {c: c for c in commands}))
-        parser.error(f"unknown subcommand {command!r}{hint} (choose from {', '.join(commands)})")
-    sub = commands[command]
-    known = sub._option_string_actions
-    words = iter(argv[1:])
-    for word in words:
-        if word == "--":
-            break
-        if not word.startswith("-") or word == "-" or _is_number(word):
-            continue
-        name = word.split("=", 1)[0] if word.startswith("--") else word
-        action = known.get(name)
-        if (action is None and not word.startswith("--") and word[:2] in known
-                and not any(o.lstrip("-") == word.lstrip("-") for o in known)):
-            continue  # a short option with its value attached (-q0.1), not -sample-rate
-        if action is None:
-            sub.error(_unknown_option(name, command, commands))
-        if action.nargs != 0 and name == word:
-            next(words, None)  # the option's value, whatever it looks like
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``autoacct`` command."""
     fmt = argparse.RawDescriptionHelpFormatter
     # No abbreviations: a prefix accepted today would change meaning when an option is added.
-    parser = _Parser(prog="autoacct", formatter_class=fmt, allow_abbrev=False,
+    parser = Parser(prog="autoacct", formatter_class=fmt, allow_abbrev=False,
                      description="Certified differential-privacy accounting for DP-SGD.",
                      epilog=CONVENTIONS)
     parser.add_argument("--version", action="version", version=f"autoacct {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{epsilon,delta,calibrate,plot}",
-                                parser_class=_Parser)
+                                parser_class=Parser)
     fmt_kw: dict[str, Any] = dict(formatter_class=fmt, epilog=CONVENTIONS, allow_abbrev=False)
     sub.required = True
 
@@ -262,16 +86,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="certified epsilon of a DP-SGD run",
                        description="Certified epsilon(delta) of DP-SGD: the tight (PLD) upper "
                                    "and lower bounds, and the Renyi-DP conversion beside them.")
-    _add_run(p, noise=True)
+    add_run_options(p, noise=True)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     p = sub.add_parser("delta", **fmt_kw,
                        help="certified delta of a DP-SGD run at a given epsilon",
                        description="Certified delta(epsilon) of DP-SGD: the tight (PLD) upper "
                                    "and lower bounds, and the Renyi-DP conversion beside them.")
-    p.add_argument("--epsilon", type=_nonnegative_float, required=True, metavar="EPS",
+    p.add_argument("--epsilon", type=nonnegative_float, required=True, metavar="EPS",
                    help="epsilon >= 0 at which delta is wanted")
-    _add_run(p, noise=True, delta=False)
+    add_run_options(p, noise=True, delta=False)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     p = sub.add_parser("calibrate", **fmt_kw,
@@ -279,9 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
                        # argparse %-formats help= strings, not descriptions: one % here.
                        description="Smallest noise multiplier whose certified epsilon(delta) "
                                    "meets --epsilon (within 0.2% of the optimum).")
-    p.add_argument("--epsilon", type=_positive_float, required=True, metavar="EPS",
+    p.add_argument("--epsilon", type=positive_float, required=True, metavar="EPS",
                    help="target epsilon (> 0)")
-    _add_run(p, noise=False)
+    add_run_options(p, noise=False)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     p = sub.add_parser("plot", **fmt_kw,
@@ -290,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "with the f-DP tradeoff curve (lower bound on "
                                    "the type II error) and the privacy profile delta(eps) "
                                    "(upper bound) of a DP-SGD run.")
-    _add_run(p, noise=True)
+    add_run_options(p, noise=True)
     p.add_argument("--output", "-o", default="tradeoff.png", metavar="PATH",
                    help="output file; its suffix .png, .pdf or .svg sets the format "
                         "(default: tradeoff.png)")
