@@ -80,7 +80,7 @@ def real_array(name: str, value: Any, *, low: float = -math.inf, high: float = m
     if np.any(too_low | too_high):
         lo_b = "(" if low_open else "["
         hi_b = ")" if high_open else "]"
-        bad = arr[too_low | too_high].ravel()[0]
+        bad = float(arr[too_low | too_high].ravel()[0])
         raise ValueError(f"{name} must lie in {lo_b}{low}, {high}{hi_b}, got {bad!r}")
     return arr
 

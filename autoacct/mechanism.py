@@ -249,22 +249,32 @@ class Mechanism:
         return routes.outward(np.maximum(routes.rdp_of(self, a), 0.0), upper=True)
 
     # ----- epsilon and delta ------------------------------------------------------
-    def epsilon(self, delta: float, via: str = "auto", tol: float | None = None) -> float:
+    def epsilon(self, delta: Any, via: str = "auto", tol: float | None = None) -> Any:
         """Certified upper bound on the smallest eps such that the mechanism is (eps, delta)-DP.
 
-        ``delta`` lies in [MIN_DELTA, 1) (MIN_DELTA = 1e-300). ``via``: "auto"
+        ``delta`` lies in [MIN_DELTA, 1) (MIN_DELTA = 1e-300); an array of deltas gives
+        an array of answers (a float for a scalar). ``via``: "auto"
         (the tightest route, to within ``tol``), "exact" (closed form), "pld"
         (FFT accountant), "phi" (characteristic-function accountant, upper
         bounds only), "rdp" (RDP conversion). ``tol``: relative accuracy of the
         PLD route (default 1e-3: within 0.1% of the truth).
         """
-        d = check.real("delta", delta, low=MIN_DELTA, high=1.0, high_open=True)
-        return routes.outward(routes.epsilon_bounds(self, d, via, routes.tolerance(tol))[1], upper=True)
+        return self._epsilon_pairs(delta, via, tol)[1]
 
-    def epsilon_bounds(self, delta: float, tol: float | None = None) -> tuple[float, float]:
-        """(lower, upper) with lower <= the true eps(delta) <= upper."""
-        d = check.real("delta", delta, low=MIN_DELTA, high=1.0, high_open=True)
-        lo, up = routes.epsilon_bounds(self, d, "auto", routes.tolerance(tol))
+    def epsilon_bounds(self, delta: Any, tol: float | None = None) -> tuple[Any, Any]:
+        """(lower, upper) with lower <= the true eps(delta) <= upper.
+
+        ``delta`` may be an array: then both ends are arrays of its shape.
+        """
+        return self._epsilon_pairs(delta, "auto", tol)
+
+    def _epsilon_pairs(self, delta: Any, via: str, tol: float | None) -> tuple[Any, Any]:
+        """Outward-rounded (lower, upper) eps at a delta or an array of deltas, one query each."""
+        d = check.real_array("delta", delta, low=MIN_DELTA, high=1.0, high_open=True)
+        t = routes.tolerance(tol)
+        pairs = [routes.epsilon_bounds(self, float(x), via, t) for x in d.ravel()]
+        lo = np.array([p[0] for p in pairs]).reshape(d.shape)
+        up = np.array([p[1] for p in pairs]).reshape(d.shape)
         return routes.outward(lo, upper=False), routes.outward(up, upper=True)
 
     def delta(self, epsilon: Any, via: str = "auto", tol: float | None = None) -> Any:

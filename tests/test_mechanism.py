@@ -154,3 +154,19 @@ def test_gaussian_tradeoff_is_the_gaussian_curve_and_never_above():
     got = m.tradeoff(alpha)
     assert np.all(got <= exact)
     np.testing.assert_allclose(got, exact, atol=1e-6)
+
+
+def test_epsilon_and_its_bounds_accept_arrays_like_delta():
+    from autoacct.zoo import Composition, Gaussian, Laplace, PoissonSubsample
+
+    for m in (Composition()([PoissonSubsample(0.01)(Gaussian(1.1))], [1000]), Laplace(0.7), Gaussian(2.0)):
+        deltas = np.array([[1e-3, 1e-6], [1e-9, 0.5]])
+        eps = m.epsilon(deltas)
+        lo, up = m.epsilon_bounds(deltas)
+        assert eps.shape == lo.shape == up.shape == deltas.shape
+        for idx in np.ndindex(deltas.shape):
+            assert eps[idx] == m.epsilon(float(deltas[idx]))
+            assert (lo[idx], up[idx]) == m.epsilon_bounds(float(deltas[idx]))
+        assert isinstance(m.epsilon(1e-5), float)
+    with pytest.raises(ValueError, match=r"delta must lie in .* got 1.5"):
+        Gaussian(1.0).epsilon([1e-5, 1.5])
