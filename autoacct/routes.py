@@ -422,17 +422,22 @@ def epsilon_bounds(m: Mechanism, delta: float, via: str, tol: float) -> Bounds:
         warnings.simplefilter("always")
         if "pld" in m.routes:
             results.append(_epsilon_by(m, "pld", delta, tol))
-        within_tol = bool(results) and results[0][1] - results[0][0] <= tol * results[0][1]
+        within_tol = bool(results) and _within(*results[0], tol)
         if "rdp" in m.routes and not within_tol:
             results.append(_epsilon_by(m, "rdp", delta, tol))
         if "dp" in m.routes:
             results.append(_epsilon_by(m, "dp", delta, tol))
     lo, up = max(r[0] for r in results), min(r[1] for r in results)
-    met = up - lo <= tol * up
+    met = _within(lo, up, tol)
     for w in caught:
         if not (met and issubclass(w.category, AccuracyWarning)):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return lo, up
+
+
+def _within(lo: float, up: float, tol: float) -> bool:
+    """Whether a bracket is finite and within relative tolerance ``tol``."""
+    return math.isfinite(up) and up - lo <= tol * up
 
 
 def delta_bounds(m: Mechanism, eps: np.ndarray, via: str, tol: float) -> ArrayBounds:

@@ -142,12 +142,28 @@ _MAX_CANDIDATES = 240
 _MAX_ATOMS = 64
 
 
+#: Most cells one law is discretised on: memory stays bounded whatever the query.
+MAX_CELLS = 1 << 22
+
+
 def index_range(loss: PrivacyLoss, h: float, eta: float) -> tuple[int, int]:
-    """Grid indices covering ``loss`` up to P-mass ``eta`` on each side, with one spare cell each side."""
+    """Grid indices covering ``loss`` up to P-mass ``eta`` on each side, with one spare cell each side.
+
+    At most MAX_CELLS cells, centred on the bulk of the law (its range at P-mass 1e-16 per
+    side): a law whose bulk is one atom while its far tails are wide (a discrete Gaussian
+    with sigma well below 1) would otherwise ask for petabytes. The discretisers count the
+    mass outside the range on the safe side (the upper PLD at +inf, the lower one not at
+    all), so the bounds stay valid; the accuracy check reports what this costs.
+    """
     a, b = loss.quantile_range(eta)
     j_lo = _to_index(a, h, math.floor) - 1
-    j_hi = _to_index(b, h, math.ceil) + 1
-    return j_lo, max(j_hi, j_lo + 2)
+    j_hi = max(_to_index(b, h, math.ceil) + 1, j_lo + 2)
+    if j_hi - j_lo > MAX_CELLS:
+        bulk_a, bulk_b = loss.quantile_range(1e-16)
+        centre = _to_index(0.5 * (bulk_a + bulk_b), h, math.floor)
+        j_lo = max(j_lo, centre - MAX_CELLS // 2)
+        j_hi = min(j_hi, j_lo + MAX_CELLS)
+    return j_lo, j_hi
 
 
 def _to_index(x: float, h: float, rounding: Callable[[float], float]) -> int:

@@ -388,3 +388,16 @@ def test_bad_types_raise_type_error() -> None:
         Binomial(10, 0.5, "1")
     with pytest.raises(TypeError, match="sigma"):
         DiscreteGaussian(None)
+
+
+def test_tiny_sigma_discrete_gaussian_at_tiny_delta_is_bounded_not_out_of_memory() -> None:
+    """Reproducer: a MemoryError asking for 2.5 PiB (the bulk of the law is one atom, its far
+    tails wide). The grid is capped; the answer is a valid, wider bracket with an
+    AccuracyWarning, and it is finite (the RDP route is consulted when the PLD's is not)."""
+    from autoacct.errors import AccuracyWarning
+
+    m = Composition()([DiscreteGaussian(0.0789)], [10])
+    with pytest.warns(AccuracyWarning):
+        lo, up = m.epsilon_bounds(1.27e-34)
+    # Ten steps each certainly lose 1/(2 sigma^2) = 80.3 (the atom x = 1 has P-mass ~1).
+    assert 80.0 <= lo <= up < math.inf
