@@ -35,7 +35,7 @@ from autoacct import _validation as check
 from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_profile
 from autoacct.converters.rdp import rdp_to_delta, rdp_to_epsilon
 from autoacct.errors import AccuracyWarning, RouteUnavailableError
-from autoacct.losses import PROFILE_REL, PrivacyLoss, gaussian_delta_with_error
+from autoacct.losses import PrivacyLoss, gaussian_delta_with_error
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
 
@@ -44,9 +44,9 @@ if TYPE_CHECKING:
 
 #: Smallest delta a query accepts: below it (subnormal floats) profiles lose their precision.
 MIN_DELTA = 1e-300
-#: Relative margin on the analytic Gaussian profile: covers the rounding of its two
-#: terms where they nearly cancel.
-EXACT_REL = 1e-9
+#: Relative margin on the analytic Gaussian profile beyond its computed rounding bound
+#: (:func:`~autoacct.losses.gaussian_delta_with_error`), for scipy's log_ndtr's own error.
+EXACT_REL = 1e-12
 #: A query by epsilon has no delta to size the PLD grid from: the grid is sized for the
 #: epsilon scale at this delta, where the accountant's error model is calibrated.
 REFERENCE_DELTA = 1e-6
@@ -235,11 +235,19 @@ def single_step(m: Mechanism) -> tuple[PrivacyLoss, PrivacyLoss] | None:
 
 
 def _single_profile(laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any, upper: bool) -> np.ndarray:
-    val = np.maximum(np.asarray(laws[0].profile(eps)), np.asarray(laws[1].profile(eps)))
+    """The larger of the two laws' profiles, moved by each law's rounding bound; the lower
+    one also leaves out mass that truncation moved to +inf, and is 0 unless both pairs are
+    attained (``tight``)."""
+    vals = []
+    for law in laws:
+        val = np.asarray(law.profile(eps), dtype=float)
+        err = np.asarray(law.profile_error(eps), dtype=float)
+        vals.append(val + err if upper else val - err - law.p_inf_truncated)
+    best = np.maximum(vals[0], vals[1])
     if upper:
-        return np.minimum(val * (1.0 + PROFILE_REL), 1.0)
+        return np.minimum(best, 1.0)
     tight = laws[0].tight and laws[1].tight
-    return val * (1.0 - PROFILE_REL) if tight else np.zeros(np.shape(val))
+    return np.maximum(best, 0.0) if tight else np.zeros(np.shape(best))
 
 
 class PldRoute(_LawRoute):

@@ -79,6 +79,16 @@ class AtomLoss(DiscreteLoss):
     def key(self) -> tuple:
         return self._key
 
+    def profile_error(self, eps: np.ndarray) -> np.ndarray:
+        """Tail sums over up to n atoms: a few roundoffs per atom of the masses involved."""
+        eps = np.asarray(eps, dtype=float)
+        idx = np.searchsorted(self.values, eps, side="right")
+        sq = self._sq[idx]
+        # Atoms above eps have e^eps q <= p <= 1: the product only overflows where q = 0.
+        with np.errstate(over="ignore", invalid="ignore"):
+            mass = self._sp[idx] + np.where(sq > 0, np.exp(np.minimum(eps, 700.0)) * sq, 0.0) + self.p_inf
+        return (4.0 * len(self.values) + 8.0) * float(np.finfo(float).eps) * np.minimum(mass, 2.0)
+
     def profile(self, eps: np.ndarray) -> np.ndarray:
         eps = np.asarray(eps, dtype=float)
         idx = np.searchsorted(self.values, eps, side="right")

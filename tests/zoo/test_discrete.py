@@ -401,3 +401,22 @@ def test_tiny_sigma_discrete_gaussian_at_tiny_delta_is_bounded_not_out_of_memory
         lo, up = m.epsilon_bounds(1.27e-34)
     # Ten steps each certainly lose 1/(2 sigma^2) = 80.3 (the atom x = 1 has P-mass ~1).
     assert 80.0 <= lo <= up < math.inf
+
+
+def test_small_binomial_single_step_is_answered_from_its_atoms() -> None:
+    """Reproducer: over 60 s refining grids for a law of eight atoms. One run of a pair on
+    finitely many outcomes is its exact profile (a finite sum), here checked against the
+    hockey-stick sum over the two binomial pmfs written out directly."""
+    from scipy import stats
+
+    from autoacct.zoo.discrete import Binomial
+
+    n, p, shift = 7, 0.1332, -3
+    m = Binomial(n, p, shift)
+    x = np.arange(-10, 20)
+    pm = stats.binom.pmf(x, n, p)            # the output under X: Z
+    qm = stats.binom.pmf(x - shift, n, p)    # under Y: Z shifted by the difference
+    for eps in (0.0, 0.18, 1.5, 2.5):
+        truth = max(np.maximum(pm - math.exp(eps) * qm, 0).sum(), np.maximum(qm - math.exp(eps) * pm, 0).sum())
+        lo, up = m.delta_bounds(eps)
+        assert lo <= truth * (1 + 1e-12) and up >= truth * (1 - 1e-12) and up - lo <= 1e-8
