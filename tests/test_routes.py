@@ -243,3 +243,11 @@ def test_auto_does_not_warn_when_another_route_meets_tol():
     with warnings.catch_warnings():
         warnings.simplefilter("error", AccuracyWarning)
         assert m.epsilon(1e-300) <= ULP3
+
+
+def test_approx_dp_with_huge_epsilon_has_no_finite_epsilon_below_its_delta():
+    # Reproducer: one leaky RR step at eps0 = 4.5e14 read e^eps * 0 as NaN beyond eps = 709
+    # and reported epsilon(1e-5) = 709.78 although delta(eps) >= 0.001 everywhere.
+    m = ApproxDP(4.5e14, 0.001)
+    assert m.epsilon_bounds(1e-5)[1] == math.inf
+    assert np.all(m.delta(np.array([0.0, 800.0, 1e15])) >= 0.001)

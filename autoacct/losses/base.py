@@ -426,8 +426,12 @@ class DiscreteLoss(PrivacyLoss):
     def profile(self, eps: np.ndarray) -> np.ndarray:
         eps = np.asarray(eps, dtype=float)
         e = eps[..., None]
+        # Each term with value > eps is non-negative (p = e^value q); an outcome with q = 0
+        # contributes p whatever eps (inf * 0 would give NaN), and an overflowing e^eps q
+        # means the term is 0.
         with np.errstate(over="ignore", invalid="ignore"):
-            terms = np.where(self.values > e, self.p_mass - np.exp(e) * self.q_mass, 0.0)
+            scaled = np.where(self.q_mass > 0, np.exp(e) * self.q_mass, 0.0)
+            terms = np.where(self.values > e, np.maximum(self.p_mass - scaled, 0.0), 0.0)
         return np.clip(terms.sum(axis=-1), 0.0, None) + self.p_inf
 
     def quantile_range(self, eta: float) -> tuple[float, float]:
