@@ -3,18 +3,24 @@
 Each function draws one curve per mechanism on one Axes (a new figure when
 ``ax`` is None), labels both axes, adds a legend and returns the Axes. The
 same mechanism may be passed several times with different routes, e.g.
-``plot_tradeoff(m, m, via=["auto", "rdp"])``. Nothing here calls
+``plot_tradeoff(m, m, via=["auto", "rdp"])``. A curve is labelled with its
+mechanism's parameters ("Gaussian σ=1.1, Poisson q=0.01, 1000 steps") unless
+``labels`` are given. Nothing here calls
 ``plt.show()``; display is the caller's (or the notebook's) business.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
 
 from autoacct.mechanism import Mechanism
+from autoacct.subsampling.base import SubsampledMechanism
+from autoacct.zoo.transformers import ComposedMechanism
 
 __all__ = ["plot_privacy_profile", "plot_rdp", "plot_tradeoff"]
 
@@ -45,8 +51,93 @@ def _check(mechanisms: Sequence[Any]) -> None:
             raise TypeError(f"mechanisms[{i}] must be a Mechanism, got {type(m).__name__}")
 
 
+#: Symbols for parameter names in curve labels; other names are shown as they are.
+_SYMBOLS = {"sigma": "σ", "sigmas": "σ", "eps": "ε", "delta": "δ", "rho": "ρ", "mu": "μ", "q": "q",
+            "batch_size": "B", "dataset_size": "n"}
+#: How a sampler is named in a curve label ("Gaussian σ=1, Poisson q=0.01").
+_SAMPLERS = {"PoissonSubsample": "Poisson", "SampleWithoutReplacement": "without replacement",
+             "SampleWithReplacement": "with replacement"}
+#: Parts of a composition named in its label before the rest is summed up.
+_SHOWN_PARTS = 3
+#: Entries of a sequence parameter named in a label before the rest is elided.
+_SHOWN_PARAMS = 4
+#: Width (characters) at which a generated label is wrapped onto a new line.
+_WRAP = 44
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return str(int(value))
+    try:
+        return f"{float(value):.4g}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _own_params(m: Mechanism) -> str:
+    """``"σ=1.1"``: the mechanism's parameters under their field names (not provenance keys).
+
+    A sequence field (``NoisyGD.sigmas[0]``, ...) is shown once, as a tuple.
+    """
+    grouped: dict[str, list[Any]] = {}
+    for key, value in m.params.items():
+        field = key[len(m.name) + 1:] if key.startswith(m.name + ".") else key.rsplit(".", 1)[-1]
+        grouped.setdefault(field.partition("[")[0], []).append(value)
+    items = []
+    for field, values in grouped.items():
+        shown = [_number(v) for v in values[:_SHOWN_PARAMS]] + (["…"] if len(values) > _SHOWN_PARAMS else [])
+        text = shown[0] if len(values) == 1 else "(" + ", ".join(shown) + ")"
+        items.append(f"{_SYMBOLS.get(field, field)}={text}")
+    return ", ".join(items)
+
+
+def _wrap(text: str, width: int = _WRAP) -> str:
+    """Break ``text`` onto lines of about ``width`` characters, only after ", " or before " + "."""
+    pieces = re.split(r"(?<=, )|(?= \+ )", text)
+    lines = [""]
+    for piece in pieces:
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines[-1] = lines[-1].rstrip()
+            lines.append(piece.lstrip())
+        else:
+            lines[-1] += piece
+    return "\n".join(lines)
+
+
+def _describe(m: Mechanism) -> str:
+    """A label a reader understands, from the mechanism's structure and parameters.
+
+    ``dpsgd(0.01, 1.1, 1000)`` gives "Gaussian σ=1.1, Poisson q=0.01, 1000 steps";
+    a name the user gave a mechanism stands for its class name (leaves) or
+    heads the description (compositions and subsampled mechanisms).
+    """
+    if isinstance(m, ComposedMechanism):
+        parts = [_describe(c) for c in m.children]
+        derived = "Compose:{" + ", ".join(f"{c.name}: {k}" for c, k in zip(m.children, m.counts)) + "}"
+        if len(parts) == 1:
+            k = m.counts[0]
+            text = f"{parts[0]}, {k} step{'s' if k != 1 else ''}"
+        else:
+            shown = [f"({p})" if ", " in p else p for p in parts[:_SHOWN_PARTS]]
+            shown = [p if k == 1 else f"{p} ×{k}" for p, k in zip(shown, m.counts)]
+            text = " + ".join(shown)
+            if len(parts) > _SHOWN_PARTS:
+                text += f" + {len(parts) - _SHOWN_PARTS} more ({sum(m.counts)} steps in all)"
+    elif isinstance(m, SubsampledMechanism):
+        sampler = type(m)._SAMPLER
+        derived = f"{sampler}({m.base.name})"
+        own = [f.name for f in fields(m) if f.init and f.name not in ("base", "name", "neighboring")]
+        sampled = ", ".join(f"{_SYMBOLS.get(f, f)}={_number(getattr(m, f))}" for f in own)
+        text = f"{_describe(m.base)}, {_SAMPLERS.get(sampler, sampler)} {sampled}".rstrip()
+    else:
+        params = _own_params(m)
+        return f"{m.name} {params}" if params else m.name
+    return text if m.name == derived else f"{m.name}: {text}"
+
+
 def _labels(mechanisms: Sequence[Mechanism], labels: Sequence[str] | None,
             routes: Sequence[str] | None = None) -> list[str]:
+    """The user's ``labels``, else each mechanism's description (wrapped), with its route if asked."""
     if labels is not None:
         labels = list(labels)
         if len(labels) != len(mechanisms):
@@ -55,10 +146,10 @@ def _labels(mechanisms: Sequence[Mechanism], labels: Sequence[str] | None,
         return [str(s) for s in labels]
     out = []
     for i, m in enumerate(mechanisms):
-        text = m.name
+        text = _describe(m)
         if routes is not None and routes[i] != "auto":
             text += f" (via {routes[i]})"
-        out.append(text)
+        out.append(_wrap(text))
     return out
 
 

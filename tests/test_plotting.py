@@ -10,8 +10,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from autoacct.dpsgd import dpsgd  # noqa: E402
 from autoacct.plotting import plot_privacy_profile, plot_rdp, plot_tradeoff  # noqa: E402
-from autoacct.zoo import Composition, Gaussian, Laplace, PureDP  # noqa: E402
+from autoacct.zoo import (  # noqa: E402
+    ApproxDP,
+    Composition,
+    Gaussian,
+    Laplace,
+    NoisyGD,
+    PoissonSubsample,
+    PureDP,
+    SampleWithReplacement,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +49,7 @@ def test_tradeoff_several_mechanisms_and_routes():
     assert ax.get_xlabel() and ax.get_ylabel()
     lines = _curves(ax)
     assert len(lines) == 3
-    assert _legend_texts(ax) == ["GM", "Lap", "GM (via rdp)"]
+    assert _legend_texts(ax) == ["GM σ=1", "Lap b=1", "GM σ=1 (via rdp)"]
     for ln in lines:
         y = np.asarray(ln.get_ydata())
         assert np.all((y >= 0) & (y <= 1))
@@ -54,6 +64,44 @@ def test_tradeoff_on_given_axes_with_labels():
     assert out is right
     assert _legend_texts(right) == ["sigma = 2"]
     assert not left.get_lines()
+
+
+# ----- curve labels: the mechanism's parameters, not its provenance name ------------------------
+
+@pytest.mark.parametrize(("mechanism", "label"), [
+    (dpsgd(0.01, 1.1, 1000), "Gaussian σ=1.1, Poisson q=0.01, 1000 steps"),
+    (Composition()([PoissonSubsample(0.01)(Gaussian(1.1))], [1000]),
+     "Gaussian σ=1.1, Poisson q=0.01, 1000 steps"),
+    (dpsgd(0.01, 1.1, 1, sampling="without-replacement"),
+     "Gaussian σ=0.55,\nwithout replacement q=0.01, 1 step"),
+    (Composition()([Gaussian(5.0), Gaussian(8.0), PureDP(0.1)], [3, 5, 1]),
+     "Gaussian σ=5 ×3 + Gaussian σ=8 ×5\n+ PureDP ε=0.1"),
+    (SampleWithReplacement(256, 60000)(Gaussian(1.0)), "Gaussian σ=1, with replacement B=256,\nn=60000"),
+    (ApproxDP(1.0, 1e-6), "ApproxDP ε=1, δ=1e-06"),
+    (NoisyGD([1.0, 2.0]), "NoisyGD σ=(1, 2)"),
+    (NoisyGD([1.0, 2.0, 3.0, 4.0, 5.0]), "NoisyGD σ=(1, 2, 3, 4, …)"),
+    (Gaussian(2.0, name="GM"), "GM σ=2"),
+])
+def test_labels_name_the_parameters(mechanism, label):
+    assert _legend_texts(plot_tradeoff(mechanism, fpr=[0.0, 0.5, 1.0])) == [label]
+
+
+def test_labels_of_long_compositions_are_summed_up_and_wrapped():
+    many = Composition()([Gaussian(float(s)) for s in range(1, 10)], list(range(1, 10)))
+    nested = Composition()([dpsgd(0.01, 1.1, 100), Laplace(2.0)], [2, 3])
+    texts = _legend_texts(plot_tradeoff(many, nested))
+    assert texts == ["Gaussian σ=1 + Gaussian σ=2 ×2\n+ Gaussian σ=3 ×3 + 6 more (45 steps in all)",
+                     "(Gaussian σ=1.1, Poisson q=0.01,\n100 steps) ×2 + Laplace b=2 ×3"]
+    assert all(len(line) <= 44 for text in texts for line in text.splitlines())
+
+
+def test_no_internal_names_and_user_labels_win():
+    run = dpsgd(0.01, 1.1, 1000)
+    for plot in (plot_tradeoff, plot_privacy_profile, plot_rdp):
+        ax = plot(run, Gaussian(3.0))
+        assert not any("Compose" in t or "PoissonSubsample" in t for t in _legend_texts(ax))
+        ax = plot(run, Gaussian(3.0), labels=["Compose:{as I like}", "G"])
+        assert _legend_texts(ax) == ["Compose:{as I like}", "G"]
 
 
 def test_privacy_profile_log_scale():
