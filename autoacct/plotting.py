@@ -12,6 +12,7 @@ mechanism's parameters ("Gaussian σ=1.1, Poisson q=0.01, 1000 steps") unless
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
@@ -62,7 +63,7 @@ _SHOWN_PARTS = 3
 #: Entries of a sequence parameter named in a label before the rest is elided.
 _SHOWN_PARAMS = 4
 #: Width (characters) at which a generated label is wrapped onto a new line.
-_WRAP = 44
+_WRAP = 42
 
 
 def _number(value: Any) -> str:
@@ -137,7 +138,7 @@ def _describe(m: Mechanism) -> str:
 
 def _labels(mechanisms: Sequence[Mechanism], labels: Sequence[str] | None,
             routes: Sequence[str] | None = None) -> list[str]:
-    """The user's ``labels``, else each mechanism's description (wrapped), with its route if asked."""
+    """The user's ``labels``, else each mechanism's description, with its route if asked."""
     if labels is not None:
         labels = list(labels)
         if len(labels) != len(mechanisms):
@@ -149,12 +150,49 @@ def _labels(mechanisms: Sequence[Mechanism], labels: Sequence[str] | None,
         text = _describe(m)
         if routes is not None and routes[i] != "auto":
             text += f" (via {routes[i]})"
-        out.append(_wrap(text))
+        out.append(text)
     return out
 
 
-def _legend(ax: Any, n: int) -> None:
-    ax.legend(loc="best", fontsize="small", framealpha=0.85, ncol=1 if n <= 6 else 2)
+#: Legend styles in order of preference, (font size, wrap width of the labels): the first
+#: whose legend fits inside the axes is used, so that small axes get a smaller legend instead
+#: of one that covers their neighbours or is cut off at the figure's edge. Generated labels
+#: start wrapped; the user's are tried as given (width None) before they are wrapped.
+_LEGEND_STYLES: tuple[tuple[str, int | None], ...] = (
+    ("small", _WRAP), ("small", 32), ("x-small", 32), ("x-small", 24), ("xx-small", 24), ("xx-small", 18))
+_USER_LEGEND_STYLES = (("small", None), ("x-small", None)) + _LEGEND_STYLES
+#: Share of the axes' width and height a legend may take.
+_LEGEND_ROOM = 0.92
+
+
+def _user_wrap(text: str, width: int | None) -> str:
+    if width is None:
+        return text
+    return "\n".join(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
+                     for line in text.splitlines())
+
+
+def _legend(ax: Any, lines: Sequence[Any], texts: Sequence[str], generated: bool) -> Any:
+    """Label ``lines`` with ``texts`` and draw a legend that fits inside the axes.
+
+    Labels are re-wrapped narrower as the font shrinks (generated ones at
+    ", " and " + ", the user's at spaces and only when they do not fit as
+    given). The legend is measured, not drawn: one layout of its text per style tried.
+    """
+    ax.apply_aspect()  # the box an equal aspect leaves, which the legend must fit in
+    box = ax.get_window_extent()
+    legend = None
+    for size, width in _LEGEND_STYLES if generated else _USER_LEGEND_STYLES:
+        for line, text in zip(lines, texts):
+            line.set_label(_wrap(text, width or _WRAP) if generated else _user_wrap(text, width))
+        for ncol in (1, 2) if len(lines) > 4 else (1,):
+            if legend is not None:
+                legend.remove()
+            legend = ax.legend(loc="best", fontsize=size, framealpha=0.85, ncol=ncol)
+            extent = legend.get_window_extent()
+            if extent.width <= _LEGEND_ROOM * box.width and extent.height <= _LEGEND_ROOM * box.height:
+                return legend
+    return legend
 
 
 def _log_limits(ax: Any, values: np.ndarray) -> None:
@@ -189,16 +227,17 @@ def plot_tradeoff(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] 
     alpha = np.asarray(fpr, dtype=float)
     ax.plot([0.0, 1.0], [1.0, 0.0], linestyle=":", color="0.6", linewidth=1.0,
             label="_perfect privacy")
+    lines = []
     for m, route, name in zip(mechanisms, routes, names):
         beta = np.asarray(m.tradeoff(alpha, via=route), dtype=float)
-        ax.plot(alpha, beta, label=name)
+        lines += ax.plot(alpha, beta, label=name)
     ax.set_xlim(0.0, 1.0)
     ax.set_ylim(0.0, 1.0)
     ax.set_aspect("equal")
     ax.set_xlabel(r"Type I error $\alpha$")
     ax.set_ylabel(r"Type II error $\beta$")
     ax.set_title("Tradeoff functions (f-DP)")
-    _legend(ax, len(mechanisms))
+    _legend(ax, lines, names, labels is None)
     return ax
 
 
@@ -223,12 +262,13 @@ def plot_privacy_profile(*mechanisms: Mechanism, ax: Any = None, labels: Sequenc
         eps = np.linspace(0.0, top, 120)
     e = np.asarray(eps, dtype=float)
     lowest = np.inf
+    lines = []
     for m, route, name in zip(mechanisms, routes, names):
         d = np.asarray(m.delta(e, via=route), dtype=float)
         shown = np.where(d > 0, d, np.nan)
         if np.any(d > 0):
             lowest = min(lowest, float(np.min(d[d > 0])))
-        ax.plot(e, shown, label=name)
+        lines += ax.plot(e, shown, label=name)
     ax.set_yscale("log")
     if np.isfinite(lowest):
         ax.set_ylim(bottom=max(lowest / 2.0, floor, 1e-300), top=1.5)
@@ -236,7 +276,7 @@ def plot_privacy_profile(*mechanisms: Mechanism, ax: Any = None, labels: Sequenc
     ax.set_ylabel(r"$\delta(\varepsilon)$")
     ax.set_title("Privacy profiles")
     ax.grid(True, which="major", alpha=0.3)
-    _legend(ax, len(mechanisms))
+    _legend(ax, lines, names, labels is None)
     return ax
 
 
@@ -255,12 +295,14 @@ def plot_rdp(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] | Non
         alphas = np.geomspace(1.1, 1000.0, 100)
     a = np.asarray(alphas, dtype=float)
     drawn: list[np.ndarray] = []
+    lines, texts = [], []
     for m, name in zip(mechanisms, names):
         r = np.asarray(m.rdp(a), dtype=float)
         finite = np.isfinite(r) & (r > 0)
         shown = np.where(finite, r, np.nan)
         drawn.append(r[finite])
-        ax.plot(a, shown, label=name if finite.any() else f"{name} (RDP infinite or 0)")
+        texts.append(name if finite.any() else f"{name} (RDP infinite or 0)")
+        lines += ax.plot(a, shown, label=texts[-1])
     _log_limits(ax, np.concatenate(drawn))
     if a.size and float(np.min(a)) < float(np.max(a)):
         ax.set_xlim(float(np.min(a)), float(np.max(a)))
@@ -270,5 +312,5 @@ def plot_rdp(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] | Non
     ax.set_ylabel(r"RDP $\varepsilon(\alpha)$")
     ax.set_title("Renyi differential privacy")
     ax.grid(True, which="major", alpha=0.3)
-    _legend(ax, len(mechanisms))
+    _legend(ax, lines, texts, labels is None)
     return ax

@@ -90,9 +90,9 @@ def test_labels_of_long_compositions_are_summed_up_and_wrapped():
     many = Composition()([Gaussian(float(s)) for s in range(1, 10)], list(range(1, 10)))
     nested = Composition()([dpsgd(0.01, 1.1, 100), Laplace(2.0)], [2, 3])
     texts = _legend_texts(plot_tradeoff(many, nested))
-    assert texts == ["Gaussian σ=1 + Gaussian σ=2 ×2\n+ Gaussian σ=3 ×3 + 6 more (45 steps in all)",
+    assert texts == ["Gaussian σ=1 + Gaussian σ=2 ×2\n+ Gaussian σ=3 ×3\n+ 6 more (45 steps in all)",
                      "(Gaussian σ=1.1, Poisson q=0.01,\n100 steps) ×2 + Laplace b=2 ×3"]
-    assert all(len(line) <= 44 for text in texts for line in text.splitlines())
+    assert all(len(line) <= 42 for text in texts for line in text.splitlines())
 
 
 def test_no_internal_names_and_user_labels_win():
@@ -102,6 +102,74 @@ def test_no_internal_names_and_user_labels_win():
         assert not any("Compose" in t or "PoissonSubsample" in t for t in _legend_texts(ax))
         ax = plot(run, Gaussian(3.0), labels=["Compose:{as I like}", "G"])
         assert _legend_texts(ax) == ["Compose:{as I like}", "G"]
+
+
+# ----- legends inside the figure ------------------------------------------------------------------
+
+RUNS = [dpsgd(0.01, 1.1, 1000), dpsgd(0.01, 1.1, 1000, sampling="without-replacement"),
+        Composition()([Gaussian(5.0), Gaussian(8.0), PureDP(0.1)], [3, 5, 1])]
+QUICK = {plot_tradeoff: {"fpr": np.linspace(0.0, 1.0, 21)},
+         plot_privacy_profile: {"eps": np.linspace(0.0, 4.0, 21)}, plot_rdp: {}}
+
+
+def _own_axes(plot, mechanisms, **kwargs):
+    return plot(*mechanisms, **kwargs)
+
+
+def _left_of_two(plot, mechanisms, **kwargs):
+    _, (left, _) = plt.subplots(1, 2, figsize=(8, 3.5))  # no layout engine: nothing moves the legend
+    return plot(*mechanisms, ax=left, **kwargs)
+
+
+def _corner_of_four(plot, mechanisms, **kwargs):
+    _, axes = plt.subplots(2, 2, figsize=(6, 5))
+    return plot(*mechanisms, ax=axes[1, 1], **kwargs)
+
+
+def _inside(inner, outer) -> bool:
+    return (inner.x0 >= outer.x0 - 0.5 and inner.y0 >= outer.y0 - 0.5
+            and inner.x1 <= outer.x1 + 0.5 and inner.y1 <= outer.y1 + 0.5)
+
+
+@pytest.mark.parametrize("plot", list(QUICK), ids=lambda f: f.__name__)
+@pytest.mark.parametrize("where", [_own_axes, _left_of_two, _corner_of_four], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("case", ["runs", "many", "long user label"])
+def test_legend_lies_inside_the_axes_and_the_saved_figure(plot, where, case, tmp_path):
+    mechanisms, kwargs = {
+        "runs": (RUNS, {}),
+        "many": ([Gaussian(s) for s in np.linspace(0.5, 5.0, 12)], {}),
+        "long user label": (RUNS[:1], {"labels": ["the DP-SGD run of the paper's second experiment, "
+                                                  "noise multiplier 1.1"]}),
+    }[case]
+    ax = where(plot, mechanisms, **QUICK[plot], **kwargs)
+    fig = ax.figure
+    suffix = "svg" if where is _left_of_two else "png"
+    fig.savefig(tmp_path / f"figure.{suffix}")  # no bbox_inches="tight": the figure as it is
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert _inside(legend, fig.bbox), (legend, fig.bbox)
+    assert _inside(legend, ax.get_window_extent(renderer)), (legend, ax.get_window_extent(renderer))
+
+
+def test_small_axes_shrink_the_legend_and_rewrap_labels():
+    small = plt.matplotlib.font_manager.FontProperties(size="small").get_size_in_points()
+    ax = _corner_of_four(plot_tradeoff, RUNS, fpr=[0.0, 0.5, 1.0])
+    assert ax.get_legend().get_texts()[0].get_fontsize() < small
+    texts = _legend_texts(ax)
+    assert texts[0].replace("\n", " ") == "Gaussian σ=1.1, Poisson q=0.01, 1000 steps"
+    assert max(len(line) for t in texts for line in t.splitlines()) < 42
+    # The user's words are kept; a short label is not broken, a long one only at its spaces.
+    ax = _corner_of_four(plot_tradeoff, RUNS[:1], fpr=[0.0, 0.5, 1.0], labels=["DP-SGD, sigma 1.1"])
+    assert _legend_texts(ax) == ["DP-SGD, sigma 1.1"]
+    user = "a label of the user's that the corner axes cannot hold on one line"
+    ax = _corner_of_four(plot_tradeoff, RUNS[:1], fpr=[0.0, 0.5, 1.0], labels=[user])
+    (text,) = _legend_texts(ax)
+    assert "\n" in text and text.replace("\n", " ") == user
+    # Roomy axes leave the user's label as it is.
+    user = "the DP-SGD run of experiment 2, sigma 1.1"
+    ax = plot_tradeoff(RUNS[0], fpr=[0.0, 0.5, 1.0], labels=[user])
+    assert _legend_texts(ax) == [user]
+    assert ax.get_legend().get_texts()[0].get_fontsize() == small
 
 
 def test_privacy_profile_log_scale():
