@@ -209,31 +209,69 @@ def _log_limits(ax: Any, values: np.ndarray) -> None:
         ax.set_ylim(low / 10.0, high * 10.0)
 
 
+def _scale(name: str, value: Any) -> str:
+    if value not in ("linear", "log"):
+        raise ValueError(f"{name} must be 'linear' or 'log', got {value!r}")
+    return str(value)
+
+
+def _positive_limits(values: Sequence[np.ndarray], floor: float, top: float) -> tuple[float, float]:
+    """Log-axis limits from half the smallest positive value (at least ``floor``) to ``top``."""
+    positive = [float(np.min(v[v > 0])) for v in values if np.any(v > 0)]
+    low = max(min(positive) / 2.0, floor) if positive else floor
+    return (low, top) if low < top else (top / 10.0, top)
+
+
+def _span(x: np.ndarray, top: float) -> tuple[float, float]:
+    """Log-axis limits from the smallest positive ``x`` to ``top`` (a decade below ``top`` if none)."""
+    low = float(np.min(x[x > 0])) if np.any(x > 0) else top / 10.0
+    return (low, top) if low < top else (top / 10.0, top)
+
+
 def plot_tradeoff(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] | None = None,
-                  via: str | Sequence[str] = "auto", fpr: Any = None) -> Any:
+                  via: str | Sequence[str] = "auto", fpr: Any = None,
+                  xscale: str = "linear", yscale: str = "linear") -> Any:
     """Plot the f-DP tradeoff curve (type II error against type I error) of each mechanism.
 
     Each curve is the mechanism's certified lower bound ``m.tradeoff(fpr, via=...)``.
-    ``via`` is one route for all mechanisms or one per mechanism. The dashed
-    diagonal is perfect privacy (beta = 1 - alpha). Returns the Axes.
+    ``via`` is one route for all mechanisms or one per mechanism. The dotted
+    line is perfect privacy (beta = 1 - alpha). On linear axes the plot is the
+    unit square with an equal aspect. ``xscale``/``yscale`` "log" show small
+    errors (the low type I errors of membership inference, say): zeros are left
+    out, the limits run from the smallest value shown to 1, and the axes box
+    stays square without forcing an equal aspect on the decades. Returns the Axes.
     """
     _check(mechanisms)
+    xscale, yscale = _scale("xscale", xscale), _scale("yscale", yscale)
     ax = _axes(ax)
     routes = _per_mechanism("via", via, len(mechanisms))
     names = _labels(mechanisms, labels, routes if len(set(routes)) > 1 else None)
-    if fpr is None:
-        fpr = np.unique(np.concatenate(([0.0], np.geomspace(1e-5, 1.0, 160),
-                                        np.linspace(0.0, 1.0, 101))))
-    alpha = np.asarray(fpr, dtype=float)
-    ax.plot([0.0, 1.0], [1.0, 0.0], linestyle=":", color="0.6", linewidth=1.0,
-            label="_perfect privacy")
-    lines = []
+    grid = np.unique(np.concatenate(([0.0], np.geomspace(1e-5, 1.0, 160), np.linspace(0.0, 1.0, 101))))
+    alpha = grid if fpr is None else np.asarray(fpr, dtype=float)
+    if xscale == "log":
+        alpha = alpha[alpha > 0]
+    lines, betas = [], []
     for m, route, name in zip(mechanisms, routes, names):
         beta = np.asarray(m.tradeoff(alpha, via=route), dtype=float)
-        lines += ax.plot(alpha, beta, label=name)
-    ax.set_xlim(0.0, 1.0)
-    ax.set_ylim(0.0, 1.0)
-    ax.set_aspect("equal")
+        betas.append(beta)
+        lines += ax.plot(alpha, np.where(beta > 0, beta, np.nan) if yscale == "log" else beta, label=name)
+    if xscale == yscale == "linear":
+        ax.plot([0.0, 1.0], [1.0, 0.0], linestyle=":", color="0.6", linewidth=1.0, label="_perfect privacy")
+        ax.set_xlim(0.0, 1.0)
+        ax.set_ylim(0.0, 1.0)
+        ax.set_aspect("equal")
+    else:
+        low_x = float(np.min(alpha)) if xscale == "log" and alpha.size else 1e-5
+        ref = np.concatenate((np.geomspace(min(low_x, 1e-5), 1.0, 200), grid))
+        ref = np.unique(ref[(ref > 0 if xscale == "log" else ref >= 0) & (ref < 1 if yscale == "log" else ref <= 1)])
+        ax.plot(ref, 1.0 - ref, linestyle=":", color="0.6", linewidth=1.0, label="_perfect privacy")
+        ax.set_xscale(xscale)
+        ax.set_yscale(yscale)
+        ax.set_xlim(_span(alpha, 1.0) if xscale == "log" else (0.0, 1.0))
+        # With the diagonal among the values, a curve that is 0 everywhere leaves a sensible view.
+        ax.set_ylim(*(_positive_limits([*betas, 1.0 - ref], 1e-300, 1.0) if yscale == "log" else (0.0, 1.0)))
+        ax.set_aspect("auto")
+        ax.set_box_aspect(1.0)
     ax.set_xlabel(r"Type I error $\alpha$")
     ax.set_ylabel(r"Type II error $\beta$")
     ax.set_title("Tradeoff functions (f-DP)")
@@ -242,36 +280,43 @@ def plot_tradeoff(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] 
 
 
 def plot_privacy_profile(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] | None = None,
-                         eps: Any = None, via: str | Sequence[str] = "auto") -> Any:
-    """Plot the privacy profile delta(eps) of each mechanism on a logarithmic delta axis.
+                         eps: Any = None, via: str | Sequence[str] = "auto",
+                         xscale: str = "linear", yscale: str = "log") -> Any:
+    """Plot the privacy profile delta(eps) of each mechanism, by default on a logarithmic delta axis.
 
-    Each curve is the certified upper bound ``m.delta(eps, via=...)``; points
-    where delta is 0 are left out (they cannot be drawn on a log axis).
-    ``eps`` defaults to 120 points from 0 to the largest eps(1e-10) of the
-    mechanisms, and the delta axis then stops at 1e-16. Returns the Axes.
+    Each curve is the certified upper bound ``m.delta(eps, via=...)``; on a log
+    delta axis points where delta is 0 are left out. ``eps`` defaults to 120
+    points from 0 to the largest eps(1e-10) of the mechanisms (from a
+    thousandth of it, evenly in log, when ``xscale="log"``; eps = 0 is left out
+    there), and the log delta axis then stops at 1e-16. Returns the Axes.
     """
     _check(mechanisms)
+    xscale, yscale = _scale("xscale", xscale), _scale("yscale", yscale)
     ax = _axes(ax)
     routes = _per_mechanism("via", via, len(mechanisms))
     names = _labels(mechanisms, labels, routes if len(set(routes)) > 1 else None)
-    floor = 0.0
+    floor = 1e-300
     if eps is None:
         floor = 1e-16
         top = max(float(m.epsilon(1e-10, via=r)) for m, r in zip(mechanisms, routes))
         top = top if np.isfinite(top) and top > 0 else 10.0
-        eps = np.linspace(0.0, top, 120)
+        eps = np.geomspace(top / 1e3, top, 120) if xscale == "log" else np.linspace(0.0, top, 120)
     e = np.asarray(eps, dtype=float)
-    lowest = np.inf
-    lines = []
+    if xscale == "log":
+        e = e[e > 0]
+    lines, deltas = [], []
     for m, route, name in zip(mechanisms, routes, names):
         d = np.asarray(m.delta(e, via=route), dtype=float)
-        shown = np.where(d > 0, d, np.nan)
-        if np.any(d > 0):
-            lowest = min(lowest, float(np.min(d[d > 0])))
-        lines += ax.plot(e, shown, label=name)
-    ax.set_yscale("log")
-    if np.isfinite(lowest):
-        ax.set_ylim(bottom=max(lowest / 2.0, floor, 1e-300), top=1.5)
+        deltas.append(d)
+        lines += ax.plot(e, np.where(d > 0, d, np.nan) if yscale == "log" else d, label=name)
+    ax.set_xscale(xscale)
+    ax.set_yscale(yscale)
+    if xscale == "log":
+        ax.set_xlim(_span(e, float(np.max(e)) if e.size else 10.0))
+    if yscale == "log":
+        ax.set_ylim(*_positive_limits(deltas, floor, 1.5))
+    else:
+        ax.set_ylim(bottom=0.0)
     ax.set_xlabel(r"$\varepsilon$")
     ax.set_ylabel(r"$\delta(\varepsilon)$")
     ax.set_title("Privacy profiles")

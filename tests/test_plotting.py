@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -172,6 +174,73 @@ def test_small_axes_shrink_the_legend_and_rewrap_labels():
     assert ax.get_legend().get_texts()[0].get_fontsize() == small
 
 
+# ----- log axes -----------------------------------------------------------------------------------
+
+def _drawn_strictly(ax):
+    """Draw (matplotlib checks limits and scales then) with every warning an error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ax.figure.canvas.draw()
+
+
+def test_tradeoff_is_a_unit_square_with_equal_aspect_on_linear_axes():
+    ax = plot_tradeoff(RUNS[0], fpr=np.linspace(0.0, 1.0, 11))
+    assert ax.get_aspect() == 1.0
+    assert ax.get_xscale() == ax.get_yscale() == "linear"
+
+
+@pytest.mark.parametrize(("xscale", "yscale"), [("log", "log"), ("log", "linear"), ("linear", "log")])
+def test_tradeoff_on_log_axes_keeps_a_square_box_and_positive_limits(xscale, yscale):
+    ax = plot_tradeoff(*RUNS, xscale=xscale, yscale=yscale)
+    _drawn_strictly(ax)
+    assert (ax.get_xscale(), ax.get_yscale()) == (xscale, yscale)
+    assert ax.get_aspect() == "auto"  # an equal aspect on decades would squash the plot
+    box = ax.get_window_extent()
+    assert box.width == pytest.approx(box.height, rel=0.02)
+    assert box.width > 0.5 * min(ax.figure.bbox.width, ax.figure.bbox.height)
+    for limits, scale in ((ax.get_xlim(), xscale), (ax.get_ylim(), yscale)):
+        assert all(np.isfinite(limits)) and limits[1] == 1.0
+        assert limits[0] > 0 if scale == "log" else limits[0] == 0.0
+    if xscale == "log":
+        assert ax.get_xlim()[0] == 1e-5  # the smallest type I error of the default grid
+    for line in _curves(ax):
+        x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+        assert np.all(x > 0) if xscale == "log" else np.all(x >= 0)
+        shown = y[~np.isnan(y)]
+        assert shown.size > 100 and np.all(shown <= 1.0)
+        assert np.all(shown > 0) if yscale == "log" else np.all(shown >= 0)
+
+
+@pytest.mark.parametrize("mechanism", [Gaussian(1e-3), Gaussian(1e4), PureDP(1000.0), ApproxDP(1.0, 0.5)],
+                         ids=["tiny-sigma", "huge-sigma", "pure-1000", "approx"])
+def test_log_axes_of_extreme_mechanisms_have_finite_positive_limits(mechanism):
+    for ax in (plot_tradeoff(mechanism, xscale="log", yscale="log"),
+               plot_privacy_profile(mechanism, xscale="log")):
+        _drawn_strictly(ax)
+        for low, high in (ax.get_xlim(), ax.get_ylim()):
+            assert 0 < low < high and np.isfinite(high)
+
+
+def test_privacy_profile_log_eps_axis_and_linear_delta_axis():
+    ax = plot_privacy_profile(RUNS[0], xscale="log")
+    _drawn_strictly(ax)
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    (line,) = _curves(ax)
+    e = np.asarray(line.get_xdata())
+    assert np.all(e > 0) and e.size == 120
+    np.testing.assert_allclose(np.diff(np.log(e)), np.log(e[1] / e[0]))  # evenly spaced in log
+    assert ax.get_xlim() == (e[0], e[-1])
+    eps = np.array([0.0, 0.5, 1.0, 2.0])
+    ax = plot_privacy_profile(Laplace(1.0), eps=eps, yscale="linear")
+    _drawn_strictly(ax)
+    (line,) = _curves(ax)
+    np.testing.assert_allclose(np.asarray(line.get_ydata()), Laplace(1.0).delta(eps))  # zeros kept
+    assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0.0
+    ax = plot_privacy_profile(Laplace(1.0), eps=eps, xscale="log")
+    (line,) = _curves(ax)
+    assert list(line.get_xdata()) == [0.5, 1.0, 2.0]
+
+
 def test_privacy_profile_log_scale():
     m = Composition()([Gaussian(5.0), Gaussian(8.0), PureDP(0.1)], [3, 5, 1])
     eps = np.linspace(0.0, 3.0, 31)
@@ -215,6 +284,10 @@ def test_bad_arguments():
         plot_rdp(Gaussian(1.0), labels=["a", "b"])
     with pytest.raises(ValueError, match="via"):
         plot_tradeoff(Gaussian(1.0), Gaussian(2.0), via=["auto"])
+    with pytest.raises(ValueError, match="xscale must be 'linear' or 'log'"):
+        plot_tradeoff(Gaussian(1.0), xscale="symlog")
+    with pytest.raises(ValueError, match="yscale"):
+        plot_privacy_profile(Gaussian(1.0), yscale=True)
 
 
 def test_no_show_in_library(monkeypatch):
