@@ -241,6 +241,22 @@ def test_privacy_profile_log_eps_axis_and_linear_delta_axis():
     assert list(line.get_xdata()) == [0.5, 1.0, 2.0]
 
 
+@pytest.mark.parametrize("xscale", ["linear", "log"])
+def test_privacy_profile_default_range_is_each_mechanisms_own(xscale):
+    # One range for all made the Poisson run (eps(1e-10) about 9) answer for eps up to the
+    # without-replacement run's 19: deltas near 1e-43, a capped PLD grid, an AccuracyWarning.
+    runs = [dpsgd(0.01, 1.1, 10000), dpsgd(0.01, 1.1, 1000, sampling="without-replacement")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ax = plot_privacy_profile(*runs, xscale=xscale)
+    for m, line in zip(runs, _curves(ax)):
+        e, d = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+        assert e.size == 120 and e[-1] == pytest.approx(m.epsilon(1e-10), rel=1e-12)
+        assert e[0] == (0.0 if xscale == "linear" else pytest.approx(e[-1] / 1e3))
+        assert 1e-11 < d[-1] <= 1.01e-10
+    assert ax.get_ylim()[0] > 1e-12
+
+
 def test_privacy_profile_log_scale():
     m = Composition()([Gaussian(5.0), Gaussian(8.0), PureDP(0.1)], [3, 5, 1])
     eps = np.linspace(0.0, 3.0, 31)
@@ -254,14 +270,17 @@ def test_privacy_profile_log_scale():
     np.testing.assert_allclose(y, m.delta(eps))
 
 
-def test_privacy_profile_default_range_skips_zero_delta():
+def test_privacy_profile_skips_zero_delta():
     # Pure DP: delta is exactly 0 beyond eps = 1, which a log axis cannot show.
-    ax = plot_privacy_profile(Laplace(1.0), Gaussian(1.0))
+    ax = plot_privacy_profile(Laplace(1.0), Gaussian(1.0), eps=np.linspace(0.0, 3.0, 31))
     lines = _curves(ax)
     assert len(lines) == 2
     assert ax.get_yscale() == "log"
     lap = np.asarray(lines[0].get_ydata())
-    assert np.isnan(lap[-1])
+    assert np.all(np.isnan(lap[11:])) and not np.any(np.isnan(lap[:10]))
+    assert 0 < ax.get_ylim()[0]
+    # The default range stops each curve near delta = 1e-10, and the axis at 1e-16 at most.
+    ax = plot_privacy_profile(Laplace(1.0), Gaussian(1.0))
     assert ax.get_ylim()[0] >= 1e-16
 
 
