@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -10,8 +12,18 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from autoacct.dpsgd import dpsgd  # noqa: E402
 from autoacct.plotting import plot_privacy_profile, plot_rdp, plot_tradeoff  # noqa: E402
-from autoacct.zoo import Composition, Gaussian, Laplace, PureDP  # noqa: E402
+from autoacct.zoo import (  # noqa: E402
+    ApproxDP,
+    Composition,
+    Gaussian,
+    Laplace,
+    NoisyGD,
+    PoissonSubsample,
+    PureDP,
+    SampleWithReplacement,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +51,7 @@ def test_tradeoff_several_mechanisms_and_routes():
     assert ax.get_xlabel() and ax.get_ylabel()
     lines = _curves(ax)
     assert len(lines) == 3
-    assert _legend_texts(ax) == ["GM", "Lap", "GM (via rdp)"]
+    assert _legend_texts(ax) == ["GM σ=1", "Lap b=1", "GM σ=1 (via rdp)"]
     for ln in lines:
         y = np.asarray(ln.get_ydata())
         assert np.all((y >= 0) & (y <= 1))
@@ -56,6 +68,195 @@ def test_tradeoff_on_given_axes_with_labels():
     assert not left.get_lines()
 
 
+# ----- curve labels: the mechanism's parameters, not its provenance name ------------------------
+
+@pytest.mark.parametrize(("mechanism", "label"), [
+    (dpsgd(0.01, 1.1, 1000), "Gaussian σ=1.1, Poisson q=0.01, 1000 steps"),
+    (Composition()([PoissonSubsample(0.01)(Gaussian(1.1))], [1000]),
+     "Gaussian σ=1.1, Poisson q=0.01, 1000 steps"),
+    (dpsgd(0.01, 1.1, 1, sampling="without-replacement"),
+     "Gaussian σ=0.55,\nwithout replacement q=0.01, 1 step"),
+    (Composition()([Gaussian(5.0), Gaussian(8.0), PureDP(0.1)], [3, 5, 1]),
+     "Gaussian σ=5 ×3 + Gaussian σ=8 ×5\n+ PureDP ε=0.1"),
+    (SampleWithReplacement(256, 60000)(Gaussian(1.0)), "Gaussian σ=1, with replacement B=256,\nn=60000"),
+    (ApproxDP(1.0, 1e-6), "ApproxDP ε=1, δ=1e-06"),
+    (NoisyGD([1.0, 2.0]), "NoisyGD σ=(1, 2)"),
+    (NoisyGD([1.0, 2.0, 3.0, 4.0, 5.0]), "NoisyGD σ=(1, 2, 3, 4, …)"),
+    (Gaussian(2.0, name="GM"), "GM σ=2"),
+])
+def test_labels_name_the_parameters(mechanism, label):
+    assert _legend_texts(plot_tradeoff(mechanism, fpr=[0.0, 0.5, 1.0])) == [label]
+
+
+def test_labels_of_long_compositions_are_summed_up_and_wrapped():
+    many = Composition()([Gaussian(float(s)) for s in range(1, 10)], list(range(1, 10)))
+    nested = Composition()([dpsgd(0.01, 1.1, 100), Laplace(2.0)], [2, 3])
+    texts = _legend_texts(plot_tradeoff(many, nested))
+    assert texts == ["Gaussian σ=1 + Gaussian σ=2 ×2\n+ Gaussian σ=3 ×3\n+ 6 more (45 steps in all)",
+                     "(Gaussian σ=1.1, Poisson q=0.01,\n100 steps) ×2 + Laplace b=2 ×3"]
+    assert all(len(line) <= 42 for text in texts for line in text.splitlines())
+
+
+def test_no_internal_names_and_user_labels_win():
+    run = dpsgd(0.01, 1.1, 1000)
+    for plot in (plot_tradeoff, plot_privacy_profile, plot_rdp):
+        ax = plot(run, Gaussian(3.0))
+        assert not any("Compose" in t or "PoissonSubsample" in t for t in _legend_texts(ax))
+        ax = plot(run, Gaussian(3.0), labels=["Compose:{as I like}", "G"])
+        assert _legend_texts(ax) == ["Compose:{as I like}", "G"]
+
+
+# ----- legends inside the figure ------------------------------------------------------------------
+
+RUNS = [dpsgd(0.01, 1.1, 1000), dpsgd(0.01, 1.1, 1000, sampling="without-replacement"),
+        Composition()([Gaussian(5.0), Gaussian(8.0), PureDP(0.1)], [3, 5, 1])]
+QUICK = {plot_tradeoff: {"fpr": np.linspace(0.0, 1.0, 21)},
+         plot_privacy_profile: {"eps": np.linspace(0.0, 4.0, 21)}, plot_rdp: {}}
+
+
+def _own_axes(plot, mechanisms, **kwargs):
+    return plot(*mechanisms, **kwargs)
+
+
+def _left_of_two(plot, mechanisms, **kwargs):
+    _, (left, _) = plt.subplots(1, 2, figsize=(8, 3.5))  # no layout engine: nothing moves the legend
+    return plot(*mechanisms, ax=left, **kwargs)
+
+
+def _corner_of_four(plot, mechanisms, **kwargs):
+    _, axes = plt.subplots(2, 2, figsize=(6, 5))
+    return plot(*mechanisms, ax=axes[1, 1], **kwargs)
+
+
+def _inside(inner, outer) -> bool:
+    return (inner.x0 >= outer.x0 - 0.5 and inner.y0 >= outer.y0 - 0.5
+            and inner.x1 <= outer.x1 + 0.5 and inner.y1 <= outer.y1 + 0.5)
+
+
+@pytest.mark.parametrize("plot", list(QUICK), ids=lambda f: f.__name__)
+@pytest.mark.parametrize("where", [_own_axes, _left_of_two, _corner_of_four], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("case", ["runs", "many", "long user label"])
+def test_legend_lies_inside_the_axes_and_the_saved_figure(plot, where, case, tmp_path):
+    mechanisms, kwargs = {
+        "runs": (RUNS, {}),
+        "many": ([Gaussian(s) for s in np.linspace(0.5, 5.0, 12)], {}),
+        "long user label": (RUNS[:1], {"labels": ["the DP-SGD run of the paper's second experiment, "
+                                                  "noise multiplier 1.1"]}),
+    }[case]
+    ax = where(plot, mechanisms, **QUICK[plot], **kwargs)
+    fig = ax.figure
+    suffix = "svg" if where is _left_of_two else "png"
+    fig.savefig(tmp_path / f"figure.{suffix}")  # no bbox_inches="tight": the figure as it is
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert _inside(legend, fig.bbox), (legend, fig.bbox)
+    assert _inside(legend, ax.get_window_extent(renderer)), (legend, ax.get_window_extent(renderer))
+
+
+def test_small_axes_shrink_the_legend_and_rewrap_labels():
+    small = plt.matplotlib.font_manager.FontProperties(size="small").get_size_in_points()
+    ax = _corner_of_four(plot_tradeoff, RUNS, fpr=[0.0, 0.5, 1.0])
+    assert ax.get_legend().get_texts()[0].get_fontsize() < small
+    texts = _legend_texts(ax)
+    assert texts[0].replace("\n", " ") == "Gaussian σ=1.1, Poisson q=0.01, 1000 steps"
+    assert max(len(line) for t in texts for line in t.splitlines()) < 42
+    # The user's words are kept; a short label is not broken, a long one only at its spaces.
+    ax = _corner_of_four(plot_tradeoff, RUNS[:1], fpr=[0.0, 0.5, 1.0], labels=["DP-SGD, sigma 1.1"])
+    assert _legend_texts(ax) == ["DP-SGD, sigma 1.1"]
+    user = "a label of the user's that the corner axes cannot hold on one line"
+    ax = _corner_of_four(plot_tradeoff, RUNS[:1], fpr=[0.0, 0.5, 1.0], labels=[user])
+    (text,) = _legend_texts(ax)
+    assert "\n" in text and text.replace("\n", " ") == user
+    # Roomy axes leave the user's label as it is.
+    user = "the DP-SGD run of experiment 2, sigma 1.1"
+    ax = plot_tradeoff(RUNS[0], fpr=[0.0, 0.5, 1.0], labels=[user])
+    assert _legend_texts(ax) == [user]
+    assert ax.get_legend().get_texts()[0].get_fontsize() == small
+
+
+# ----- log axes -----------------------------------------------------------------------------------
+
+def _drawn_strictly(ax):
+    """Draw (matplotlib checks limits and scales then) with every warning an error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ax.figure.canvas.draw()
+
+
+def test_tradeoff_is_a_unit_square_with_equal_aspect_on_linear_axes():
+    ax = plot_tradeoff(RUNS[0], fpr=np.linspace(0.0, 1.0, 11))
+    assert ax.get_aspect() == 1.0
+    assert ax.get_xscale() == ax.get_yscale() == "linear"
+
+
+@pytest.mark.parametrize(("xscale", "yscale"), [("log", "log"), ("log", "linear"), ("linear", "log")])
+def test_tradeoff_on_log_axes_keeps_a_square_box_and_positive_limits(xscale, yscale):
+    ax = plot_tradeoff(*RUNS, xscale=xscale, yscale=yscale)
+    _drawn_strictly(ax)
+    assert (ax.get_xscale(), ax.get_yscale()) == (xscale, yscale)
+    assert ax.get_aspect() == "auto"  # an equal aspect on decades would squash the plot
+    box = ax.get_window_extent()
+    assert box.width == pytest.approx(box.height, rel=0.02)
+    assert box.width > 0.5 * min(ax.figure.bbox.width, ax.figure.bbox.height)
+    for limits, scale in ((ax.get_xlim(), xscale), (ax.get_ylim(), yscale)):
+        assert all(np.isfinite(limits)) and limits[1] == 1.0
+        assert limits[0] > 0 if scale == "log" else limits[0] == 0.0
+    if xscale == "log":
+        assert ax.get_xlim()[0] == 1e-5  # the smallest type I error of the default grid
+    for line in _curves(ax):
+        x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+        assert np.all(x > 0) if xscale == "log" else np.all(x >= 0)
+        shown = y[~np.isnan(y)]
+        assert shown.size > 100 and np.all(shown <= 1.0)
+        assert np.all(shown > 0) if yscale == "log" else np.all(shown >= 0)
+
+
+@pytest.mark.parametrize("mechanism", [Gaussian(1e-3), Gaussian(1e4), PureDP(1000.0), ApproxDP(1.0, 0.5)],
+                         ids=["tiny-sigma", "huge-sigma", "pure-1000", "approx"])
+def test_log_axes_of_extreme_mechanisms_have_finite_positive_limits(mechanism):
+    for ax in (plot_tradeoff(mechanism, xscale="log", yscale="log"),
+               plot_privacy_profile(mechanism, xscale="log")):
+        _drawn_strictly(ax)
+        for low, high in (ax.get_xlim(), ax.get_ylim()):
+            assert 0 < low < high and np.isfinite(high)
+
+
+def test_privacy_profile_log_eps_axis_and_linear_delta_axis():
+    ax = plot_privacy_profile(RUNS[0], xscale="log")
+    _drawn_strictly(ax)
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    (line,) = _curves(ax)
+    e = np.asarray(line.get_xdata())
+    assert np.all(e > 0) and e.size == 120
+    np.testing.assert_allclose(np.diff(np.log(e)), np.log(e[1] / e[0]))  # evenly spaced in log
+    assert ax.get_xlim() == (e[0], e[-1])
+    eps = np.array([0.0, 0.5, 1.0, 2.0])
+    ax = plot_privacy_profile(Laplace(1.0), eps=eps, yscale="linear")
+    _drawn_strictly(ax)
+    (line,) = _curves(ax)
+    np.testing.assert_allclose(np.asarray(line.get_ydata()), Laplace(1.0).delta(eps))  # zeros kept
+    assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0.0
+    ax = plot_privacy_profile(Laplace(1.0), eps=eps, xscale="log")
+    (line,) = _curves(ax)
+    assert list(line.get_xdata()) == [0.5, 1.0, 2.0]
+
+
+@pytest.mark.parametrize("xscale", ["linear", "log"])
+def test_privacy_profile_default_range_is_each_mechanisms_own(xscale):
+    # One range for all made the Poisson run (eps(1e-10) about 9) answer for eps up to the
+    # without-replacement run's 19: deltas near 1e-43, a capped PLD grid, an AccuracyWarning.
+    runs = [dpsgd(0.01, 1.1, 10000), dpsgd(0.01, 1.1, 1000, sampling="without-replacement")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ax = plot_privacy_profile(*runs, xscale=xscale)
+    for m, line in zip(runs, _curves(ax)):
+        e, d = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+        assert e.size == 120 and e[-1] == pytest.approx(m.epsilon(1e-10), rel=1e-12)
+        assert e[0] == (0.0 if xscale == "linear" else pytest.approx(e[-1] / 1e3))
+        assert 1e-11 < d[-1] <= 1.01e-10
+    assert ax.get_ylim()[0] > 1e-12
+
+
 def test_privacy_profile_log_scale():
     m = Composition()([Gaussian(5.0), Gaussian(8.0), PureDP(0.1)], [3, 5, 1])
     eps = np.linspace(0.0, 3.0, 31)
@@ -69,14 +270,17 @@ def test_privacy_profile_log_scale():
     np.testing.assert_allclose(y, m.delta(eps))
 
 
-def test_privacy_profile_default_range_skips_zero_delta():
+def test_privacy_profile_skips_zero_delta():
     # Pure DP: delta is exactly 0 beyond eps = 1, which a log axis cannot show.
-    ax = plot_privacy_profile(Laplace(1.0), Gaussian(1.0))
+    ax = plot_privacy_profile(Laplace(1.0), Gaussian(1.0), eps=np.linspace(0.0, 3.0, 31))
     lines = _curves(ax)
     assert len(lines) == 2
     assert ax.get_yscale() == "log"
     lap = np.asarray(lines[0].get_ydata())
-    assert np.isnan(lap[-1])
+    assert np.all(np.isnan(lap[11:])) and not np.any(np.isnan(lap[:10]))
+    assert 0 < ax.get_ylim()[0]
+    # The default range stops each curve near delta = 1e-10, and the axis at 1e-16 at most.
+    ax = plot_privacy_profile(Laplace(1.0), Gaussian(1.0))
     assert ax.get_ylim()[0] >= 1e-16
 
 
@@ -99,6 +303,10 @@ def test_bad_arguments():
         plot_rdp(Gaussian(1.0), labels=["a", "b"])
     with pytest.raises(ValueError, match="via"):
         plot_tradeoff(Gaussian(1.0), Gaussian(2.0), via=["auto"])
+    with pytest.raises(ValueError, match="xscale must be 'linear' or 'log'"):
+        plot_tradeoff(Gaussian(1.0), xscale="symlog")
+    with pytest.raises(ValueError, match="yscale"):
+        plot_privacy_profile(Gaussian(1.0), yscale=True)
 
 
 def test_no_show_in_library(monkeypatch):
