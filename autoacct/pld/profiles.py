@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-from scipy.signal import lfilter
 
 from autoacct.pld.components import Component
 from autoacct.pld.cumulants import Cumulant, as_components, best_index
@@ -69,6 +68,10 @@ class DiscreteProfile:
         A stable backward recursion S_i = p~_i + e^{-lam h} S_{i+1} (a linear
         filter) of sums of at most the total tilted mass.
         """
+        # Imported here: scipy.signal costs about 0.65 s to load, and a command that never
+        # reads a composed profile (the CLI's help, a closed-form answer) should not pay it.
+        from scipy.signal import lfilter
+
         w = np.maximum(self.tilted, 0.0)[::-1]
         out = [np.append(lfilter([1.0], [1.0, -np.exp(-rate * self.h)], w)[::-1], 0.0)
                for rate in (self.lam, self.lam + 1.0)]
