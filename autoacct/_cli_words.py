@@ -26,31 +26,30 @@ class UsageError(Exception):
     """Bad or contradictory command-line input (reported on one line, exit status 2)."""
 
 
-def positive_float(text: str) -> float:
+def _number(text: str) -> float:
+    """``text`` as a float, or the argparse error every numeric option reports."""
     try:
-        x = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def positive_float(text: str) -> float:
+    x = _number(text)
     if not math.isfinite(x) or x <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
     return x
 
 
 def _probability(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    x = _number(text)
     if not 0.0 < x < 1.0:
         raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text!r}")
     return x
 
 
 def _rate(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    x = _number(text)
     if not 0.0 < x <= 1.0:
         raise argparse.ArgumentTypeError(f"must lie in (0, 1], got {text!r}")
     return x
@@ -67,10 +66,7 @@ def _positive_int(text: str) -> int:
 
 
 def nonnegative_float(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    x = _number(text)
     if not math.isfinite(x) or x < 0:
         raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
     return x
