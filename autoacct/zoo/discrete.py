@@ -281,6 +281,10 @@ class DiscreteGaussian(Mechanism):
         return curve
 
 
+#: Unit roundoff of doubles.
+_EPS = float(np.finfo(float).eps)
+
+
 # ----- discrete Laplace ----------------------------------------------------------------------
 
 
@@ -347,8 +351,13 @@ class DiscreteLaplace(Mechanism):
 
         def curve(alpha: np.ndarray) -> np.ndarray:
             a = np.asarray(alpha, dtype=float)
+            terms = logp + (a[..., None] - 1.0) * vals
             with np.errstate(invalid="ignore", divide="ignore"):
-                v = special.logsumexp(logp + (a[..., None] - 1.0) * vals, axis=-1) / (a - 1.0)
+                v = special.logsumexp(terms, axis=-1) / (a - 1.0)
+                # The log-sum is near 0 for a near-uniform pair (large t), where its rounding
+                # (a few ulps of its terms' size) is a large share of it: added, so that the
+                # value stays an upper bound.
+                v = v + (8.0 * len(vals) + 8.0) * _EPS * (1.0 + np.max(np.abs(terms), axis=-1)) / (a - 1.0)
             # Order 1: the KL divergence sum_L P(L) L, the limit of the formula.
             v = np.where(a == 1.0, float(np.sum(np.exp(logp) * vals)), v)
             v = np.clip(v, 0.0, eps)

@@ -420,3 +420,18 @@ def test_small_binomial_single_step_is_answered_from_its_atoms() -> None:
         truth = max(np.maximum(pm - math.exp(eps) * qm, 0).sum(), np.maximum(qm - math.exp(eps) * pm, 0).sum())
         lo, up = m.delta_bounds(eps)
         assert lo <= truth * (1 + 1e-12) and up >= truth * (1 - 1e-12) and up - lo <= 1e-8
+
+
+def test_discrete_laplace_rdp_of_a_near_uniform_pair_is_not_below_the_exact_divergence() -> None:
+    """Reproducer (property suite): at t = 7.4e6 the log-sum cancels and rdp(1.5) was 0.5%
+    below the exact two-atom divergence, here summed in 50-digit arithmetic."""
+    import mpmath as mp
+
+    mp.mp.dps = 50
+    for t_f, alpha in [(7421860.320123193, 1.5), (200.0, 3.0), (2.0, 10.0)]:
+        t = mp.mpf(t_f)
+        r = mp.e ** (-1 / t)
+        exact = mp.log(1 / (1 + r) * mp.e ** ((alpha - 1) / t) + r / (1 + r) * mp.e ** (-(alpha - 1) / t)) / (alpha - 1)
+        got = DiscreteLaplace(t_f).rdp(alpha)
+        assert mp.mpf(got) >= exact
+        assert got <= float(exact) * 3 + 1e-15
