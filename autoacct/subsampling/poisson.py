@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 
 from autoacct import _validation
 from autoacct import _validation as check
-from autoacct.losses import PrivacyLoss
+from autoacct.losses import PROFILE_REL, PrivacyLoss
 from autoacct.mechanism import LossPart, Neighboring
 from autoacct.subsampling.base import RateSubsampledMechanism, Sampler
 from autoacct.subsampling.numerics import (
@@ -107,6 +107,15 @@ class PoissonRemoveLoss(RepresentedLoss):
         low = -np.expm1(np.minimum(eps, 0.0))
         return np.clip(np.where(big, val, low), 0.0, 1.0)
 
+    def profile_error(self, eps: np.ndarray) -> np.ndarray:
+        """q times the base's rounding bound at the transformed point, plus a few roundoffs
+        of the value (the transformation and the product)."""
+        eps = np.asarray(eps, dtype=float)
+        inner = self._phi.inverse(eps)
+        safe = np.where(np.isfinite(inner), inner, 0.0)
+        base_err = np.where(np.isfinite(inner), np.asarray(self.base.profile_error(safe), dtype=float), 0.0)
+        return self.q * base_err + PROFILE_REL * np.asarray(self.profile(eps), dtype=float)
+
     def _base_range(self, eta: float) -> tuple[float, float]:
         """An interval holding L under P and under Q up to eta on each side (symmetric base)."""
         a, b = self.base.quantile_range(eta)
@@ -191,6 +200,16 @@ class PoissonAddLoss(RepresentedLoss):
         arg = np.where(alive, -inner, 0.0)
         val = np.exp(log_c) * np.asarray(self.base.profile(arg), dtype=float)
         return np.clip(np.where(alive, val, 0.0), 0.0, 1.0)
+
+    def profile_error(self, eps: np.ndarray) -> np.ndarray:
+        """The base's rounding bound at the transformed point times the factor (at most 1),
+        plus a few roundoffs of the value."""
+        eps = np.asarray(eps, dtype=float)
+        inner = self._phi.inverse(-eps)
+        alive = (eps + self._phi.c < 0) & np.isfinite(inner)
+        arg = np.where(alive, -inner, 0.0)
+        base_err = np.where(alive, np.asarray(self.base.profile_error(arg), dtype=float), 0.0)
+        return base_err + PROFILE_REL * np.asarray(self.profile(eps), dtype=float)
 
     def quantile_range(self, eta: float) -> tuple[float, float]:
         a, b = self.base.quantile_range(eta)

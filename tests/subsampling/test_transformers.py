@@ -466,3 +466,23 @@ def test_one_subsampled_pure_dp_step_just_below_delta_zero_is_answered_in_closed
     lo, up = m.delta_bounds(0.0)
     assert lo <= d0 <= up and up - lo <= 1e-11 * d0
     assert m.epsilon_bounds(0.0007595219246998617) == (0.0, 0.0)
+
+
+def test_one_subsampled_discrete_gaussian_step_brackets_the_direct_sum():
+    # One step of a Poisson-subsampled law on finitely many atoms is answered from the base's
+    # profile; its rounding bound is the base's (absolute), carried through the transformation.
+    from scipy import special
+
+    from autoacct.zoo import DiscreteGaussian
+
+    s, q = 2.0, 0.01
+    x = np.arange(-200, 201.0)
+    lw = -x * x / (2 * s * s)
+    lz = special.logsumexp(lw)
+    qm, pm = np.exp(lw - lz), np.exp(-(x - 1) ** 2 / (2 * s * s) - lz)
+    mix = (1 - q) * qm + q * pm
+    m = PoissonSubsample(q)(DiscreteGaussian(s))
+    for eps in (0.0, 0.05, 0.5):
+        truth = max(np.maximum(mix - np.exp(eps) * qm, 0).sum(), np.maximum(qm - np.exp(eps) * mix, 0).sum())
+        lo, up = m.delta_bounds(eps)
+        assert lo <= truth * (1 + 1e-12) and truth <= up * (1 + 1e-12) and up <= truth * (1 + 1e-9)
