@@ -7,6 +7,7 @@
 """
 
 from autoacct.losses.base import (
+    ATOM_MASS_ULPS,
     PROFILE_REL,
     SIZING_TILTS,
     ContinuousLoss,
@@ -22,6 +23,6 @@ from autoacct.losses.base import (
     sizing_cgf_of,
 )
 
-__all__ = ["PROFILE_REL", "SIZING_TILTS", "ContinuousLoss", "DiscreteLoss", "GaussianLoss", "LaplaceLoss",
-           "PrivacyLoss", "gaussian_delta", "gaussian_delta_with_error", "leaky_rr_loss", "randomized_response_loss",
-           "segment_sums", "sizing_cgf_of"]
+__all__ = ["ATOM_MASS_ULPS", "PROFILE_REL", "SIZING_TILTS", "ContinuousLoss", "DiscreteLoss", "GaussianLoss",
+           "LaplaceLoss", "PrivacyLoss", "gaussian_delta", "gaussian_delta_with_error", "leaky_rr_loss",
+           "randomized_response_loss", "segment_sums", "sizing_cgf_of"]

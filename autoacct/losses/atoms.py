@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import special
 
-from autoacct.losses import ContinuousLoss, DiscreteLoss
+from autoacct.losses import ATOM_MASS_ULPS, ContinuousLoss, DiscreteLoss
 
 #: P-mass of each truncated tail of an infinite support; it is moved to L = +inf.
 TAIL_MASS = 1e-40
@@ -80,14 +80,15 @@ class AtomLoss(DiscreteLoss):
         return self._key
 
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
-        """Tail sums over up to n atoms: a few roundoffs per atom of the masses involved."""
+        """Tail sums over up to n atoms: a few roundoffs per atom of the masses involved, and
+        each mass's own (see :data:`~autoacct.losses.base.ATOM_MASS_ULPS`)."""
         eps = np.asarray(eps, dtype=float)
         idx = np.searchsorted(self.values, eps, side="right")
         sq = self._sq[idx]
         # Atoms above eps have e^eps q <= p <= 1: the product only overflows where q = 0.
         with np.errstate(over="ignore", invalid="ignore"):
             mass = self._sp[idx] + np.where(sq > 0, np.exp(np.minimum(eps, 700.0)) * sq, 0.0) + self.p_inf
-        return (4.0 * len(self.values) + 8.0) * float(np.finfo(float).eps) * np.minimum(mass, 2.0)
+        return (4.0 * len(self.values) + ATOM_MASS_ULPS) * float(np.finfo(float).eps) * np.minimum(mass, 2.0)
 
     def profile(self, eps: np.ndarray) -> np.ndarray:
         eps = np.asarray(eps, dtype=float)

@@ -61,8 +61,11 @@ def segment_sums(masses: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 _EPS = float(np.finfo(float).eps)
-#: Relative accuracy of the profile of a law flagged ``exact_profile``.
+#: Relative accuracy of the profile of a law flagged ``exact_profile`` (closed forms).
 PROFILE_REL = 1e-12
+#: Roundoffs an atom's mass may carry when it is the exponential of a logarithm of size up
+#: to ~700 (masses down to 1e-300), plus those of the term's own arithmetic.
+ATOM_MASS_ULPS = 1024.0
 
 
 class PrivacyLoss(ABC):
@@ -87,8 +90,8 @@ class PrivacyLoss(ABC):
     has_atoms: bool = False
     #: Whether the finite part of L is purely atomic (every value a multiple of ``lattice``).
     purely_atomic: bool = False
-    #: Whether :meth:`profile` is a closed form accurate to ``PROFILE_REL`` relative error at
-    #: every eps >= 0 (no cancellation), so that one run of the pair is answered from it exactly.
+    #: Whether :meth:`profile` is a closed form or a finite sum whose rounding at every eps >= 0
+    #: :meth:`profile_error` bounds, so that one run of the pair is answered from it exactly.
     exact_profile: bool = False
     #: Whether some mechanism of the class attains this pair, so that lower bounds
     #: computed from it (also after composition) are lower bounds on the class's
@@ -408,14 +411,15 @@ class DiscreteLoss(PrivacyLoss):
 
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
         """The profile sums at most n terms p - e^eps q and their mass sums; each term and
-        each addition is off by a few roundoffs of the masses involved."""
+        each addition is off by a few roundoffs of the masses involved, and each mass,
+        computed from a logarithm of size up to ~700, by up to ATOM_MASS_ULPS roundoffs."""
         eps = np.asarray(eps, dtype=float)
         e = eps[..., None]
         # Atoms above eps have e^eps q <= p <= 1: the product only overflows where q = 0.
         with np.errstate(over="ignore", invalid="ignore"):
             scaled = np.where(self.q_mass > 0, np.exp(np.minimum(e, 700.0)) * self.q_mass, 0.0)
             mass = np.where(self.values > e, self.p_mass + scaled, 0.0).sum(axis=-1)
-        return (4.0 * len(self.values) + 8.0) * _EPS * (np.minimum(mass, 2.0) + self.p_inf)
+        return (4.0 * len(self.values) + ATOM_MASS_ULPS) * _EPS * (np.minimum(mass, 2.0) + self.p_inf)
 
     def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # idx[i] values are <= e_i (they are sorted), so (e_i, e_{i+1}] holds those from idx[i]
@@ -460,6 +464,9 @@ class RandomizedResponseLoss(DiscreteLoss):
         super().__init__(np.array([-eps0, eps0]), np.array([1 - p, p]), np.array([p, 1 - p]),
                          lattice=eps0 if eps0 > 0 else None, tight=tight)
         self.eps0 = float(eps0)
+
+    #: The closed form below is accurate to a relative PROFILE_REL (no sum to bound).
+    profile_error = PrivacyLoss.profile_error
 
     def profile(self, eps: np.ndarray) -> np.ndarray:
         """H_{e^eps} = p (1 - e^{eps - eps0})^+ for eps >= 0 (only the atom eps0 exceeds eps),

@@ -44,6 +44,22 @@ from autoacct.subsampling.represented import (
 )
 
 
+def base_profile_error(base: PrivacyLoss, x: np.ndarray) -> np.ndarray:
+    """A bound on the error of ``base.profile`` at a computed argument ``x`` (0 where x is
+    not finite): the base's own rounding bound, plus the profile's change over the few
+    roundoffs by which x itself is off (the profile is monotone, so the change between
+    x - d and x + d bounds it; near the end of a support it is far larger than a
+    relative error of the value)."""
+    x = np.asarray(x, dtype=float)
+    ok = np.isfinite(x)
+    safe = np.where(ok, x, 0.0)
+    d = 4.0 * UNIT_ROUNDOFF * (np.abs(safe) + 1.0)
+    spread = np.abs(np.asarray(base.profile(safe - d), dtype=float) - np.asarray(base.profile(safe + d), dtype=float))
+    own = np.maximum(np.asarray(base.profile_error(safe - d), dtype=float),
+                     np.asarray(base.profile_error(safe + d), dtype=float))
+    return np.where(ok, spread + own, 0.0)
+
+
 class PoissonRemoveLoss(RepresentedLoss):
     """Loss of the pair ((1-q) Q + q P, Q) for a base pair (P, Q) with loss L.
 
@@ -108,13 +124,11 @@ class PoissonRemoveLoss(RepresentedLoss):
         return np.clip(np.where(big, val, low), 0.0, 1.0)
 
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
-        """q times the base's rounding bound at the transformed point, plus a few roundoffs
-        of the value (the transformation and the product)."""
+        """q times the base's error at the transformed point (:func:`base_profile_error`), plus
+        a few roundoffs of the value (the product)."""
         eps = np.asarray(eps, dtype=float)
         inner = self._phi.inverse(eps)
-        safe = np.where(np.isfinite(inner), inner, 0.0)
-        base_err = np.where(np.isfinite(inner), np.asarray(self.base.profile_error(safe), dtype=float), 0.0)
-        return self.q * base_err + PROFILE_REL * np.asarray(self.profile(eps), dtype=float)
+        return self.q * base_profile_error(self.base, inner) + PROFILE_REL * np.asarray(self.profile(eps), dtype=float)
 
     def _base_range(self, eta: float) -> tuple[float, float]:
         """An interval holding L under P and under Q up to eta on each side (symmetric base)."""
@@ -202,14 +216,12 @@ class PoissonAddLoss(RepresentedLoss):
         return np.clip(np.where(alive, val, 0.0), 0.0, 1.0)
 
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
-        """The base's rounding bound at the transformed point times the factor (at most 1),
-        plus a few roundoffs of the value."""
+        """The base's error at the transformed point (:func:`base_profile_error`) times the
+        factor (at most 1), plus a few roundoffs of the value."""
         eps = np.asarray(eps, dtype=float)
         inner = self._phi.inverse(-eps)
-        alive = (eps + self._phi.c < 0) & np.isfinite(inner)
-        arg = np.where(alive, -inner, 0.0)
-        base_err = np.where(alive, np.asarray(self.base.profile_error(arg), dtype=float), 0.0)
-        return base_err + PROFILE_REL * np.asarray(self.profile(eps), dtype=float)
+        arg = np.where(eps + self._phi.c < 0, -inner, np.nan)
+        return base_profile_error(self.base, arg) + PROFILE_REL * np.asarray(self.profile(eps), dtype=float)
 
     def quantile_range(self, eta: float) -> tuple[float, float]:
         a, b = self.base.quantile_range(eta)

@@ -464,7 +464,8 @@ def test_one_subsampled_pure_dp_step_just_below_delta_zero_is_answered_in_closed
     m = PoissonSubsample(q)(PureDP(eps0))
     d0 = q * math.tanh(eps0 / 2)
     lo, up = m.delta_bounds(0.0)
-    assert lo <= d0 <= up and up - lo <= 1e-11 * d0
+    # Width: the rounding bound of the closed form, including that of its transformed argument.
+    assert lo <= d0 <= up and up - lo <= 1e-10 * d0
     assert m.epsilon_bounds(0.0007595219246998617) == (0.0, 0.0)
 
 
