@@ -39,6 +39,8 @@ M_MAX = 1 << 18
 #: Discrete laws with at most this many atoms keep their exact closed form.
 _EXACT_ATOMS = 256
 UNIT_ROUNDOFF = np.finfo(float).eps
+#: Longest lattice period summed by one FFT (a few tens of MB of complex values).
+_MAX_PERIOD = 1 << 22
 
 
 class Law:
@@ -199,7 +201,9 @@ class AtomsLaw(Law):
         if self.h is not None:
             period = 2.0 * math.pi / (dt * self.h)
             big_n = int(round(period))
-            if big_n >= 1 and abs(period - big_n) <= 1e-9 * period:
+            # A period longer than the direct sum's work is summed directly below instead (a
+            # lattice of 1e-24 gives a period no array can hold).
+            if 1 <= big_n <= max(_MAX_PERIOD, n) and abs(period - big_n) <= 1e-9 * period:
                 # sum_j v_j e^{i k D (start + j) h} = e^{i k D start h} sum_j v_j e^{2 pi i k j / N}
                 j = np.arange(v.size)
                 if v.size > big_n:
@@ -212,10 +216,14 @@ class AtomsLaw(Law):
                     out = np.log(vals) + top + 1j * (t * self.start * self.h)
                 # Componentwise FFT rounding: c u log2(N) ||v||_1, ||v||_1 = M(alpha) e^{-top}.
                 return out, (5.0 * math.log2(max(big_n, 2)) + 4.0) * UNIT_ROUNDOFF
+        # Only atoms with mass enter the direct sum (a lattice law lists every lattice point
+        # of its range, most of them empty when the lattice is fine).
+        held = v > 0.0
+        x, v = self.x[held], v[held]
         out = np.empty(n, dtype=complex)
-        step = max(1, (1 << 22) // v.size)
+        step = max(1, (1 << 22) // max(v.size, 1))
         for i in range(0, n, step):
-            out[i:i + step] = np.exp(1j * np.outer(t[i:i + step], self.x)) @ v
+            out[i:i + step] = np.exp(1j * np.outer(t[i:i + step], x)) @ v
         with np.errstate(divide="ignore"):
             return np.log(out) + top, (v.size + 4.0) * UNIT_ROUNDOFF
 

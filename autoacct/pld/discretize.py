@@ -36,6 +36,7 @@ delta_w; applying this factor by factor orders the composed profiles.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
@@ -604,15 +605,27 @@ def _grid_points(loss: PrivacyLoss, h: float, j_lo: int, n: int) -> np.ndarray:
     return g
 
 
+#: Roundoffs by which a connect-the-dots ratio of masses is lowered (see _left_share).
+_RATIO_ULPS = 16.0
+_UNIT = float(np.finfo(float).eps)
+
+
 def _left_share(m_p: np.ndarray, m_q: np.ndarray, g_left: np.ndarray, h: float) -> np.ndarray:
     """Share of each cell's P-mass sent to its left end so that the Q-mass is kept.
 
     With ratio r = e^{g_left} m_q / m_p in [e^{-h}, 1], the left share is
     m_p (r - e^{-h}) / (1 - e^{-h}); computed in logs so that far tails neither
     overflow nor divide by zero, and clipped to [0, m_p] against rounding.
+
+    r is lowered by _RATIO_ULPS roundoffs, the error of a ratio of masses each computed
+    to a few roundoffs: sending P-mass right raises delta at every eps, so the PLD stays
+    an upper one where the masses' own difference is below their rounding (a pair
+    Poisson-subsampled at q = 1e-24 has m_p = m_q in floating point in the cell of its
+    loss 1e-20, and r = 1 sent the whole cell to 0, losing delta entirely). The cost is
+    at most _RATIO_ULPS roundoffs of the P-mass above eps - h.
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        log_r = g_left + np.log(m_q) - np.log(m_p)
+        log_r = g_left + np.log(m_q) - np.log(m_p) + math.log1p(-_RATIO_ULPS * _UNIT)
         r = np.exp(np.minimum(log_r, 0.0))
         share = m_p * (r - np.exp(-h)) / (-np.expm1(-h))
     # fmax takes 0 over NaN (an empty cell, m_p = 0, gives 0 or NaN here).

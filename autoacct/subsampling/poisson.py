@@ -44,16 +44,17 @@ from autoacct.subsampling.represented import (
 )
 
 
-def base_profile_error(base: PrivacyLoss, x: np.ndarray) -> np.ndarray:
-    """A bound on the error of ``base.profile`` at a computed argument ``x`` (0 where x is
-    not finite): the base's own rounding bound, plus the profile's change over the few
-    roundoffs by which x itself is off (the profile is monotone, so the change between
-    x - d and x + d bounds it; near the end of a support it is far larger than a
-    relative error of the value)."""
+def base_profile_error(base: PrivacyLoss, x: np.ndarray, log_q: float) -> np.ndarray:
+    """A bound on the error of ``base.profile`` at an argument ``x`` computed by
+    :meth:`PoissonLossMap.inverse` (0 where x is not finite): the base's own rounding bound,
+    plus the profile's change over the few roundoffs by which x itself is off. Those are
+    roundoffs of the largest term summed, |x| or |log q| (the profile is monotone, so its
+    change between x - d and x + d bounds the error; near the end of a support it is far
+    larger than a relative error of the value)."""
     x = np.asarray(x, dtype=float)
     ok = np.isfinite(x)
     safe = np.where(ok, x, 0.0)
-    d = 4.0 * UNIT_ROUNDOFF * (np.abs(safe) + 1.0)
+    d = 8.0 * UNIT_ROUNDOFF * (np.abs(safe) + abs(log_q) + 1.0)
     spread = np.abs(np.asarray(base.profile(safe - d), dtype=float) - np.asarray(base.profile(safe + d), dtype=float))
     own = np.maximum(np.asarray(base.profile_error(safe - d), dtype=float),
                      np.asarray(base.profile_error(safe + d), dtype=float))
@@ -128,7 +129,8 @@ class PoissonRemoveLoss(RepresentedLoss):
         a few roundoffs of the value (the product)."""
         eps = np.asarray(eps, dtype=float)
         inner = self._phi.inverse(eps)
-        return self.q * base_profile_error(self.base, inner) + PROFILE_REL * np.asarray(self.profile(eps), dtype=float)
+        return (self.q * base_profile_error(self.base, inner, self._phi.log_q)
+                + PROFILE_REL * np.asarray(self.profile(eps), dtype=float))
 
     def _base_range(self, eta: float) -> tuple[float, float]:
         """An interval holding L under P and under Q up to eta on each side (symmetric base)."""
@@ -220,8 +222,10 @@ class PoissonAddLoss(RepresentedLoss):
         factor (at most 1), plus a few roundoffs of the value."""
         eps = np.asarray(eps, dtype=float)
         inner = self._phi.inverse(-eps)
+        factor = -np.expm1(np.minimum(eps + self._phi.c, 0.0))
         arg = np.where(eps + self._phi.c < 0, -inner, np.nan)
-        return base_profile_error(self.base, arg) + PROFILE_REL * np.asarray(self.profile(eps), dtype=float)
+        base_err = base_profile_error(self.base, arg, self._phi.log_q)
+        return factor * base_err + PROFILE_REL * np.asarray(self.profile(eps), dtype=float)
 
     def quantile_range(self, eta: float) -> tuple[float, float]:
         a, b = self.base.quantile_range(eta)

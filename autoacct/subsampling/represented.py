@@ -210,17 +210,21 @@ class PoissonLossMap:
     def inverse(self, y: np.ndarray) -> np.ndarray:
         """phi^{-1}(y) = log((e^y - 1 + q) / q): -inf for y <= log(1-q), +inf at +inf.
 
-        For y > 0 as y + log1p(-(1-q) e^{-y}) - log q; for log(1-q) < y <= 0 as
-        log(1-q) + log(expm1(y - log(1-q))) - log q, which keeps its precision
-        right down to the bottom of the range.
+        For 0 < y <= 1 as log(expm1(y) + q) - log q (two positive terms, no cancellation
+        however small y and q are: with q below an ulp of 1, 1 - (1-q) e^{-y} is 0 in
+        floating point); for y > 1 as y + log1p(-(1-q) e^{-y}) - log q, which does not
+        overflow; for log(1-q) < y <= 0 as log(1-q) + log(expm1(y - log(1-q))) - log q,
+        which keeps its precision right down to the bottom of the range.
         """
         y = np.asarray(y, dtype=float)
         out = np.full(y.shape, -np.inf)
-        pos = y > 0.0
-        mid = (y > self.c) & ~pos
+        big = y > 1.0
+        small = (y > 0.0) & ~big
+        mid = (y > self.c) & (y <= 0.0)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            yp = y[pos]
-            out[pos] = yp + np.log1p(-(1.0 - self.q) * np.exp(-yp)) - self.log_q
+            yb = y[big]
+            out[big] = yb + np.log1p(-(1.0 - self.q) * np.exp(-yb)) - self.log_q
+            out[small] = np.log(np.expm1(y[small]) + self.q) - self.log_q
             d = y[mid] - self.c
             out[mid] = self.c + np.log(np.expm1(d)) - self.log_q
         return out

@@ -310,3 +310,14 @@ def test_laplace_pld_tradeoff_never_exceeds_exact(b):
     got = np.asarray(Laplace(b).tradeoff(alpha, via="pld"))
     assert np.all(got <= exact + 1e-12)
     assert np.max(exact - got) < 0.02     # and not far below
+
+
+def test_a_fine_lattice_is_summed_directly_not_by_its_period():
+    # Poisson-subsampled RR at q = 1e-24 lives on a lattice so fine that its period held no
+    # array ('array is too big' from numpy); the direct sum skips the lattice's empty points.
+    from autoacct.subsampling import PoissonSubsample
+    from autoacct.zoo import RandomizedResponse
+    m = Composition()([PoissonSubsample(1e-24)(RandomizedResponse(0.9999))], [2])
+    with pytest.warns(Warning):
+        up = m.delta(0.0, via="phi")
+    assert 2e-24 <= up <= 1.0

@@ -487,3 +487,33 @@ def test_one_subsampled_discrete_gaussian_step_brackets_the_direct_sum():
         truth = max(np.maximum(mix - np.exp(eps) * qm, 0).sum(), np.maximum(qm - np.exp(eps) * mix, 0).sum())
         lo, up = m.delta_bounds(eps)
         assert lo <= truth * (1 + 1e-12) and truth <= up * (1 + 1e-12) and up <= truth * (1 + 1e-9)
+
+
+def _rr_poisson_delta_exact(q: float, p: float, k: int, eps: float) -> float:
+    """delta(eps) of k Poisson-subsampled RR runs (removal pair) by summing over the number j of
+    'yes' outcomes in mpmath: the pair is ((1-q) Q + q P, Q) per run, P = (p, 1-p), Q = (1-p, p)."""
+    import mpmath as mp
+    mp.mp.dps = 60
+    q_, p_ = mp.mpf(q), mp.mpf(p)
+    a = [(1 - q_) * (1 - p_) + q_ * p_, (1 - q_) * p_ + q_ * (1 - p_)]   # first distribution
+    b = [1 - p_, p_]                                                      # Q
+    total = mp.mpf(0)
+    for j in range(k + 1):
+        pa = mp.binomial(k, j) * a[0] ** j * a[1] ** (k - j)
+        pb = mp.binomial(k, j) * b[0] ** j * b[1] ** (k - j)
+        total += max(pa - mp.e ** eps * pb, 0)
+    return float(total)
+
+
+@pytest.mark.parametrize("q", [1e-24, 1e-20, 1e-12])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_rr_subsampled_below_an_ulp_keeps_its_delta(q, k):
+    # With q (e^{eps0} - 1) below an ulp of 1 the first distribution's masses equal Q's in
+    # floating point: the PLD once sent that cell to the loss 0 (delta(0) = 0 for k = 2, the
+    # truth 2e-24), and the closed form's inverse map lost small eps to 1 - (1-q) = 0.
+    m = Composition()([PoissonSubsample(q)(RandomizedResponse(0.9999))], [k])
+    for eps in (0.0, 1e-22, 1e-15):
+        truth = _rr_poisson_delta_exact(q, 0.9999, k, eps)
+        lo, up = m.delta_bounds(eps)
+        assert lo <= truth <= up, (eps, lo, truth, up)
+        assert m.delta(eps, via="pld") >= truth
