@@ -24,6 +24,7 @@ import numpy as np
 from autoacct import _validation as check
 from autoacct import routes
 from autoacct.errors import RouteUnavailableError
+from autoacct.exactness import ExactFloat
 from autoacct.losses import GaussianLoss, PrivacyLoss
 
 #: Smallest delta a query accepts: below it (subnormal floats) profiles lose their precision.
@@ -275,7 +276,8 @@ class Mechanism:
         pairs = [routes.epsilon_bounds(self, float(x), via, t) for x in d.ravel()]
         lo = np.array([p[0] for p in pairs]).reshape(d.shape)
         up = np.array([p[1] for p in pairs]).reshape(d.shape)
-        return routes.outward(lo, upper=False), routes.outward(up, upper=True)
+        exact = np.array([isinstance(p[1], ExactFloat) for p in pairs]).reshape(d.shape)
+        return routes.outward(lo, upper=False), routes.outward(up, upper=True, exact=exact)
 
     def delta(self, epsilon: Any, via: str = "auto", tol: float | None = None) -> Any:
         """Certified upper bound on delta(eps), the smallest delta with (eps, delta)-DP.

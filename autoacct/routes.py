@@ -35,6 +35,7 @@ from autoacct import _validation as check
 from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_profile
 from autoacct.converters.rdp import rdp_to_delta, rdp_to_epsilon
 from autoacct.errors import AccuracyWarning, RouteUnavailableError
+from autoacct.exactness import ExactFloat
 from autoacct.losses import PrivacyLoss, gaussian_delta_with_error
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
@@ -58,17 +59,19 @@ Bounds = tuple[float, float]
 ArrayBounds = tuple[np.ndarray, np.ndarray]
 
 
-def outward(val: Any, *, upper: bool, cap: float = math.inf) -> Any:
+def outward(val: Any, *, upper: bool, cap: float = math.inf, exact: Any = False) -> Any:
     """A bound as it leaves the library: rounded one ulp away from the truth, in [0, cap].
 
     The one rounding rule of the public API: an upper bound is moved to the next
     float above, a lower bound to the next float below, so that the last
     rounding of any computation cannot put a bound on the wrong side of the
     truth. Zero, ``cap`` and infinity are kept (a certified 0 or a cap is exact).
-    A float for a scalar, else an array; never negative, never -0.0.
+    A float for a scalar, else an array; never negative, never -0.0. An
+    :class:`~autoacct.exactness.ExactFloat` (no rounding touched it) is kept, as is
+    every entry where ``exact`` is true.
     """
     x = np.asarray(val, dtype=float)
-    inner = (x > 0.0) & (x < cap)
+    inner = (x > 0.0) & (x < cap) & ~np.asarray(exact | isinstance(val, ExactFloat), dtype=bool)
     moved = np.nextafter(x, np.inf if upper else -np.inf)
     out = np.clip(np.where(inner, moved, x), 0.0, cap) + 0.0
     return float(out) if out.ndim == 0 else out
@@ -177,6 +180,10 @@ class ExactRoute(Route):
         mu = self._mu(m)
         if mu == 0.0:
             return 0.0, 0.0
+        if mu > 1e155:
+            # At eps = mu^2/2 - 9 mu, a = 9: delta(eps) >= Phi(9) - e^{-81/2} > 1 - 2^-53, above
+            # every delta < 1; so eps(delta) exceeds that, beyond 1e308 (mu^2 overflows).
+            return 1e308, math.inf
 
         def up_fn(e: float) -> float:
             val, rel = gaussian_delta_with_error(mu, e)
@@ -393,6 +400,66 @@ def available(m: Mechanism) -> tuple[str, ...]:
     return tuple(name for name, r in ROUTES.items() if r.available(m))
 
 
+class CertifiedPoints:
+    """Points (eps, delta) of the privacy profile that the auto policy has certified for one
+    mechanism: delta(eps) <= delta at each (upper) and delta(eps) >= delta (lower).
+
+    The profile is non-increasing, so an upper point (e, d) bounds delta by d at every
+    eps >= e, and eps(d') by e for every d' >= d; a lower point (e, d) bounds delta from
+    below by d at every eps <= e. Answers of one kind are tightened by the points of the
+    other: two certified bounds, each valid, so their combination is. With it
+    ``m.delta(m.epsilon(d)) <= d`` holds even where the delta query's own grid is coarser
+    than the one that solved the epsilon query.
+    """
+
+    #: Points kept of each kind: a delta query over an array looks each of them up per entry.
+    MAX_POINTS = 512
+
+    def __init__(self) -> None:
+        self._up_e: list[float] = []
+        self._up_d: list[float] = []
+        self._lo_e: list[float] = []
+        self._lo_d: list[float] = []
+
+    def add(self, eps: np.ndarray, lo: np.ndarray, up: np.ndarray) -> None:
+        """Record delta_lo(eps) <= delta(eps) <= delta_up(eps) at each finite eps (the most
+        recent MAX_POINTS of each kind are kept)."""
+        for e, lo_d, up_d in zip(np.ravel(eps), np.ravel(lo), np.ravel(up), strict=True):
+            if math.isfinite(e) and up_d < 1.0:
+                self._up_e.append(float(e))
+                self._up_d.append(float(up_d))
+            if math.isfinite(e) and lo_d > 0.0:
+                self._lo_e.append(float(e))
+                self._lo_d.append(float(lo_d))
+        for kept in (self._up_e, self._up_d, self._lo_e, self._lo_d):
+            del kept[:-self.MAX_POINTS]
+
+    def delta(self, eps: np.ndarray, lo: np.ndarray, up: np.ndarray) -> ArrayBounds:
+        """(lo, up) on delta at ``eps`` tightened by the recorded points."""
+        if self._up_e:
+            e, d = np.array(self._up_e), np.array(self._up_d)
+            # A recorded delta is the user's own number, exact: one ulp below it here is
+            # moved back onto it by the API's outward rounding (:func:`outward`).
+            known = np.nextafter(np.min(np.where(e <= eps[..., None], d, np.inf), axis=-1), 0.0)
+            up = np.minimum(up, known)
+        if self._lo_e:
+            e, d = np.array(self._lo_e), np.array(self._lo_d)
+            lo = np.maximum(lo, np.max(np.where(e >= eps[..., None], d, 0.0), axis=-1))
+        return lo, np.maximum(up, lo)
+
+    def epsilon(self, delta: float, lo: float, up: float) -> Bounds:
+        """(lo, up) on eps(delta) tightened by the recorded points: eps(delta) <= e where
+        delta_up(e) <= delta, and eps(delta) >= e where delta_lo(e) > delta."""
+        ups = [e for e, d in zip(self._up_e, self._up_d, strict=True) if d <= delta]
+        lows = [e for e, d in zip(self._lo_e, self._lo_d, strict=True) if d > delta]
+        up = min([up, *(float(np.nextafter(e, 0.0)) for e in ups)])  # exact, as above
+        return min(max([lo, *lows]), up), up
+
+
+def _points(m: Mechanism) -> CertifiedPoints:
+    return m.cached(("certified-points",), CertifiedPoints)
+
+
 def _resolve(m: Mechanism, via: str) -> str:
     """The route a ``via=`` argument names; "pld" is answered exactly when a closed form exists."""
     if not isinstance(via, str) or via not in ROUTE_NAMES:
@@ -422,6 +489,17 @@ def epsilon_bounds(m: Mechanism, delta: float, via: str, tol: float) -> Bounds:
     route = _resolve(m, via)
     if route != "auto":
         return _epsilon_by(m, route, delta, tol)
+    def solve() -> Bounds:
+        points = _points(m)
+        lo, up = points.epsilon(delta, *_auto_epsilon(m, delta, tol))
+        # eps(delta) <= up says delta(up) <= delta; eps(delta) >= lo > 0 says delta(lo) >= delta.
+        points.add(np.array([up, lo]), np.array([0.0, delta if lo > 0 else 0.0]), np.array([delta, 1.0]))
+        return lo, up
+    return m.cached(("eps", "auto", delta, tol), solve)
+
+
+def _auto_epsilon(m: Mechanism, delta: float, tol: float) -> Bounds:
+    """The auto policy's (lower, upper) on eps(delta) (see :func:`epsilon_bounds`)."""
     if "exact" in m.routes:
         return _epsilon_by(m, "exact", delta, tol)
     results = []
@@ -435,7 +513,8 @@ def epsilon_bounds(m: Mechanism, delta: float, via: str, tol: float) -> Bounds:
             results.append(_epsilon_by(m, "rdp", delta, tol))
         if "dp" in m.routes:
             results.append(_epsilon_by(m, "dp", delta, tol))
-    lo, up = max(r[0] for r in results), min(r[1] for r in results)
+    # On a tie the exact value wins: the API keeps it (:class:`ExactFloat`).
+    lo, up = max(r[0] for r in results), min((r[1] for r in results), key=lambda v: (v, not isinstance(v, ExactFloat)))
     met = _within(lo, up, tol)
     for w in caught:
         if not (met and issubclass(w.category, AccuracyWarning)):
@@ -453,8 +532,20 @@ def delta_bounds(m: Mechanism, eps: np.ndarray, via: str, tol: float) -> ArrayBo
     route = _resolve(m, via)
     if route != "auto":
         return ROUTES[route].delta(m, eps, tol)
+    def solve() -> ArrayBounds:
+        points = _points(m)
+        lo, up = points.delta(eps, *_auto_delta(m, eps, tol))
+        points.add(eps, lo, up)
+        return lo, up
+    lo, up = m.cached(("delta", "auto", eps.shape, eps.tobytes(), tol), solve)
+    return lo.copy(), up.copy()
+
+
+def _auto_delta(m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
+    """The auto policy's (lower, upper) on delta at an array of eps (see :func:`delta_bounds`)."""
     if "exact" in m.routes:
-        return EXACT.delta(m, eps, tol)
+        lo, up = EXACT.delta(m, eps, tol)
+        return np.asarray(lo, dtype=float), np.asarray(up, dtype=float)
     if "pld" in m.routes:
         lo, up = m.cached(("delta", eps.shape, eps.tobytes(), tol), lambda: _pld_delta_with_rdp(m, eps, tol))
     elif "rdp" in m.routes:

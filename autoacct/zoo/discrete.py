@@ -19,12 +19,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from scipy import optimize, special, stats
 
 from autoacct import _validation as check
+from autoacct.exactness import rational_up
 from autoacct.losses import DiscreteLoss, PrivacyLoss
 from autoacct.losses.atoms import MAX_ATOMS, TAIL_MASS, AtomLoss, atoms
 from autoacct.mechanism import LossPart, Mechanism, PairRdp
@@ -365,4 +367,4 @@ class DiscreteLaplace(Mechanism):
         return curve
 
     def dp_guarantee(self) -> tuple[float, float]:
-        return self.sensitivity / self.t, 0.0
+        return rational_up(Fraction(self.sensitivity) / Fraction(self.t)), 0.0

@@ -9,6 +9,7 @@ import numpy as np
 from scipy import special
 
 from autoacct import _validation as check
+from autoacct.exactness import ExactFloat
 from autoacct.losses import DiscreteLoss
 from autoacct.losses.atoms import BoundedRangeEnvelopeLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp
@@ -125,7 +126,7 @@ class ExponentialMechanism(Mechanism):
         return curve
 
     def dp_guarantee(self) -> tuple[float, float]:
-        return self.eps, 0.0
+        return ExactFloat(self.eps), 0.0
 
     def epsilon_lower(self, delta: float) -> float:
         """The exact eps(delta) of one eps-BR mechanism (attained in the limit by some t-pair).

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import InitVar, dataclass, field
+from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 from scipy import special
 
 from autoacct import _validation as check
+from autoacct.exactness import ExactFloat, rational_up
 from autoacct.losses import LaplaceLoss, leaky_rr_loss, randomized_response_loss
 from autoacct.mechanism import LossPart, Mechanism, PairRdp
 
@@ -83,7 +85,8 @@ class Laplace(Mechanism):
         return np.stack([v, v])
 
     def dp_guarantee(self) -> tuple[float, float]:
-        return 1.0 / self.b, 0.0
+        # 1/b rounded up (exact, and kept by the API's rounding, when a float holds it).
+        return rational_up(1 / Fraction(self.b)), 0.0
 
 
 def _log_g(y: np.ndarray) -> np.ndarray:
@@ -160,7 +163,13 @@ class RandomizedResponsePair(Mechanism, abstract=True):
         return curve
 
     def dp_guarantee(self) -> tuple[float, float]:
-        return self.eps0, 0.0
+        # logit(p) is off by an ulp or so; a user's own eps (PureDP) is exact.
+        exact = self.exact_eps0()
+        return (exact if exact is not None else math.nextafter(math.nextafter(self.eps0, math.inf), math.inf)), 0.0
+
+    def exact_eps0(self) -> ExactFloat | None:
+        """eps0 when it is given exactly (not computed), else None."""
+        return None
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -194,6 +203,9 @@ class PureDP(RandomizedResponsePair):
     @property
     def eps0(self) -> float:
         return self.eps
+
+    def exact_eps0(self) -> ExactFloat | None:
+        return ExactFloat(self.eps)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -236,7 +248,7 @@ class ApproxDP(Mechanism):
         return curve
 
     def dp_guarantee(self) -> tuple[float, float]:
-        return self.eps, self.delta0
+        return ExactFloat(self.eps), ExactFloat(self.delta0)
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from autoacct import _validation as check
+from autoacct.exactness import rational_up
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, Transformer
 
 
@@ -106,17 +107,11 @@ class ComposedMechanism(Mechanism):
             delta += k * Fraction(g[1])
         if delta >= 1:
             return None
-        return _float_up(eps), _float_up(delta)
+        return rational_up(eps), rational_up(delta)
 
     def epsilon_lower(self, delta: float) -> float:
         # The composition is at least as revealing as any one of its parts.
         return max(c.epsilon_bounds(delta)[0] for c in self.children)
-
-
-def _float_up(x: Fraction) -> float:
-    """The smallest float >= x."""
-    f = float(x)
-    return f if Fraction(f) >= x else float(np.nextafter(f, math.inf))
 
 
 class Composition(Transformer):

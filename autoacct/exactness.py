@@ -1,0 +1,26 @@
+"""Exact values: floats that equal the quantity they stand for.
+
+The public API rounds every bound one ulp away from the truth
+(:func:`autoacct.routes.outward`), because the last rounding of a computation may
+have put it an ulp on the wrong side. A value that no rounding touched (a user's
+own epsilon, a rational sum that a float holds exactly) needs no such step:
+:class:`ExactFloat` marks it, so that 1 + 2 certifies 3 and Laplace(1) certifies
+1, not one ulp more.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+
+class ExactFloat(float):
+    """A float equal to the quantity it bounds; :func:`~autoacct.routes.outward` keeps it."""
+
+
+def rational_up(x: Fraction) -> float:
+    """The smallest float >= x: an :class:`ExactFloat` when it equals x."""
+    f = float(x)
+    if Fraction(f) == x:
+        return ExactFloat(f)
+    return f if Fraction(f) > x else math.nextafter(f, math.inf)
