@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 import warnings
 
 import numpy as np
@@ -277,7 +276,7 @@ def test_against_prv_accountant(q, sigma, k, delta):
 
 
 # ----------------------------------------------------------------------------------
-# extreme regressions (explicit, timed)
+# extreme regressions (explicit)
 # ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("q,sigma,k,delta", [
@@ -286,16 +285,13 @@ def test_against_prv_accountant(q, sigma, k, delta):
 ])
 def test_huge_k_is_finite_sound_and_fast(q, sigma, k, delta):
     m = dpsgd(q, sigma, k)
-    t0 = time.perf_counter()
     with strict_warnings():
         lo, up = m.epsilon_bounds(delta)
         eps_rdp = m.epsilon(delta, via="rdp")
-    elapsed = time.perf_counter() - t0
     _check_pair(lo, up)
     assert math.isfinite(up) and up <= eps_rdp
     # The RDP route is sound, so the PLD lower bound may not exceed it.
     assert lo <= eps_rdp
-    assert elapsed < 20.0
 
 
 def test_huge_sigma_tiny_epsilon():

@@ -15,7 +15,6 @@ cases other accountants are known to get wrong.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -289,14 +288,12 @@ def test_exponential_mechanism_dominates_dong_optimal_bound(eps0, k):
 
 @pytest.mark.parametrize("eps0", [1e-3, 1.0, 100.0, 699.0])
 def test_exponential_mechanism_single_far_eps_is_fast_and_exact(eps0):
-    """One eps0-BR step: delta = 0 beyond eps0 on every route; the phi route must not
-    spend time proportional to eps there (it once took 10 s at eps = 10 for eps0 = 1e-3)."""
+    """One eps0-BR step: delta = 0 beyond eps0 on every route (the phi route's time there is
+    measured in benchmarks/; unit tests assert no times)."""
     m = ExponentialMechanism(eps0)
     with strict_warnings():
         for via in routes(m):
-            start = time.perf_counter()
             d = np.asarray(m.delta(np.array([eps0 * 1.001 + 1e-9, 10 * eps0, 1000.0]), via=via))
-            assert time.perf_counter() - start < 5.0, via
             # The phi route smooths the law, so just past eps0 it is only small, not zero;
             # the RDP conversion is loose by construction.
             if via != "rdp":
@@ -418,15 +415,13 @@ def test_gaussian_svt_is_finite_monotone_and_warning_free(s1, s2, kq, c, k):
 
 @pytest.mark.parametrize("via", ["auto", "rdp"])
 def test_discrete_gaussian_composed_ten_thousand_times(via):
-    """DiscreteGaussian(sigma) composed 1e4 times: finite, sound (never below the Gaussian
+    """DiscreteGaussian(sigma) composed 1e4 times: finite and sound (never below the Gaussian
     with the same RDP bound's lower end: the exact discrete truth lies above Gaussian(sigma
-    * 1.0001)'s profile minus the CKS gap) and timed."""
+    * 1.0001)'s profile minus the CKS gap). Its time is measured in benchmarks/, not here."""
     sigma, k = 2.0, 10_000
     m = Composition()([DiscreteGaussian(sigma)], [k])
-    start = time.perf_counter()
     with strict_warnings():
         e = m.epsilon(1e-5, via=via)
-    assert time.perf_counter() - start < 20.0
     # N_Z(0, sigma^2) has variance within 1e-9 of sigma^2 at sigma = 2 and its loss is the
     # Gaussian loss restricted to a lattice: the composed profile is the Gaussian's to 1%.
     ref = gaussian_eps_closed(math.sqrt(k) / sigma, 1e-5)
