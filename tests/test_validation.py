@@ -7,7 +7,7 @@ import math
 import pytest
 
 from autoacct import Mechanism, Neighboring, RouteUnavailableError
-from autoacct.zoo import ZCDP, ApproxDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse
+from autoacct.zoo import ZCDP, ApproxDP, Composition, Gaussian, Laplace, PoissonSubsample, PureDP, RandomizedResponse
 
 
 @pytest.mark.parametrize("make, name", [
@@ -93,3 +93,11 @@ def test_a_mechanism_without_any_representation_is_rejected_at_definition():
     with pytest.raises(TypeError, match="representation"):
         class Empty(Mechanism):
             pass
+
+
+@pytest.mark.parametrize("make", [lambda v: Laplace(v), lambda v: PureDP(v), lambda v: RandomizedResponse(v),
+                                  lambda v: PoissonSubsample(v)])
+def test_an_integer_beyond_floating_point_is_a_value_error_naming_the_parameter(make):
+    # float(10**400) raises OverflowError inside the check; it is out of every range here.
+    with pytest.raises(ValueError, match=r"(b|eps|p|q) must"):
+        make(10**400)
