@@ -21,7 +21,7 @@ __all__ = ["GaussianSVT", "LaplaceSVT", "NoisyGD"]
 
 
 def _cutoff(c: int, k: int | None) -> int:
-    cc = check.positive_int("c", c)
+    cc = check.bounded_int("c", c)
     if k is not None and cc > k:
         raise ValueError(f"c must be at most k = {k}, got {c!r}")
     return cc
@@ -141,9 +141,7 @@ class GaussianSVT(Mechanism):
         super().__post_init__()
         s1 = check.real("sigma_threshold", self.sigma_threshold, low=0.0, low_open=True)
         s2 = check.real("sigma_query", self.sigma_query, low=0.0, low_open=True)
-        kk = check.positive_int("k", self.k)
-        if kk > 2 ** 52:
-            raise ValueError(f"k must be at most 2**52, got {self.k!r}")
+        kk = check.bounded_int("k", self.k)
         cc = _cutoff(self.c, kk)
         if cc > 10_000:
             raise ValueError(f"c must be at most 10000, got {self.c!r}")
