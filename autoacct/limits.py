@@ -24,19 +24,23 @@ The budget is settable globally (:func:`set_limits`) and for a block of code::
 Use ``from autoacct.limits import ...`` for the module's other names:
 ``autoacct.limits`` itself is the context manager.
 
-What is measured. ``memory`` bounds the working arrays of the largest step, by
-estimates of bytes per grid cell and per FFT point (measured with tracemalloc on
-the largest steps, rounded up); the interpreter and its libraries (about 100 MB)
-come on top. ``seconds`` bounds the time from the start of the query to the start
-of its last step, plus that step's predicted time: a step predicted to end past the
-deadline is not started. Predictions are rough (the machine's speed varies), so a
-query may overrun by a fraction of the budget, never by an unbounded amount.
+What is measured. ``memory`` bounds the working arrays of each step plus the arrays
+the accountant keeps, by estimates of bytes per grid cell and per FFT point
+(measured with tracemalloc on the largest steps, rounded up); the interpreter and
+its libraries (about 100 MB) come on top. ``seconds`` bounds the predicted time of
+a query's large steps (discretisations and FFTs), summed: each step's time is
+predicted from its size by rates measured on a loaded 2-core machine (see
+:mod:`autoacct.pld.grid` and :mod:`autoacct.pld.compose`), and a step whose
+prediction would take the sum past the budget is not started. The clock is a
+prediction rather than the wall clock on purpose: an answer then does not depend
+on the machine's speed or load (a query asked twice gets the same bounds), and
+the wall time is bounded in proportion to that speed. Work that is not a grid
+step (Chernoff bounds, tilts, the Renyi-DP route) is not counted.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -76,13 +80,13 @@ _GLOBAL = [Limits()]
 _CURRENT: ContextVar[Limits | None] = ContextVar("autoacct_limits", default=None)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Query:
-    """The running query: when it must stop starting steps (monotonic clock), and the bytes
+    """The running query: the predicted seconds of the steps it has started, and the bytes
     its accountant already holds (its cached PLDs), which every step's estimate adds to."""
 
-    deadline: float
     held: Callable[[], float]
+    spent: float = 0.0
 
 
 _QUERY: ContextVar[_Query | None] = ContextVar("autoacct_query", default=None)
@@ -128,7 +132,7 @@ def query_clock(held: Callable[[], float]) -> Iterator[None]:
     if _QUERY.get() is not None:
         yield
         return
-    token = _QUERY.set(_Query(time.monotonic() + current().seconds, held))
+    token = _QUERY.set(_Query(held))
     try:
         yield
     finally:
@@ -146,9 +150,11 @@ def afford(nbytes: float, seconds: float, what: str) -> None:
     if total > lim.memory:
         raise BudgetExceeded("memory", f"{what} needs about {_size(total)} with what is kept, over "
                              f"the memory budget of {_size(lim.memory)}")
-    if query is not None and time.monotonic() + seconds > query.deadline:
-        raise BudgetExceeded("time", f"{what} would end past the time budget of {lim.seconds:g} s "
-                             f"(it takes about {seconds:.2g} s)")
+    if query is not None:
+        if query.spent + seconds > lim.seconds:
+            raise BudgetExceeded("time", f"{what} would end past the time budget of {lim.seconds:g} s "
+                                 f"(it takes about {seconds:.2g} s after {query.spent:.2g} s of such steps)")
+        query.spent += seconds
 
 
 def max_points(bytes_per_point: float, cap: int) -> int:

@@ -146,13 +146,14 @@ _MAX_ATOMS = 64
 #: Most cells one law is discretised on: memory stays bounded whatever the query.
 MAX_CELLS = 1 << 22
 #: Working bytes and seconds per cell of discretising a law (upper and lower PLDs; the
-#: upper one alone), measured with tracemalloc at 2^18 to 2^20 cells (212 and 72 bytes,
-#: 1.3 and 0.22 microseconds on a loaded 2-core machine) and rounded up. They size the grid
+#: upper one alone), measured with tracemalloc at 2^18 to 2^20 cells (212 and 72 bytes;
+#: 1.3 and 0.22 microseconds for a Poisson-subsampled Gaussian, 3 for a sampled-without-
+#: replacement one, on a loaded 2-core machine) and rounded up. They size the grid
 #: to the memory budget and predict a step's time (see :mod:`autoacct.limits`).
 CELL_BYTES = 224.0
-CELL_SECONDS = 1.5e-6
+CELL_SECONDS = 3e-6
 UPPER_CELL_BYTES = 80.0
-UPPER_CELL_SECONDS = 3e-7
+UPPER_CELL_SECONDS = 6e-7
 
 
 def max_cells() -> int:
