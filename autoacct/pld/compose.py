@@ -170,7 +170,8 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
     n = sfft.next_fast_len(max(j_hi - j_lo + 1, 2), real=True)
     cap = max_window()
     if n > cap:
-        warnings.warn(f"the PLD grid needs {n} points; capped at {cap}, so the bounds "
+        why = "" if cap == N_MAX else " by the memory budget (autoacct.limits(memory=...) raises it)"
+        warnings.warn(f"the PLD grid needs {n} points; capped at {cap}{why}, so the bounds "
                       "are valid but looser than requested", AccuracyWarning, stacklevel=4)
         n = cap
     rho = 4.0 * _U * (math.log2(n) + 2.0)
