@@ -151,3 +151,31 @@ def test_exported() -> None:
     assert autoacct.limits is limits and autoacct.set_limits is set_limits
     with autoacct.limits(memory=math.inf, seconds=math.inf):
         assert RandomizedResponse(0.75).epsilon(1e-6) >= 0.0
+
+
+def _rr_delta(p: float, k: int, eps: float) -> float:
+    """Exact delta(eps) of k-fold randomized response (truthful with probability p)."""
+    from scipy import stats
+    e0 = math.log(p / (1 - p))
+    i = np.arange(k + 1)
+    loss = (k - 2 * i) * e0                    # i of the k answers flipped
+    pm = stats.binom.pmf(i, k, 1 - p)
+    qm = stats.binom.pmf(i, k, p)
+    return float(np.sum(np.where(loss > eps, pm - math.exp(eps) * qm, 0.0)))
+
+
+@pytest.mark.parametrize("seconds", [1e-9, 1e-6, 1e-3, 0.05])
+def test_budget_stopped_bracket_contains_the_truth(seconds: float) -> None:
+    p, k = 0.52, 3000
+    m = Composition()([RandomizedResponse(p)], [k])
+    acc = FFTAccountant([(q.forward, q.backward, q.times) for q in m.loss_parts()])
+    with limits(seconds=seconds), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lo, up = acc.epsilon(1e-6, acc.eps_scale(1e-6), tol=1e-6)
+        d_lo, d_up = acc.delta(np.array([1.0]), acc.eps_scale(1e-6), tol=1e-6)
+    # The smallest budget affords no FFT; larger ones may finish (the lattice is exact).
+    assert any(issubclass(w.category, BudgetWarning) for w in caught) or seconds > 1e-6
+    assert up == math.inf or _rr_delta(p, k, up) <= 1e-6 * (1 + 1e-9)
+    assert lo == 0.0 or _rr_delta(p, k, lo) >= 1e-6 * (1 - 1e-9)
+    truth = _rr_delta(p, k, 1.0)
+    assert d_lo[0] <= truth * (1 + 1e-9) and truth <= d_up[0] * (1 + 1e-9)
