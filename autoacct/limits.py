@@ -146,10 +146,11 @@ def afford(nbytes: float, seconds: float, what: str) -> None:
     memory is checked."""
     lim = current()
     query = _QUERY.get()
-    total = nbytes + (query.held() if query is not None else 0.0)
-    if total > lim.memory:
-        raise BudgetExceeded("memory", f"{what} needs about {_size(total)} with what is kept, over "
-                             f"the memory budget of {_size(lim.memory)}")
+    held = query.held() if query is not None else 0.0
+    if nbytes + held > lim.memory:
+        kept = f" with the {_size(held)} kept" if held > 0 else ""
+        raise BudgetExceeded("memory", f"{what} needs about {_size(nbytes + held)}{kept}, over the "
+                             f"memory budget of {_size(lim.memory)}")
     if query is not None:
         if query.spent + seconds > lim.seconds:
             raise BudgetExceeded("time", f"{what} would end past the time budget of {lim.seconds:g} s "

@@ -29,6 +29,8 @@ CASES: list[tuple[str, str]] = [
      "r = PoissonSubsample(1e-8)(Gaussian(1.42)).epsilon_bounds(1e-300)"),
     ("2 dpsgd(0.01, 1, 1e9) eps(1e-5)",
      "r = dpsgd(0.01, 1.0, 10**9).epsilon_bounds(1e-5)"),
+    ("2p dpsgd(0.01, 1, 1e9) eps(1e-5) via phi",
+     "r = dpsgd(0.01, 1.0, 10**9).epsilon(1e-5, via='phi')"),
     ("3 RR(0.5+1e-12) x1e7 eps(1e-300)",
      "r = Composition()([RandomizedResponse(0.500000000001)], [10**7]).epsilon_bounds(1e-300)"),
     ("4 with-replacement(1,1) eps(1e-300)",

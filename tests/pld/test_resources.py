@@ -179,3 +179,13 @@ def test_budget_stopped_bracket_contains_the_truth(seconds: float) -> None:
     assert lo == 0.0 or _rr_delta(p, k, lo) >= 1e-6 * (1 - 1e-9)
     truth = _rr_delta(p, k, 1.0)
     assert d_lo[0] <= truth * (1 + 1e-9) and truth <= d_up[0] * (1 + 1e-9)
+
+
+def test_phi_route_answers_by_chernoff_when_its_spectrum_is_over_budget() -> None:
+    m = Composition()([PoissonSubsample(0.01)(Gaussian(1.0))], [1000])
+    ref = m.epsilon_bounds(1e-6)
+    with limits(memory=1e5), pytest.warns(BudgetWarning, match="Chernoff"):
+        eps = m.epsilon(1e-6, via="phi")
+        d = m.delta(1.0, via="phi")
+    assert ref[1] <= eps < math.inf
+    assert m.delta(1.0) <= d <= 1.0
