@@ -14,7 +14,8 @@ import importlib
 
 from autoacct import calibrators, converters, losses, phi, pld, routes, subsampling, zoo
 from autoacct.dpsgd import dpsgd, dpsgd_schedule
-from autoacct.errors import AccuracyWarning, InfeasibleBudgetError, RouteUnavailableError
+from autoacct.errors import AccuracyWarning, BudgetWarning, InfeasibleBudgetError, RouteUnavailableError
+from autoacct.limits import limits, set_limits
 from autoacct.mechanism import Calibrator, Mechanism, Neighboring, Transformer
 from autoacct.zoo import (
     ZCDP,
@@ -40,8 +41,9 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'autoacct' has no attribute {name!r}")
 
 
-__all__ = ["ZCDP", "AccuracyWarning", "ApproxDP", "Calibrator", "Composition", "Gaussian",
+__all__ = ["ZCDP", "AccuracyWarning", "ApproxDP", "BudgetWarning", "Calibrator", "Composition", "Gaussian",
            "InfeasibleBudgetError", "Laplace", "Mechanism", "Neighboring", "PoissonSubsample", "PureDP",
            "RandomizedResponse", "RouteUnavailableError", "SampleWithReplacement",
            "SampleWithoutReplacement", "Transformer", "__version__", "calibrators", "converters",
-           "dpsgd", "dpsgd_schedule", "losses", "phi", "pld", "routes", "subsampling", "zoo"]
+           "dpsgd", "dpsgd_schedule", "limits", "losses", "phi", "pld", "routes", "set_limits",
+           "subsampling", "zoo"]

@@ -6,6 +6,10 @@
   mechanism that cannot give it.
 * :class:`InfeasibleBudgetError`: no parameter value in a calibrator's search
   range meets the budget; it says what is achievable.
+* :class:`BudgetWarning`: a query stopped at its memory or time budget
+  (:mod:`autoacct.limits`); its bounds remain valid.
+* :class:`BudgetExceeded`: raised inside an accountant before a step that the
+  budget cannot afford; the accountants catch it (it never reaches a query's caller).
 """
 
 from __future__ import annotations
@@ -37,3 +41,21 @@ class InfeasibleBudgetError(ValueError):
         super().__init__(message)
         self.achievable = achievable
         self.at = at
+
+
+class BudgetWarning(AccuracyWarning):
+    """A query stopped refining at its memory or time budget (:mod:`autoacct.limits`); its
+    bounds remain valid. The message names the budget and what to change."""
+
+
+class BudgetExceeded(RuntimeError):
+    """A step of a query would exceed its memory or time budget (:mod:`autoacct.limits`).
+
+    Raised before the step allocates anything; the accountants catch it and answer with
+    the certified bounds they have (and a :class:`BudgetWarning`). ``kind`` is "memory"
+    or "time".
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind

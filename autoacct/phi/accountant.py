@@ -22,8 +22,9 @@ from numpy.typing import ArrayLike
 from scipy import optimize
 
 from autoacct.converters.profile import tradeoff_from_profile
+from autoacct.errors import BudgetExceeded
 from autoacct.losses import PrivacyLoss
-from autoacct.phi.inversion import Direction
+from autoacct.phi.inversion import Direction, warn_budget
 
 #: Default relative accuracy (on the epsilon scale), as for the PLD accountant.
 DEFAULT_TOL = 1e-3
@@ -97,10 +98,15 @@ class PhiAccountant:
         best = cap
         for _ in range(2):
             spectra = []
-            for d in self._directions:
-                budget = d.budget(guess, tol)
-                alpha = float(d.alphas(budget, np.array([guess]))[0])
-                spectra.append((d, d.spectrum(alpha, 0.0, cap, budget, tol)))
+            try:
+                for d in self._directions:
+                    budget = d.budget(guess, tol)
+                    alpha = float(d.alphas(budget, np.array([guess]))[0])
+                    spectra.append((d, d.spectrum(alpha, 0.0, cap, budget, tol)))
+            except BudgetExceeded as exc:
+                # The best eps so far (at first the Chernoff cap) is a valid answer.
+                warn_budget(exc)
+                break
 
             found = self._solve(functools.partial(_max_delta, spectra), delta, cap)
             best = min(best, found)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from autoacct.errors import PhiAccuracyWarning
+from autoacct.errors import BudgetExceeded, BudgetWarning, PhiAccuracyWarning
 from autoacct.losses import PrivacyLoss
 from autoacct.phi.enumeration import Enumerated, composed_masses, enumerate_atoms
 from autoacct.phi.laws import UNIT_ROUNDOFF, AtomsLaw, GaussLaw, Law, TooFine, closed_form_law, lattice_law
@@ -386,8 +386,13 @@ class Direction:
             found = np.ones(sub.size)
             for a in np.unique(alphas):
                 sel = alphas == a
-                sp = self.spectrum(float(a), float(sub[sel].min()), float(sub[sel].max()), budget,
-                                   tol)
+                try:
+                    sp = self.spectrum(float(a), float(sub[sel].min()), float(sub[sel].max()), budget,
+                                       tol)
+                except BudgetExceeded as exc:
+                    # The Chernoff bound (already in ``chern``) stays the answer there.
+                    warn_budget(exc)
+                    continue
                 found[sel] = self.delta_upper(sp, sub[sel])
             out[open_] = np.minimum(found, chern[open_])
         return out.reshape(eps.shape)
@@ -412,6 +417,13 @@ class Direction:
         vals = vals[np.isfinite(vals)]
         return float(max(vals.min(), 0.0)) if vals.size else np.inf
 
+
+
+def warn_budget(exc: BudgetExceeded) -> None:
+    """Say that a spectrum was over the resource budget, and that the Chernoff bound stands."""
+    warnings.warn(f"the phi accountant skipped a spectrum: {exc}; the Chernoff bound stands in for "
+                  "it (valid, but looser; a larger budget, autoacct.limits(memory=...), a larger tol "
+                  "or a larger delta would help)", BudgetWarning, stacklevel=4)
 
 
 def warn_accuracy(msg: str) -> None:

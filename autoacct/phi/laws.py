@@ -31,11 +31,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
+from autoacct.limits import afford
 from autoacct.losses import LaplaceLoss, PrivacyLoss
 from autoacct.pld.discretize import discretize_upper
 
 #: Largest number of lattice points of one discretised law.
 M_MAX = 1 << 18
+#: Bytes per point of a lattice spectrum in :meth:`AtomsLaw.log_m_grid` (the padded
+#: weights, their inverse FFT and its work array: 8 + 16 + 16, rounded up).
+_SPECTRUM_BYTES = 48.0
 #: Discrete laws with at most this many atoms keep their exact closed form.
 _EXACT_ATOMS = 256
 UNIT_ROUNDOFF = np.finfo(float).eps
@@ -204,6 +208,7 @@ class AtomsLaw(Law):
             # A period longer than the direct sum's work is summed directly below instead (a
             # lattice of 1e-24 gives a period no array can hold).
             if 1 <= big_n <= max(_MAX_PERIOD, n) and abs(period - big_n) <= 1e-9 * period:
+                afford(_SPECTRUM_BYTES * big_n, 0.0, f"a lattice spectrum of {big_n} points")
                 # sum_j v_j e^{i k D (start + j) h} = e^{i k D start h} sum_j v_j e^{2 pi i k j / N}
                 j = np.arange(v.size)
                 if v.size > big_n:

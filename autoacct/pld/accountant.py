@@ -24,14 +24,23 @@ from typing import Any
 
 import numpy as np
 
-from autoacct.errors import AccuracyWarning
+from autoacct.errors import AccuracyWarning, BudgetExceeded, BudgetWarning
+from autoacct.limits import afford, query_clock
 from autoacct.losses import GaussianLoss, PrivacyLoss
 from autoacct.pld import levels
 from autoacct.pld.components import Component
-from autoacct.pld.compose import N_MAX, compose
+from autoacct.pld.compose import compose, max_window
 from autoacct.pld.cumulants import Components, choose_tilt, window_points
 from autoacct.pld.discretize import DiscretePLD, discretize, discretize_lazy, discretize_upper
-from autoacct.pld.grid import choose_spacing, index_range
+from autoacct.pld.grid import (
+    CELL_BYTES,
+    CELL_SECONDS,
+    UPPER_CELL_BYTES,
+    UPPER_CELL_SECONDS,
+    choose_spacing,
+    index_range,
+    max_cells,
+)
 from autoacct.pld.profiles import ChernoffProfile, DiscreteProfile, chernoff_profiles
 from autoacct.pld.query import PldQuery
 
@@ -117,6 +126,7 @@ class FFTAccountant:
             comps = []
             for loss, k in parts:
                 j_lo, j_hi = index_range(loss, h, eta)
+                _afford_cells(j_hi - j_lo, lower is not LowerPld.LAZY)
                 if lower is LowerPld.KEPT and len(parts) == 1:
                     comps.append(Component(*discretize_lazy(loss, h, j_lo, j_hi), k))
                 elif lower is LowerPld.LAZY:
@@ -131,6 +141,7 @@ class FFTAccountant:
         """The upper discrete PLD of direction d's one law on the lattice hZ."""
         (loss, _), = self._directions[d]
         j_lo, j_hi = index_range(loss, h, self._eta(log_eta))
+        _afford_cells(j_hi - j_lo, False)
         return discretize_upper(loss, h, j_lo, j_hi)
 
     def _eta(self, log_eta: float) -> float:
@@ -259,8 +270,8 @@ class FFTAccountant:
         The lower value bounds the composed dominating pairs; it is a certified lower
         bound on the mechanism only when the accountant is ``tight``.
         """
-        upper = max(min(float(u.epsilon(delta)) for u, _ in made) for made in self._made)
-        lower = max(max(float(lo.epsilon(delta)) for _, lo in made) for made in self._made)
+        upper = max(min((float(u.epsilon(delta)) for u, _ in made), default=math.inf) for made in self._made)
+        lower = max(max((float(lo.epsilon(delta)) for _, lo in made), default=0.0) for made in self._made)
         return lower, upper
 
     def best_delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -269,9 +280,11 @@ class FFTAccountant:
         return self._certified_lowers(lower), upper
 
     def _best_delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Best certified (lower, upper) delta(eps) over every profile made so far."""
-        upper = np.max([np.min([u.delta(eps) for u, _ in made], axis=0) for made in self._made], axis=0)
-        lower = np.max([np.max([lo.delta(eps) for _, lo in made], axis=0) for made in self._made], axis=0)
+        """Best certified (lower, upper) delta(eps) over every profile made so far; a direction
+        with none made counts as [0, 1] (what any delta satisfies)."""
+        none = [np.ones(eps.shape)], [np.zeros(eps.shape)]
+        upper = np.max([np.min([u.delta(eps) for u, _ in made] or none[0], axis=0) for made in self._made], axis=0)
+        lower = np.max([np.max([lo.delta(eps) for _, lo in made] or none[1], axis=0) for made in self._made], axis=0)
         return lower, upper
 
     def spacing(self, eps_scale: float, tol: float, directions: Sequence[int] | None = None) -> float:
@@ -283,9 +296,10 @@ class FFTAccountant:
         """
         chosen = range(len(self._directions)) if directions is None else directions
         h = min(choose_spacing(self._directions[d], eps_scale, tol) for d in chosen)
-        # No single law may need more grid points than the FFT may have: memory stays bounded
-        # (the bounds stay valid; the accuracy check then reports what could not be reached).
-        return max(h, self._widest / (N_MAX // 2))
+        # No single law may need more grid points than half the FFT may have, nor more than
+        # the memory budget affords (see :func:`max_cells`): memory stays bounded (the bounds
+        # stay valid; the accuracy check then reports what could not be reached).
+        return max(h, self._widest / min(max_window() // 2, max_cells()))
 
     @cached_property
     def _widest(self) -> float:
@@ -326,7 +340,25 @@ class FFTAccountant:
         others = [float(lo.epsilon(delta)) for e, made in enumerate(self._made) if e != d for _, lo in made]
         return up < max(others, default=-math.inf)
 
+    def held_bytes(self) -> float:
+        """Bytes of the arrays this accountant keeps (its discretised laws and composed
+        profiles): every later step's memory estimate adds them (:func:`afford`)."""
+        return float(sum(_nbytes(v) for v in self._memo.values()))
+
     def epsilon(self, delta: float, eps_scale: float, tol: float = DEFAULT_TOL) -> tuple[float, float]:
+        """Certified (lower, upper) bounds on eps(delta), within ``tol`` unless the resource
+        budget (:mod:`autoacct.limits`) stops the refinement first: then the best bounds
+        made so far, with a :class:`BudgetWarning` (every profile made is certified, so
+        they remain valid; with none, [0, inf])."""
+        with query_clock(self.held_bytes):
+            try:
+                return self._epsilon(delta, eps_scale, tol)
+            except BudgetExceeded as exc:
+                lower, upper = self._best_epsilon(delta)
+                _warn_budget(exc, f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}]", tol)
+                return self._certified_lower(lower), upper
+
+    def _epsilon(self, delta: float, eps_scale: float, tol: float) -> tuple[float, float]:
         """Certified (lower, upper) bounds on eps(delta), refined until within ``tol``.
 
         With two directions, the one likely to be larger (by a normal approximation)
@@ -347,7 +379,9 @@ class FFTAccountant:
             return [self.profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, query, [d])[0]
                     for d in directions]
 
-        for _ in range(_MAX_REFINE + 1):
+        for i in range(_MAX_REFINE + 1):
+            if i:
+                afford(0.0, 0.0, "another refinement pass")
             on_fine_grid = [order[0]]
             fine_profiles(query, on_fine_grid)
             for d in order[1:]:
@@ -377,16 +411,30 @@ class FFTAccountant:
 
     def delta(self, eps: np.ndarray, eps_scale: float, tol: float = DEFAULT_TOL,
               log_eta: float = math.log(1e-18)) -> tuple[np.ndarray, np.ndarray]:
+        """Certified (lower, upper) bounds on delta(eps) for an array of eps, within ``tol``
+        unless the resource budget stops the refinement first (as for :meth:`epsilon`; with
+        no profile made, [0, 1])."""
+        with query_clock(self.held_bytes):
+            try:
+                return self._delta(np.asarray(eps, dtype=float), eps_scale, tol, log_eta)
+            except BudgetExceeded as exc:
+                lower, upper = self._best_delta(np.asarray(eps, dtype=float))
+                _warn_budget(exc, "delta bounds", tol)
+                return self._certified_lowers(lower), upper
+
+    def _delta(self, eps: np.ndarray, eps_scale: float, tol: float, log_eta: float
+               ) -> tuple[np.ndarray, np.ndarray]:
         """Certified (lower, upper) bounds on delta(eps) for an array of eps.
 
         Accuracy target: the upper bound at eps does not exceed the lower bound
         at eps (1 - tol), i.e. the answer is tol-accurate on the eps scale.
         """
-        eps = np.asarray(eps, dtype=float)
         scale = max(eps_scale, float(np.max(eps, initial=0.0)))
         grid_tol = tol
         target = float(eps.ravel()[0]) if eps.size == 1 else None
-        for _ in range(_MAX_REFINE + 1):
+        for i in range(_MAX_REFINE + 1):
+            if i:
+                afford(0.0, 0.0, "another refinement pass")
             h = self.spacing(scale, grid_tol)
             profs = self.profiles(h, log_eta, PldQuery(target))
             lower, upper = self._best_delta(eps)
@@ -417,15 +465,46 @@ class FFTAccountant:
         return lower if self.tight else np.zeros_like(lower)
 
     def tradeoff(self, alpha: np.ndarray, eps_scale: float, tol: float = DEFAULT_TOL) -> np.ndarray:
-        """Lower bound on the tradeoff function: the smaller of the directions' curves."""
-        h = self.spacing(eps_scale, tol)
-        profs = self.profiles(h, math.log(1e-18))
-        return np.min([u.tradeoff(alpha) for u, _ in profs], axis=0)
+        """Lower bound on the tradeoff function: the smaller of the directions' curves. Past the
+        resource budget, a direction's best curve from the profiles made so far (0, a lower
+        bound of any tradeoff curve, if none), with a :class:`BudgetWarning`."""
+        with query_clock(self.held_bytes):
+            try:
+                profs = self.profiles(self.spacing(eps_scale, tol), math.log(1e-18))
+                return np.min([u.tradeoff(alpha) for u, _ in profs], axis=0)
+            except BudgetExceeded as exc:
+                _warn_budget(exc, "the tradeoff curve", tol)
+                zero = [np.zeros(np.shape(alpha))]
+                return np.min([np.max([u.tradeoff(alpha) for u, _ in made if isinstance(u, DiscreteProfile)]
+                                      or zero, axis=0) for made in self._made], axis=0)
 
 
 def _lower_of(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
     """The lower discrete PLD of :func:`discretize` (which makes the upper one again)."""
+    _afford_cells(j_hi - j_lo, True)
     return discretize(loss, h, j_lo, j_hi)[1]
+
+
+def _afford_cells(cells: int, full: bool) -> None:
+    """Check that discretising a law on ``cells`` cells fits the budget (see :func:`afford`):
+    its upper and lower PLDs when ``full``, else its upper one."""
+    per_byte, per_second = (CELL_BYTES, CELL_SECONDS) if full else (UPPER_CELL_BYTES, UPPER_CELL_SECONDS)
+    afford(cells * per_byte, cells * per_second, f"discretising a law on {cells} cells")
+
+
+def _nbytes(value: object) -> int:
+    """Bytes of the arrays a memo entry keeps (discrete PLDs, composed profiles, components;
+    a lower PLD not yet made counts nothing)."""
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    if isinstance(value, Component):
+        lower = value.__dict__.get("lower")
+        return _nbytes(value.upper) + (_nbytes(lower) if lower is not None else 0)
+    if isinstance(value, DiscretePLD):
+        return int(value.masses.nbytes)
+    if isinstance(value, DiscreteProfile):
+        return int(value.tilted.nbytes)
+    return 0
 
 
 def _lower_short(c: Component, query: PldQuery) -> bool:
@@ -457,6 +536,14 @@ def _shrink(gap: float, target: float) -> float:
     The gap scales like h^2, i.e. like the grid tolerance.
     """
     return min(max(0.5 * target / gap, 0.01), 0.5)
+
+
+def _warn_budget(exc: BudgetExceeded, what: str, tol: float) -> None:
+    """Say that the budget stopped a query, why, and what to change."""
+    warnings.warn(f"{what} may be wider than tol={tol:g}: {exc}. A larger {exc.kind} budget "
+                  "(autoacct.limits(memory=..., seconds=...)), a larger tol or a larger delta would "
+                  "tighten them; the bounds are valid but looser than requested", BudgetWarning,
+                  stacklevel=4)
 
 
 def _warn(msg: str) -> None:

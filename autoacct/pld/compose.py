@@ -46,6 +46,7 @@ import numpy as np
 from scipy import fft as sfft
 
 from autoacct.errors import AccuracyWarning
+from autoacct.limits import afford, max_points
 from autoacct.pld.components import Component
 from autoacct.pld.cumulants import (
     Components,
@@ -63,7 +64,19 @@ from autoacct.pld.profiles import DiscreteProfile
 #: Largest FFT length the composer uses (2^22 points: with both bound rows, their
 #: spectra and the error bookkeeping, well under 1 GB of memory).
 N_MAX = 1 << 22
+#: Working bytes and seconds per window point of composing one bound row of one component
+#: (measured with tracemalloc at 2^18 to 2^20 points: 61 to 68 bytes and 0.4 to 0.46
+#: microseconds for both rows on a loaded 2-core machine; rounded up). They size the window
+#: to the memory budget and predict a step's time (see :mod:`autoacct.limits`).
+POINT_BYTES = 40.0
+POINT_SECONDS = 4e-7
 _U = np.finfo(float).eps
+
+
+def max_window() -> int:
+    """Most points of an FFT window: N_MAX, or fewer when the memory budget affords fewer
+    (see :func:`autoacct.limits.max_points`)."""
+    return max_points(2 * POINT_BYTES, N_MAX)
 
 
 @dataclass(frozen=True)
@@ -155,12 +168,19 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
     if j_hi - j_lo + 1 > max_points:
         return None
     n = sfft.next_fast_len(max(j_hi - j_lo + 1, 2), real=True)
-    if n > N_MAX:
-        warnings.warn(f"the PLD grid needs {n} points; capped at {N_MAX}, so the bounds "
+    cap = max_window()
+    if n > cap:
+        why = "" if cap == N_MAX else " by the memory budget (autoacct.limits(memory=...) raises it)"
+        warnings.warn(f"the PLD grid needs {n} points; capped at {cap}{why}, so the bounds "
                       "are valid but looser than requested", AccuracyWarning, stacklevel=4)
-        n = N_MAX
+        n = cap
     rho = 4.0 * _U * (math.log2(n) + 2.0)
     rows = 2 if lower else 1
+    # Each row's work grows with its components (at most _GROUP_POINTS points at once
+    # beyond the first); its result and the other row's stay.
+    group = min(len(comps), max(1, _GROUP_POINTS // n))
+    afford(n * POINT_BYTES * (1 + group) + 8.0 * rows * n, n * POINT_SECONDS * rows * len(comps),
+           f"an FFT composition on {n} points")
     log_k = np.zeros(rows)
     dens = np.empty((rows, n))
     err = np.empty(rows)

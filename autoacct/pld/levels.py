@@ -52,7 +52,7 @@ import numpy as np
 
 from autoacct.losses import PrivacyLoss
 from autoacct.pld.components import Component
-from autoacct.pld.compose import N_MAX, Convolution, convolve
+from autoacct.pld.compose import Convolution, convolve, max_window
 from autoacct.pld.cumulants import Components, window
 from autoacct.pld.discretize import DiscretePLD, log_mgfs, lower_from_cell_masses
 
@@ -188,7 +188,7 @@ def plan(k: int, h: float, widths: np.ndarray, max_leak: float = math.inf,
         cost = sum((1 + remainder[j]) * _cost(n) for j, n in enumerate(n_levels)) + _cost(n_top)
         leak = sum(k / block.astype(float) ** (j + 1) * n * _FFT_ERROR for j, n in enumerate(n_levels))
         longest = np.max([n_top, *n_levels], axis=0)
-        cost = np.where((leak <= max_leak) & (longest <= N_MAX), cost, np.inf)
+        cost = np.where((leak <= max_leak) & (longest <= max_window()), cost, np.inf)
         i = int(np.argmin(cost))
         if cost[i] < best_cost:
             best = Plan(int(ratio[i]), h_0, tuple(int(d[i]) for d in digits),
