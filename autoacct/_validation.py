@@ -24,16 +24,18 @@ def real(name: str, value: Any, *, low: float = -math.inf, high: float = math.in
     """
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    huge = False
     try:
         x = float(value)
     except OverflowError:
         # An integer beyond every float (10**400): as large as infinity for every range here.
-        x = math.inf if value > 0 else -math.inf
+        huge = True
+        x = math.inf if int(value) > 0 else -math.inf
     if math.isnan(x):
         raise ValueError(f"{name} must be a number, got NaN")
     if math.isinf(x) and not allow_inf:
-        raise ValueError(f"{name} must be finite, got {value!r}" if abs(value) < 10**30
-                         else f"{name} must be finite, got an integer beyond floating point ({x})")
+        raise ValueError(f"{name} must be finite, got an integer beyond floating point ({x})" if huge
+                         else f"{name} must be finite, got {value!r}")
     too_low = x <= low if low_open else x < low
     too_high = x >= high if high_open else x > high
     if too_low or too_high:
