@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sized
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -30,7 +30,7 @@ def real(name: str, value: Any, *, low: float = -math.inf, high: float = math.in
     except OverflowError:
         # An integer beyond every float (10**400): as large as infinity for every range here.
         huge = True
-        x = math.inf if int(value) > 0 else -math.inf
+        x = math.inf if cast(Any, value) > 0 else -math.inf
     if math.isnan(x):
         raise ValueError(f"{name} must be a number, got NaN")
     if math.isinf(x) and not allow_inf:
