@@ -57,6 +57,7 @@ EXACT_TRADEOFF_MARGIN = 1e-15
 
 Bounds = tuple[float, float]
 ArrayBounds = tuple[np.ndarray, np.ndarray]
+_UNIT = float(np.finfo(float).eps)
 
 
 def outward(val: Any, *, upper: bool, cap: float = math.inf, exact: Any = False) -> Any:
@@ -367,10 +368,16 @@ class DpRoute(Route):
         lower = _lower_end(m, delta)
         if delta < delta0:
             return lower, math.inf
-        # Solve delta0 + (1 - delta0)(1 - e^{x - eps0}) / (1 + e^{-eps0}) = delta for x.
-        c = (delta - delta0) * (1.0 + math.exp(-eps0)) / (1.0 - delta0)
-        x = eps0 + math.log1p(-c) if c < 1.0 else 0.0
-        x = x + self.REL * (abs(x) + eps0)
+        # Solve delta0 + (1 - delta0)(1 - e^{x - eps0}) / (1 + e^{-eps0}) = delta for x:
+        # e^{x - eps0} = ((1 - delta) - (delta - delta0) e^{-eps0}) / (1 - delta0). Written so,
+        # the numerator's two terms carry their own relative rounding only (1 - c, with c
+        # near 1, lost 5e-11 of it at delta = 0.999999), which the margin below bounds.
+        tail = (delta - delta0) * math.exp(-eps0)
+        num = (1.0 - delta) - tail
+        if num <= 0.0:
+            return lower, 0.0
+        x = eps0 + math.log(num / (1.0 - delta0))
+        x = x + 8.0 * _UNIT * ((1.0 - delta) + tail) / num + self.REL * (abs(x) + eps0)
         return lower, min(eps0, max(x, 0.0))
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:

@@ -521,3 +521,39 @@ def test_pld_route_on_laplace_with_wide_pure_dp():
 def test_composition_counts_beyond_float_precision_are_rejected(count):
     with pytest.raises(ValueError, match=r"counts\[0\]"):
         Composition()([Gaussian(1.0)], [count])
+
+
+def _leaky_rr_delta(eps0: float, d0: float, eps: float) -> mpmath.mpf:
+    """The (eps0, d0)-DP class's profile (Kairouz, Oh and Viswanath 2015) in 50 digits."""
+    mpmath.mp.dps = 50
+    e0, dd, e = mpmath.mpf(eps0), mpmath.mpf(d0), mpmath.mpf(eps)
+    return dd + (1 - dd) * max(1 - mpmath.e ** (e - e0), 0) / (1 + mpmath.e ** (-e0))
+
+
+def _rr_delta(p: float, eps: float) -> mpmath.mpf:
+    mpmath.mp.dps = 50
+    pp = mpmath.mpf(p)
+    return max(pp - mpmath.e ** mpmath.mpf(eps) * (1 - pp), 0)
+
+
+@pytest.mark.parametrize(("eps0", "d0", "eps"), [(20.0, 1e-300, 10.537595921254406), (20.0, 0.5, 6.8766055),
+                                                (1.0, 1e-6, 0.3)])
+def test_approx_dp_delta_brackets_the_class_profile(eps0, d0, eps):
+    # At eps0 = 20, 1 - expit(20) cancelled to 5e-8 relative: the upper end was 2.6e-12 low.
+    lo, up = ApproxDP(eps0, d0).delta_bounds(eps)
+    truth = _leaky_rr_delta(eps0, d0, eps)
+    assert lo <= truth <= up
+
+
+@pytest.mark.parametrize("delta", [0.999999, 0.6, 0.5000001])
+def test_approx_dp_epsilon_is_where_the_class_profile_is_below_delta(delta):
+    # 1 - c with c near 1 lost 5e-11 of eps: delta at the returned eps was 1.3e-17 above delta.
+    assert _leaky_rr_delta(20.0, 0.5, ApproxDP(20.0, 0.5).epsilon(delta)) <= delta
+
+
+@pytest.mark.parametrize(("p", "eps"), [(0.7310585786300049, 0.99999), (0.5000318183289373, 0.0001272720431876037)])
+def test_randomized_response_near_its_log_odds_brackets_the_exact_delta(p, eps):
+    # eps0 - eps = 1e-5: the rounding of the computed log-odds is 7.5e-12 of the closed form.
+    lo, up = RandomizedResponse(p).delta_bounds(eps)
+    truth = _rr_delta(p, eps)
+    assert lo <= truth <= up
