@@ -101,8 +101,9 @@ class DiscreteProfile:
         with np.errstate(over="ignore"):
             return np.exp(np.minimum(self.log_c1 - self.lam * eps, 700.0))
 
-    def _rounding(self, i: np.ndarray, la: np.ndarray, lb_eps: np.ndarray) -> np.ndarray:
-        """A bound on the floating-point error of A_i - e^eps B_i (lb_eps = eps + log B_i).
+    def _rounding(self, i: np.ndarray, la: np.ndarray, lb_eps: np.ndarray, mass: np.ndarray) -> np.ndarray:
+        """A bound on the floating-point error of A_i - e^eps B_i (lb_eps = eps + log B_i,
+        mass = A_i + e^eps B_i as computed).
 
         The suffix sums are built by a recursion of one multiplication and one addition
         per term over N - i positive terms, so each is off by at most 3 (N - i) unit
@@ -115,18 +116,20 @@ class DiscreteProfile:
         # Empty sums (log -inf) are exact zeros: their logarithms' sizes do not count.
         size = np.where(np.isfinite(la), np.abs(la), 0.0) + np.where(np.isfinite(lb_eps), np.abs(lb_eps), 0.0)
         rel = (3.0 * n_terms + 8.0 + 4.0 * size) * _EPS
-        with np.errstate(over="ignore", invalid="ignore"):
-            mass = np.exp(np.minimum(la, 700.0)) + np.exp(np.minimum(lb_eps, 700.0))
+        with np.errstate(invalid="ignore"):
             return np.where(np.isfinite(mass), rel * mass, 0.0)
 
     def _raw(self, i: np.ndarray, eps: np.ndarray, err_at: np.ndarray) -> np.ndarray:
         """delta at ``eps`` using suffix sums from index i and the error term evaluated at ``err_at``."""
         la, lb = self._log_suffix(i)
+        lb_eps = eps + lb
         with np.errstate(over="ignore", invalid="ignore"):
-            a = np.exp(la)
-            core = a - np.exp(np.minimum(eps + lb, 700.0))
+            a = np.exp(np.minimum(la, 700.0))
+            b = np.exp(np.minimum(lb_eps, 700.0))
+            core = a - b
+            mass = a + b
         core = np.maximum(np.where(np.isfinite(core), core, 0.0), 0.0)
-        margin = self._rounding(i, la, eps + lb)
+        margin = self._rounding(i, la, lb_eps, mass)
         if self.upper:
             val = core + margin + self.c0 + self._err(err_at)
         else:
@@ -244,7 +247,9 @@ class DiscreteProfile:
         a_i = math.exp(la)
         num = a_i + const - target
         # The rounding of A_i - e^eps B_i near the answer, where e^eps B_i is about A_i - target.
-        margin = float(self._rounding(np.array(i), np.array(la), np.array(max(la, lb + lo_x))))
+        lb_eps = max(la, lb + lo_x)
+        margin = float(self._rounding(np.array(i), np.array(la), np.array(lb_eps),
+                                      np.array(a_i + math.exp(min(lb_eps, 700.0)))))
         num += margin if self.upper else -margin
         if num <= 0 or not np.isfinite(lb):
             eps = lo_x
