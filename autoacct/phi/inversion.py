@@ -351,9 +351,10 @@ class Direction:
         e1 = float(np.sum(mag * 2.0 * UNIT_ROUNDOFF * t))
         n_chunks = max(1, -(-n // _CHUNK))
         err = e0 + np.abs(flat) * e1 + UNIT_ROUNDOFF * (8.0 + math.log2(max(n, 2)) + n_chunks) * absum
-        with np.errstate(over="ignore"):
+        # A scale beyond floats (e^700 times a large sum) bounds nothing: the answer is then 1.
+        with np.errstate(over="ignore", invalid="ignore"):
             scale = sp.dt / (2.0 * math.pi) * np.exp(np.minimum(sp.l0 - sp.alpha * flat, 700.0))
-        upper = sp.p_inf * (1.0 + 4.0 * UNIT_ROUNDOFF) + scale * (total + err + 2.0 * sp.tail)
+            upper = sp.p_inf * (1.0 + 4.0 * UNIT_ROUNDOFF) + scale * (total + err + 2.0 * sp.tail)
         upper = np.where(np.isfinite(upper), upper, 1.0)
         return np.clip(upper, 0.0, 1.0).reshape(eps.shape)
 
