@@ -17,8 +17,10 @@ lists them, and the ``auto`` policy (:func:`epsilon_bounds`,
 is a class here and an entry in :data:`ROUTES`.
 
 Answers are cached on the mechanism (``Mechanism.cached``) under keys that
-hold every argument of the query, so the same query gets the same answer,
-whatever was asked in between.
+hold every argument of the query and the resource budget in force
+(:mod:`autoacct.limits`: an answer cut short by a small budget is asked again
+under a larger one), so the same query gets the same answer, whatever was asked
+in between.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_prof
 from autoacct.converters.rdp import rdp_to_delta, rdp_to_epsilon
 from autoacct.errors import AccuracyWarning, RouteUnavailableError
 from autoacct.exactness import ExactFloat
+from autoacct.limits import current as current_limits
 from autoacct.losses import PrivacyLoss, gaussian_delta_with_error
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
@@ -481,7 +484,7 @@ def _resolve(m: Mechanism, via: str) -> str:
 
 
 def _epsilon_by(m: Mechanism, route: str, delta: float, tol: float) -> Bounds:
-    return m.cached(("eps", route, delta, tol), lambda: ROUTES[route].epsilon(m, delta, tol))
+    return m.cached(("eps", route, delta, tol, current_limits()), lambda: ROUTES[route].epsilon(m, delta, tol))
 
 
 def epsilon_bounds(m: Mechanism, delta: float, via: str, tol: float) -> Bounds:
@@ -502,7 +505,7 @@ def epsilon_bounds(m: Mechanism, delta: float, via: str, tol: float) -> Bounds:
         # eps(delta) <= up says delta(up) <= delta; eps(delta) >= lo > 0 says delta(lo) >= delta.
         points.add(np.array([up, lo]), np.array([0.0, delta if lo > 0 else 0.0]), np.array([delta, 1.0]))
         return lo, up
-    return m.cached(("eps", "auto", delta, tol), solve)
+    return m.cached(("eps", "auto", delta, tol, current_limits()), solve)
 
 
 def _auto_epsilon(m: Mechanism, delta: float, tol: float) -> Bounds:
@@ -544,7 +547,7 @@ def delta_bounds(m: Mechanism, eps: np.ndarray, via: str, tol: float) -> ArrayBo
         lo, up = points.delta(eps, *_auto_delta(m, eps, tol))
         points.add(eps, lo, up)
         return lo, up
-    lo, up = m.cached(("delta", "auto", eps.shape, eps.tobytes(), tol), solve)
+    lo, up = m.cached(("delta", "auto", eps.shape, eps.tobytes(), tol, current_limits()), solve)
     return lo.copy(), up.copy()
 
 
@@ -554,7 +557,8 @@ def _auto_delta(m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         lo, up = EXACT.delta(m, eps, tol)
         return np.asarray(lo, dtype=float), np.asarray(up, dtype=float)
     if "pld" in m.routes:
-        lo, up = m.cached(("delta", eps.shape, eps.tobytes(), tol), lambda: _pld_delta_with_rdp(m, eps, tol))
+        key = ("delta", eps.shape, eps.tobytes(), tol, current_limits())
+        lo, up = m.cached(key, lambda: _pld_delta_with_rdp(m, eps, tol))
     elif "rdp" in m.routes:
         lo, up = RDP.delta(m, eps, tol)
     else:

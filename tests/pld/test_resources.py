@@ -189,3 +189,19 @@ def test_phi_route_answers_by_chernoff_when_its_spectrum_is_over_budget() -> Non
         d = m.delta(1.0, via="phi")
     assert ref[1] <= eps < math.inf
     assert m.delta(1.0) <= d <= 1.0
+
+
+def test_an_answer_cut_short_by_the_budget_is_asked_again_under_a_larger_one():
+    # The cache key holds the budget: raising it after a BudgetWarning must not return the
+    # loose answer cached under the small one.
+    import warnings
+
+    from autoacct import limits
+    from autoacct.zoo import Composition, Gaussian, PoissonSubsample
+    m = Composition()([PoissonSubsample(0.01)(Gaussian(1.0))], [1000])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with limits(memory=1e5):
+            lo_small, up_small = m.epsilon_bounds(1e-5)
+    lo, up = m.epsilon_bounds(1e-5)
+    assert up - lo <= 1e-3 * up < up_small - lo_small
