@@ -69,13 +69,16 @@ def outward(val: Any, *, upper: bool, cap: float = math.inf, exact: Any = False)
     The one rounding rule of the public API: an upper bound is moved to the next
     float above, a lower bound to the next float below, so that the last
     rounding of any computation cannot put a bound on the wrong side of the
-    truth. Zero, ``cap`` and infinity are kept (a certified 0 or a cap is exact).
+    truth. Zero and infinity are kept, and so is ``cap`` as an upper bound (a certified
+    0 or a cap is exact); a lower bound at the cap is moved below it.
     A float for a scalar, else an array; never negative, never -0.0. An
     :class:`~autoacct.exactness.ExactFloat` (no rounding touched it) is kept, as is
     every entry where ``exact`` is true.
     """
     x = np.asarray(val, dtype=float)
-    inner = (x > 0.0) & (x < cap) & ~np.asarray(exact | isinstance(val, ExactFloat), dtype=bool)
+    # A lower bound at the cap is moved down too: 1.0 from a sum of masses can be 1 - 1e-38.
+    below_cap = (x < cap) if upper else (x <= cap) & np.isfinite(x)
+    inner = (x > 0.0) & below_cap & ~np.asarray(exact | isinstance(val, ExactFloat), dtype=bool)
     moved = np.nextafter(x, np.inf if upper else -np.inf)
     out = np.clip(np.where(inner, moved, x), 0.0, cap) + 0.0
     return float(out) if out.ndim == 0 else out

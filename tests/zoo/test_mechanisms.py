@@ -557,3 +557,19 @@ def test_randomized_response_near_its_log_odds_brackets_the_exact_delta(p, eps):
     lo, up = RandomizedResponse(p).delta_bounds(eps)
     truth = _rr_delta(p, eps)
     assert lo <= truth <= up
+
+
+def test_laplace_at_its_rounded_pure_epsilon_keeps_the_leftover_delta():
+    # fl(1/b) is below 1/b for b = 5.62...: the true delta there is 1.85e-18, not 0.
+    b = 5.623413251903491
+    x = 1.0 / b
+    mpmath.mp.dps = 50
+    truth = 1 - mpmath.e ** ((mpmath.mpf(x) - 1 / mpmath.mpf(b)) / 2)
+    lo, up = Laplace(b).delta_bounds(x)
+    assert truth > 0 and lo <= truth <= up
+
+
+def test_a_lower_bound_at_one_is_rounded_below_one():
+    # 32 runs of ApproxDP(10, 0.5): delta(160) = 1 - 0.5^32 e^{-10 * 32}..., below 1 by 4e-38.
+    lo, up = Composition()([ApproxDP(10.0, 0.5)], [32]).delta_bounds(160.0)
+    assert lo < 1.0 <= up
