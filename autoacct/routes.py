@@ -451,8 +451,8 @@ class CertifiedPoints:
         """(lo, up) on delta at ``eps`` tightened by the recorded points."""
         if self._up_e:
             e, d = np.array(self._up_e), np.array(self._up_d)
-            # A recorded delta is the user's own number, exact: one ulp below it here is
-            # moved back onto it by the API's outward rounding (:func:`outward`).
+            # A recorded delta is the user's own number or a value as the API returned it,
+            # so exact: one ulp below it here is moved back onto it by :func:`outward`.
             known = np.nextafter(np.min(np.where(e <= eps[..., None], d, np.inf), axis=-1), 0.0)
             up = np.minimum(up, known)
         if self._lo_e:
@@ -506,7 +506,10 @@ def epsilon_bounds(m: Mechanism, delta: float, via: str, tol: float) -> Bounds:
         points = _points(m)
         lo, up = points.epsilon(delta, *_auto_epsilon(m, delta, tol))
         # eps(delta) <= up says delta(up) <= delta; eps(delta) >= lo > 0 says delta(lo) >= delta.
-        points.add(np.array([up, lo]), np.array([0.0, delta if lo > 0 else 0.0]), np.array([delta, 1.0]))
+        # The points hold the values as the API returns them (rounded outward), which a
+        # lookup may then treat as exact numbers.
+        e_up, e_lo = outward(up, upper=True), outward(lo, upper=False)
+        points.add(np.array([e_up, e_lo]), np.array([0.0, delta if e_lo > 0 else 0.0]), np.array([delta, 1.0]))
         return lo, up
     return m.cached(("eps", "auto", delta, tol, current_limits()), solve)
 
@@ -548,7 +551,7 @@ def delta_bounds(m: Mechanism, eps: np.ndarray, via: str, tol: float) -> ArrayBo
     def solve() -> ArrayBounds:
         points = _points(m)
         lo, up = points.delta(eps, *_auto_delta(m, eps, tol))
-        points.add(eps, lo, up)
+        points.add(eps, public_delta(lo, upper=False), public_delta(up))  # as returned, see above
         return lo, up
     lo, up = m.cached(("delta", "auto", eps.shape, eps.tobytes(), tol, current_limits()), solve)
     return lo.copy(), up.copy()
