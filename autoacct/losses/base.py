@@ -470,7 +470,7 @@ class RandomizedResponseLoss(DiscreteLoss):
         """A relative PROFILE_REL of the closed form, plus its change over the few roundoffs
         by which eps0 (a computed log-odds) and |eps| - eps0 are off: near eps0 the factor
         1 - e^{|eps| - eps0} is that small difference, whose absolute rounding is a few ulps
-        of eps0 (7.5e-12 relative at eps0 - eps = 1e-5). The derivative of the profile in
+        of eps0 (a relative ulp(eps0) / (eps0 - |eps|) of the value). The derivative of the profile in
         eps0 is at most p (e^{|eps| - eps0} + 1) there; beyond eps0 + d it is 0. eps0 = 0 is
         exact (only p = 1/2 has log-odds 0), and so is the profile then."""
         eps = np.asarray(eps, dtype=float)
@@ -511,7 +511,7 @@ def leaky_rr_loss(eps: float, delta: float) -> DiscreteLoss:
     P_V the mirror image. The outcome "I am U" has loss +inf, "I am V" loss -inf.
     """
     # expit(-eps), not 1 - expit(eps): the small mass keeps its relative precision (1 - p
-    # cancelled to 5e-8 relative at eps = 20, which moved the profile by 3e-12).
+    # keeps only an absolute ulp of 1, a relative 5e-8 of e^-20).
     p, r = special.expit(eps), special.expit(-eps)
     return DiscreteLoss(np.array([-eps, eps]), (1 - delta) * np.array([r, p]),
                         (1 - delta) * np.array([p, r]), p_inf=delta, q_ninf=delta,
@@ -581,7 +581,7 @@ class LaplaceLoss(ContinuousLoss):
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
         """A relative PROFILE_REL of the closed form, plus its change over the few roundoffs
         by which 1/b (a computed quotient) and |eps| - 1/b are off: at eps = fl(1/b) below
-        1/b the true profile is positive (1.85e-18 for b = 5.62) where the formula gives 0.
+        1/b the true profile is positive (about ulp(1/b) / 2) where the formula gives 0.
         Its derivative in 1/b is e^{(|eps| - 1/b)/2} / 2 <= 1/2 there; beyond 1/b + d, 0."""
         eps = np.asarray(eps, dtype=float)
         e = np.abs(eps)

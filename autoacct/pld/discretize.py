@@ -636,7 +636,7 @@ def _left_share(m_p: np.ndarray, m_q: np.ndarray, g_left: np.ndarray, h: float) 
     to a few roundoffs: sending P-mass right raises delta at every eps, so the PLD stays
     an upper one where the masses' own difference is below their rounding (a pair
     Poisson-subsampled at q = 1e-24 has m_p = m_q in floating point in the cell of its
-    loss 1e-20, and r = 1 sent the whole cell to 0, losing delta entirely). The cost is
+    loss 1e-20: r = 1 would send the whole cell to 0 and lose its delta). The cost is
     at most _RATIO_ULPS roundoffs of the P-mass above eps - h.
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
