@@ -376,8 +376,8 @@ class DpRoute(Route):
             return lower, math.inf
         # Solve delta0 + (1 - delta0)(1 - e^{x - eps0}) / (1 + e^{-eps0}) = delta for x:
         # e^{x - eps0} = ((1 - delta) - (delta - delta0) e^{-eps0}) / (1 - delta0). Written so,
-        # the numerator's two terms carry their own relative rounding only (1 - c, with c
-        # near 1, lost 5e-11 of it at delta = 0.999999), which the margin below bounds.
+        # the numerator's two terms carry their own relative rounding only (forming 1 - c with
+        # c near 1 would keep only an absolute ulp of it), which the margin below bounds.
         tail = (delta - delta0) * math.exp(-eps0)
         num = (1.0 - delta) - tail
         if num <= 0.0:
