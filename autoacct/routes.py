@@ -135,10 +135,18 @@ def rdp_of(m: Mechanism, alpha: np.ndarray) -> np.ndarray:
     ends = (a == 1.0) | np.isinf(a)
     if not np.any(ends):
         return _curve_at(curve, a)
-    val = _curve_at(curve, np.where(np.isinf(a), 2.0, a))
     at_one = a == 1.0
-    if np.any(at_one) and not np.all(np.isfinite(val[at_one])):
-        val = np.where(at_one & ~np.isfinite(val), _curve_at(curve, np.array(1.0 + KL_STEP)), val)
+    val = _curve_at(curve, np.where(ends, 2.0, a))
+    if np.any(at_one):
+        try:
+            kl = float(_curve_at(curve, np.array(1.0)))
+        except ValueError:
+            # Curves given by expansions in integer orders (the subsampled ones) are defined
+            # above order 1 only, and their validation says so.
+            kl = math.inf
+        if not math.isfinite(kl):
+            kl = float(_curve_at(curve, np.array(1.0 + KL_STEP)))
+        val = np.where(at_one, kl, val)
     return np.where(np.isinf(a), max_divergence(m), val)
 
 

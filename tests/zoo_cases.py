@@ -37,6 +37,7 @@ from autoacct.zoo import (
     NoisyGD,
     PureDP,
     RandomizedResponse,
+    RepeatAndSelect,
 )
 
 Truth = tuple[Callable[[float], float], Callable[[float], float]] | None
@@ -67,6 +68,8 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("approxdp", lambda: ApproxDP(0.5, 1e-7), None),
     ("approxdp-composed", lambda: Composition()([ApproxDP(0.1, 1e-8)], [100]), None),
     ("zcdp", lambda: ZCDP(0.3), None),
+    ("repeat-select-geometric", lambda: RepeatAndSelect(Gaussian(3.0), 10.0, 1.0), None),
+    ("repeat-select-poisson", lambda: RepeatAndSelect(PoissonSubsample(0.1)(Gaussian(1.0)), 5.0, math.inf), None),
     ("mixed", lambda: Composition()([Gaussian(5.0), PureDP(0.1), Laplace(10.0)], [3, 2, 4]), None),
     ("exponential", lambda: ExponentialMechanism(1.0), None),
     ("exponential-composed", lambda: Composition()([ExponentialMechanism(0.3)], [50]), None),

@@ -45,7 +45,16 @@ from typing import Any
 
 from autoacct.mechanism import MIN_DELTA, Mechanism, Neighboring
 from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
-from autoacct.zoo import ZCDP, Composition, DiscreteLaplace, Gaussian, Laplace, PureDP, RandomizedResponse
+from autoacct.zoo import (
+    ZCDP,
+    Composition,
+    DiscreteLaplace,
+    Gaussian,
+    Laplace,
+    PureDP,
+    RandomizedResponse,
+    RepeatAndSelect,
+)
 
 #: The epsilon at which a query for epsilon = inf is answered (delta is non-increasing in epsilon).
 _LARGE_EPSILON = 1e300
@@ -196,6 +205,9 @@ def _translate(event: Any, relation: Neighboring, special: bool) -> Parts:
             raise UnsupportedDpEventError(event, "randomized response answers about one record's value: "
                                           "use REPLACE_ONE or REPLACE_SPECIAL, as in dp_accounting")
         return _randomized_response(event, special)
+    if isinstance(event, dp.RepeatAndSelectDpEvent):
+        inner = _single(event.event, _merged(_translate(event.event, relation, special)))
+        return [(_make(event, lambda: RepeatAndSelect(inner, event.mean, event.shape)), 1)]
     if isinstance(event, dp.PoissonSampledDpEvent | dp.SampledWithoutReplacementDpEvent
                   | dp.SampledWithReplacementDpEvent):
         return _subsampled(event, relation, special)

@@ -6,8 +6,9 @@ from autoacct.zoo.discrete import Binomial, DiscreteGaussian, DiscreteLaplace
 from autoacct.zoo.exponential import BinaryCountingExponential, ExponentialMechanism
 from autoacct.zoo.mechanisms import ZCDP, ApproxDP, Gaussian, Laplace, PureDP, RandomizedResponse
 from autoacct.zoo.transformers import ComposedMechanism, Composition
+from autoacct.zoo.tuning import RepeatAndSelect
 
 __all__ = ["ApproxDP", "BinaryCountingExponential", "Binomial", "ComposedMechanism", "Composition",
            "DiscreteGaussian", "DiscreteLaplace", "ExponentialMechanism", "Gaussian", "GaussianSVT",
            "Laplace", "LaplaceSVT", "NoisyGD", "PoissonSubsample", "PureDP", "RandomizedResponse",
-           "SampleWithReplacement", "SampleWithoutReplacement", "ZCDP"]
+           "RepeatAndSelect", "SampleWithReplacement", "SampleWithoutReplacement", "ZCDP"]

@@ -1,0 +1,94 @@
+"""RepeatAndSelect (Papernot and Steinke 2022) against closed forms and dp_accounting's RDP accountant."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from autoacct import Composition, Gaussian, Laplace, PoissonSubsample
+from autoacct.zoo import RepeatAndSelect
+from autoacct.zoo.tuning import _tnb_mean, tnb_log_gamma
+
+dp_accounting = pytest.importorskip("dp_accounting")
+from dp_accounting import dp_event as ev  # noqa: E402
+from dp_accounting.rdp import RdpAccountant  # noqa: E402
+
+
+def _sgd() -> tuple[object, object]:
+    step = ev.PoissonSampledDpEvent(0.01, ev.GaussianDpEvent(1.0))
+    return (Composition()([PoissonSubsample(0.01)(Gaussian(1.0))], [1000]), ev.SelfComposedDpEvent(step, 1000))
+
+
+@pytest.mark.parametrize("shape", [0.0, 0.5, 1.0, 2.0, math.inf])
+@pytest.mark.parametrize("mean", [1.5, 10.0, 100.0])
+def test_not_above_dp_accountings_rdp_answer(shape: float, mean: float) -> None:
+    base, event = _sgd()
+    ours = RepeatAndSelect(base, mean, shape).epsilon(1e-6)
+    theirs = RdpAccountant().compose(ev.RepeatAndSelectDpEvent(event, mean, shape)).get_epsilon(1e-6)
+    assert ours <= theirs
+    # The best of K >= 1 runs is never cheaper than the bound's own floor: the base's RDP answer.
+    assert ours >= base.epsilon(1e-6, via="rdp") * (1 - 1e-9) or math.isinf(shape)
+
+
+def test_poisson_count_uses_the_certified_delta() -> None:
+    """Theorem 6's delta-hat from the base's certified profile, not from its RDP: much tighter."""
+    base, event = _sgd()
+    ours = RepeatAndSelect(base, 100.0, math.inf).epsilon(1e-6)
+    theirs = RdpAccountant().compose(ev.RepeatAndSelectDpEvent(event, 100.0, math.inf)).get_epsilon(1e-6)
+    assert ours < 0.8 * theirs
+
+
+@pytest.mark.parametrize("shape", [0.0, 0.5, 1.0, 3.0])
+def test_one_run_is_the_base(shape: float) -> None:
+    """mean 1 forces K = 1 (gamma = 1): the bound is the base's RDP at every order."""
+    alpha = np.array([1.5, 2.0, 7.0, 40.0])
+    m = RepeatAndSelect(Laplace(2.0), 1.0, shape)
+    assert np.allclose(m.rdp(alpha), Laplace(2.0).rdp(alpha), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("shape", [0.0, 0.3, 1.0, 2.0, 7.5])
+@pytest.mark.parametrize("mean", [1.01, 3.0, 50.0, 1e4])
+def test_gamma_meets_the_mean_from_the_safe_side(shape: float, mean: float) -> None:
+    """The truncated negative binomial's mean at the returned gamma is the target, gamma rounded down."""
+    log_gamma = tnb_log_gamma(shape, mean)
+    assert _tnb_mean(log_gamma, shape) == pytest.approx(mean, rel=1e-9)
+    assert _tnb_mean(log_gamma, shape) >= mean * (1 - 1e-15)
+    if shape == 1.0:
+        assert log_gamma == -math.log(mean)        # geometric: gamma = 1 / mean
+
+
+def test_tnb_mean_against_its_series() -> None:
+    """E[K] of P[K = k] ~ (1 - gamma)^k C(k + eta - 1, k), k >= 1, summed directly."""
+    from scipy.special import gammaln
+    k = np.arange(1, 20000, dtype=float)
+    for shape, gamma in ((0.5, 0.2), (2.0, 0.05), (0.0, 0.1)):
+        if shape == 0.0:
+            logw = k * math.log1p(-gamma) - np.log(k)
+        else:
+            logw = k * math.log1p(-gamma) + gammaln(k + shape) - gammaln(k + 1) - gammaln(shape)
+        w = np.exp(logw - logw.max())
+        assert _tnb_mean(math.log(gamma), shape) == pytest.approx(float((k * w).sum() / w.sum()), rel=1e-9)
+
+
+def test_more_runs_cost_more() -> None:
+    eps = [RepeatAndSelect(Gaussian(2.0), mean, 1.0).epsilon(1e-6) for mean in (1.0, 2.0, 10.0, 100.0)]
+    assert eps == sorted(eps) and eps[0] < eps[-1]
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"mean": 0.5, "shape": 1.0}, "mean"),
+    ({"mean": math.nan, "shape": 1.0}, "mean"),
+    ({"mean": math.inf, "shape": 1.0}, "mean"),
+    ({"mean": 2.0, "shape": -1.0}, "shape"),
+    ({"mean": 2.0, "shape": math.nan}, "shape"),
+])
+def test_bad_parameters_name_themselves(kwargs: dict, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        RepeatAndSelect(Gaussian(1.0), **kwargs)
+
+
+def test_mechanism_must_be_a_mechanism() -> None:
+    with pytest.raises(TypeError, match="mechanism"):
+        RepeatAndSelect(1.0, 2.0, 1.0)  # type: ignore[arg-type]
