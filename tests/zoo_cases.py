@@ -80,6 +80,7 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("approxdp", lambda: ApproxDP(0.5, 1e-7), None),
     ("approxdp-composed", lambda: Composition()([ApproxDP(0.1, 1e-8)], [100]), None),
     ("zcdp", lambda: ZCDP(0.3), None),
+    ("zcdp-xi", lambda: Composition()([ZCDP(0.01, 0.02)], [10]), None),
     ("mixed", lambda: Composition()([Gaussian(5.0), PureDP(0.1), Laplace(10.0)], [3, 2, 4]), None),
     ("exponential", lambda: ExponentialMechanism(1.0), None),
     ("exponential-composed", lambda: Composition()([ExponentialMechanism(0.3)], [50]), None),
