@@ -35,12 +35,14 @@ from autoacct.zoo import (
     ExponentialMechanism,
     Gaussian,
     GaussianSVT,
+    Group,
     KaryRandomizedResponse,
     Laplace,
     LaplaceSVT,
     NoisyGD,
     PureDP,
     RandomizedResponse,
+    TreeAggregation,
 )
 
 Truth = tuple[Callable[[float], float], Callable[[float], float]] | None
@@ -97,6 +99,10 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("kary-rr-composed", lambda: Composition()([KaryRandomizedResponse(0.8, 4)], [20]),
      _root(lambda e: kary_rr_delta_closed(0.8, 4, 20, e), 1.0)),
     ("noisy-gd", lambda: NoisyGD([1.0, 2.0, 3.0]), _gauss(math.sqrt(1 + 1 / 4 + 1 / 9))),
+    ("group-gaussian", lambda: Group(2)(Gaussian(3.0)), _gauss(2 / 3)),
+    ("group-puredp-composed", lambda: Composition()([Group(3)(PureDP(0.1))], [20]), _rr(0.3, 20)),
+    # 100 steps: 7 levels per epoch.
+    ("tree-aggregation", lambda: Composition()([TreeAggregation(5.0, 100)], [4]), _gauss(math.sqrt(4 * 7) / 5)),
     # Subsampled mechanisms (the transformers' outputs join the same contract).
     ("poisson-rr-composed", lambda: Composition()([PoissonSubsample(0.2)(RandomizedResponse(0.8))], [30]),
      _poisson_rr(0.2, 0.8, 30)),
