@@ -39,6 +39,7 @@ from autoacct.zoo import (
     KaryRandomizedResponse,
     Laplace,
     LaplaceSVT,
+    MixtureOfGaussians,
     NoisyGD,
     PureDP,
     RandomizedResponse,
@@ -103,6 +104,8 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("group-puredp-composed", lambda: Composition()([Group(3)(PureDP(0.1))], [20]), _rr(0.3, 20)),
     # 100 steps: 7 levels per epoch.
     ("tree-aggregation", lambda: Composition()([TreeAggregation(5.0, 100)], [4]), _gauss(math.sqrt(4 * 7) / 5)),
+    ("mixture-of-gaussians", lambda: Composition()([MixtureOfGaussians(1.0, (0.0, 1.0, 2.0), (0.81, 0.18, 0.01))],
+                                                   [50]), None),
     # Subsampled mechanisms (the transformers' outputs join the same contract).
     ("poisson-rr-composed", lambda: Composition()([PoissonSubsample(0.2)(RandomizedResponse(0.8))], [30]),
      _poisson_rr(0.2, 0.8, 30)),

@@ -6,10 +6,11 @@ from autoacct.zoo.custom import DiscretePair
 from autoacct.zoo.discrete import Binomial, DiscreteGaussian, DiscreteLaplace, KaryRandomizedResponse
 from autoacct.zoo.exponential import BinaryCountingExponential, ExponentialMechanism
 from autoacct.zoo.mechanisms import ZCDP, ApproxDP, Gaussian, Laplace, PureDP, RandomizedResponse
+from autoacct.zoo.mixture import MixtureOfGaussians
 from autoacct.zoo.transformers import ComposedMechanism, Composition, Group, GroupMechanism
 
 __all__ = ["ApproxDP", "BinaryCountingExponential", "Binomial", "ComposedMechanism", "Composition",
            "DiscreteGaussian", "DiscreteLaplace", "DiscretePair", "ExponentialMechanism", "Gaussian",
            "GaussianSVT", "Group", "GroupMechanism", "KaryRandomizedResponse", "Laplace", "LaplaceSVT",
-           "NoisyGD", "PoissonSubsample", "PureDP", "RandomizedResponse", "SampleWithReplacement",
+           "MixtureOfGaussians", "NoisyGD", "PoissonSubsample", "PureDP", "RandomizedResponse", "SampleWithReplacement",
            "SampleWithoutReplacement", "TreeAggregation", "ZCDP"]
