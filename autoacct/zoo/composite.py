@@ -247,7 +247,9 @@ class TreeAggregation(Mechanism):
     ``SingleEpochTreeAggregationDpEvent`` (its RDP accountant's depth). The nodes'
     noises are independent, so the release is that many Gaussian mechanisms: exactly
     mu-GDP with mu = sqrt(levels) / noise_multiplier. Epochs compose
-    (``Composition``), each record once per epoch.
+    (``Composition``), each record once per epoch. The sensitivity is that of one
+    record's contribution under the caller's relation: dp_accounting accounts the event
+    under replace-special (a record replaced by a zero one), where it is the clip norm.
 
     Parameters
     ----------

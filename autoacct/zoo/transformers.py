@@ -141,7 +141,8 @@ class Composition(Transformer):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class GroupMechanism(Mechanism):
-    """``child`` protecting groups of ``g`` records: datasets that differ in g records.
+    """``child`` protecting groups of ``g`` records: datasets that differ in at most g records
+    (under the child's relation, applied g times).
 
     * An exactly mu-GDP child is exactly (g mu)-GDP for groups of g (Dong, Roth and
       Su 2022, Theorem 2.14), and for the Gaussian mechanism this is its own pair
@@ -206,6 +207,10 @@ class GroupMechanism(Mechanism):
             v = rr_rdp(eps[0], alpha)
             return np.stack([v, v])
         return curve
+
+    def epsilon_lower(self, delta: float) -> float:
+        # Datasets differing in one record differ in at most g: the child's own lower bound holds.
+        return float(self.child.epsilon_bounds(delta)[0])
 
     def dp_guarantee(self) -> tuple[float, float] | None:
         eps = self._pure_eps() if self.child.exact_gdp_mu() is None else None
