@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 from scipy import optimize, stats
+from scipy.special import gammaln, xlogy
 
 
 def gaussian_delta_closed(mu: float, eps: float) -> float:
@@ -69,3 +70,33 @@ def eps_from_delta_closed(delta_of, delta: float, hi: float) -> float:
     while delta_of(hi) > delta:
         hi *= 2
     return float(optimize.brentq(lambda e: delta_of(e) - delta, 0.0, hi, xtol=1e-13))
+
+
+def finite_pair_delta_closed(p, q, eps: float) -> float:
+    """max(H_{e^eps}(P || Q), H_{e^eps}(Q || P)) of two probability vectors, summed directly:
+    sum over outcomes of max(p - e^eps q, 0) (an outcome with q = 0 contributes p)."""
+    p = np.asarray(p, dtype=float)
+    q = np.asarray(q, dtype=float)
+    w = math.exp(eps)
+    return float(max(np.maximum(p - w * q, 0.0).sum(), np.maximum(q - w * p, 0.0).sum()))
+
+
+def kary_rr_delta_closed(noise: float, buckets: int, n: int, eps: float) -> float:
+    """n-fold k-ary randomized response (output the input with probability 1 - noise, else a
+    uniform bucket): a trinomial sum over the numbers i, j of runs answering x and x'
+    (probabilities a = 1 - noise + noise/k and b = noise/k under x), loss (i - j) log(a/b);
+    the pair is symmetric, so one direction gives delta."""
+    a = 1.0 - noise + noise / buckets
+    b = noise / buckets
+    c = 1.0 - a - b
+    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    rest = n - i - j
+    ok = rest >= 0
+    if buckets == 2:
+        ok &= rest == 0
+    rest = np.where(ok, rest, 0)
+    log_m = gammaln(n + 1) - gammaln(i + 1) - gammaln(j + 1) - gammaln(rest + 1) + xlogy(rest, c)
+    log_p = log_m + i * math.log(a) + j * math.log(b)
+    log_q = log_m + i * math.log(b) + j * math.log(a)
+    gap = np.exp(log_p) * -np.expm1(np.minimum(eps + log_q - log_p, 0.0))
+    return float(np.where(ok, gap, 0.0).sum())

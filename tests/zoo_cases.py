@@ -13,8 +13,10 @@ from collections.abc import Callable
 import pytest
 from closed_forms import (
     eps_from_delta_closed,
+    finite_pair_delta_closed,
     gaussian_delta_closed,
     gaussian_eps_closed,
+    kary_rr_delta_closed,
     poisson_rr_delta_closed,
     rr_delta_closed,
     rr_eps_closed,
@@ -29,15 +31,20 @@ from autoacct.zoo import (
     Composition,
     DiscreteGaussian,
     DiscreteLaplace,
+    DiscretePair,
     ExponentialMechanism,
     Gaussian,
     GaussianSVT,
+    Group,
+    KaryRandomizedResponse,
     Laplace,
     LaplaceSVT,
+    MixtureOfGaussians,
     NoisyGD,
     PureDP,
     RandomizedResponse,
     RepeatAndSelect,
+    TreeAggregation,
 )
 
 Truth = tuple[Callable[[float], float], Callable[[float], float]] | None
@@ -51,6 +58,15 @@ def _poisson_rr(q: float, p: float, k: int) -> Truth:
     def delta_of(e: float) -> float:
         return poisson_rr_delta_closed(q, p, k, e)
     return (lambda d: eps_from_delta_closed(delta_of, d, 1.0), delta_of)
+
+
+def _root(delta_of: Callable[[float], float], hi: float) -> Truth:
+    return (lambda d: eps_from_delta_closed(delta_of, d, hi), delta_of)
+
+
+#: A pair with an outcome P never produces (Q-mass 1e-13): infinite loss in the addition direction.
+_PAIR_P = (0.5, 0.3, 0.2, 0.0)
+_PAIR_Q = (0.3, 0.3, 0.4 - 1e-13, 1e-13)
 
 
 def _rr(eps0: float, k: int) -> Truth:
@@ -70,6 +86,7 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("zcdp", lambda: ZCDP(0.3), None),
     ("repeat-select-geometric", lambda: RepeatAndSelect(Gaussian(3.0), 10.0, 1.0), None),
     ("repeat-select-poisson", lambda: RepeatAndSelect(PoissonSubsample(0.1)(Gaussian(1.0)), 5.0, math.inf), None),
+    ("zcdp-xi", lambda: Composition()([ZCDP(0.01, 0.02)], [10]), None),
     ("mixed", lambda: Composition()([Gaussian(5.0), PureDP(0.1), Laplace(10.0)], [3, 2, 4]), None),
     ("exponential", lambda: ExponentialMechanism(1.0), None),
     ("exponential-composed", lambda: Composition()([ExponentialMechanism(0.3)], [50]), None),
@@ -79,7 +96,19 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("discrete-laplace", lambda: Composition()([DiscreteLaplace(3.0)], [10]), None),
     ("gaussian-svt", lambda: GaussianSVT(2.0, 2.0, 10), None),
     ("laplace-svt", lambda: LaplaceSVT(2.0, 4.0), None),
+    ("discrete-pair", lambda: DiscretePair(_PAIR_P, _PAIR_Q),
+     _root(lambda e: finite_pair_delta_closed(_PAIR_P, _PAIR_Q, e), 1.0)),
+    ("discrete-pair-rr-composed", lambda: Composition()([DiscretePair((0.8, 0.2), (0.2, 0.8))], [40]),
+     _rr(math.log(4.0), 40)),
+    ("kary-rr-composed", lambda: Composition()([KaryRandomizedResponse(0.8, 4)], [20]),
+     _root(lambda e: kary_rr_delta_closed(0.8, 4, 20, e), 1.0)),
     ("noisy-gd", lambda: NoisyGD([1.0, 2.0, 3.0]), _gauss(math.sqrt(1 + 1 / 4 + 1 / 9))),
+    ("group-gaussian", lambda: Group(2)(Gaussian(3.0)), _gauss(2 / 3)),
+    ("group-puredp-composed", lambda: Composition()([Group(3)(PureDP(0.1))], [20]), _rr(0.3, 20)),
+    # 100 steps: 7 levels per epoch.
+    ("tree-aggregation", lambda: Composition()([TreeAggregation(5.0, 100)], [4]), _gauss(math.sqrt(4 * 7) / 5)),
+    ("mixture-of-gaussians", lambda: Composition()([MixtureOfGaussians(1.0, (0.0, 1.0, 2.0), (0.81, 0.18, 0.01))],
+                                                   [50]), None),
     # Subsampled mechanisms (the transformers' outputs join the same contract).
     ("poisson-rr-composed", lambda: Composition()([PoissonSubsample(0.2)(RandomizedResponse(0.8))], [30]),
      _poisson_rr(0.2, 0.8, 30)),

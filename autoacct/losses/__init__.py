@@ -3,7 +3,8 @@
 * :mod:`~autoacct.losses.base`: the law interface (cell masses under P and Q, exact
   profile, moments) and the closed-form laws (Gaussian, Laplace, randomized response);
 * :mod:`~autoacct.losses.atoms`: large and infinite discrete supports held atom by atom,
-  truncated and merged soundly, and the bounded-range envelope.
+  truncated and merged soundly, and the bounded-range envelope;
+* :mod:`~autoacct.losses.mixture`: a mixture of Gaussians against one Gaussian (monotone loss).
 """
 
 from autoacct.losses.base import (

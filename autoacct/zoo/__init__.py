@@ -1,14 +1,17 @@
 """The mechanism and transformer zoo."""
 
 from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
-from autoacct.zoo.composite import GaussianSVT, LaplaceSVT, NoisyGD
-from autoacct.zoo.discrete import Binomial, DiscreteGaussian, DiscreteLaplace
+from autoacct.zoo.composite import GaussianSVT, LaplaceSVT, NoisyGD, TreeAggregation
+from autoacct.zoo.custom import DiscretePair
+from autoacct.zoo.discrete import Binomial, DiscreteGaussian, DiscreteLaplace, KaryRandomizedResponse
 from autoacct.zoo.exponential import BinaryCountingExponential, ExponentialMechanism
 from autoacct.zoo.mechanisms import ZCDP, ApproxDP, Gaussian, Laplace, PureDP, RandomizedResponse
-from autoacct.zoo.transformers import ComposedMechanism, Composition
+from autoacct.zoo.mixture import MixtureOfGaussians
+from autoacct.zoo.transformers import ComposedMechanism, Composition, Group, GroupMechanism
 from autoacct.zoo.tuning import RepeatAndSelect
 
 __all__ = ["ApproxDP", "BinaryCountingExponential", "Binomial", "ComposedMechanism", "Composition",
-           "DiscreteGaussian", "DiscreteLaplace", "ExponentialMechanism", "Gaussian", "GaussianSVT",
-           "Laplace", "LaplaceSVT", "NoisyGD", "PoissonSubsample", "PureDP", "RandomizedResponse",
-           "RepeatAndSelect", "SampleWithReplacement", "SampleWithoutReplacement", "ZCDP"]
+           "DiscreteGaussian", "DiscreteLaplace", "DiscretePair", "ExponentialMechanism", "Gaussian",
+           "GaussianSVT", "Group", "GroupMechanism", "KaryRandomizedResponse", "Laplace", "LaplaceSVT",
+           "MixtureOfGaussians", "NoisyGD", "PoissonSubsample", "PureDP", "RandomizedResponse",
+           "RepeatAndSelect", "SampleWithReplacement", "SampleWithoutReplacement", "TreeAggregation", "ZCDP"]

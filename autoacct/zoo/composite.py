@@ -1,4 +1,5 @@
-"""Composite algorithms given as one mechanism: sparse vector technique and noisy gradient descent.
+"""Composite algorithms given as one mechanism: sparse vector technique, noisy gradient descent
+and tree aggregation (DP-FTRL).
 
 Sensitivity is 1 throughout: noise scales are in units of the queries' (or
 gradients') sensitivity.
@@ -17,7 +18,7 @@ from autoacct import _validation as check
 from autoacct.mechanism import Mechanism, PairRdp
 from autoacct.zoo.mechanisms import RandomizedResponsePair
 
-__all__ = ["GaussianSVT", "LaplaceSVT", "NoisyGD"]
+__all__ = ["GaussianSVT", "LaplaceSVT", "NoisyGD", "TreeAggregation"]
 
 
 def _cutoff(c: int, k: int | None) -> int:
@@ -231,3 +232,45 @@ class NoisyGD(Mechanism):
             v = np.asarray(alpha, dtype=float) * self.mu ** 2 / 2.0
             return np.stack([v, v])
         return curve
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class TreeAggregation(Mechanism):
+    """One epoch of tree aggregation (DP-FTRL; Kairouz et al. 2021, Appendix D).
+
+    Prefix sums of ``steps`` per-step gradient sums are released through the nodes
+    of a binary tree over the steps, each node (a sum over a dyadic block of steps)
+    with its own N(0, noise_multiplier^2) noise per unit sensitivity. A record takes
+    part in one step only, so it changes one node per level whose block has been
+    completed, by at most the sensitivity: at most levels = floor(log2(steps)) + 1 =
+    ceil(log2(steps + 1)) nodes, the convention of dp_accounting's
+    ``SingleEpochTreeAggregationDpEvent`` (its RDP accountant's depth). The nodes'
+    noises are independent, so the release is that many Gaussian mechanisms: exactly
+    mu-GDP with mu = sqrt(levels) / noise_multiplier. Epochs compose
+    (``Composition``), each record once per epoch. The sensitivity is that of one
+    record's contribution under the caller's relation: dp_accounting accounts the event
+    under replace-special (a record replaced by a zero one), where it is the clip norm.
+
+    Parameters
+    ----------
+    noise_multiplier:
+        Noise std per node over the sensitivity of one record's contribution, > 0.
+    steps:
+        Number of steps (leaves) of the epoch, >= 1.
+    """
+
+    noise_multiplier: float
+    steps: int
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set(noise_multiplier=check.real("noise_multiplier", self.noise_multiplier, low=1e-300),
+                  steps=check.bounded_int("steps", self.steps))
+
+    @property
+    def levels(self) -> int:
+        """Tree levels a record's step touches: floor(log2(steps)) + 1, exactly (integers)."""
+        return int(self.steps).bit_length()
+
+    def exact_gdp_mu(self) -> float:
+        return math.sqrt(self.levels) / self.noise_multiplier

@@ -1,4 +1,4 @@
-"""Mechanisms with integer outputs: binomial, discrete Gaussian and discrete Laplace.
+"""Mechanisms with integer outputs: binomial, discrete Gaussian, discrete Laplace, k-ary randomized response.
 
 Each mechanism is given by a dominating pair (P, Q) of output distributions of
 neighbouring datasets, through the law of the privacy loss L = log(dP/dQ)
@@ -30,8 +30,9 @@ from autoacct.exactness import rational_up
 from autoacct.losses import DiscreteLoss, PrivacyLoss
 from autoacct.losses.atoms import MAX_ATOMS, TAIL_MASS, AtomLoss, atoms
 from autoacct.mechanism import LossPart, Mechanism, PairRdp
+from autoacct.zoo.custom import finite_pair_dp, finite_pair_rdp
 
-__all__ = ["Binomial", "DiscreteGaussian", "DiscreteLaplace"]
+__all__ = ["Binomial", "DiscreteGaussian", "DiscreteLaplace", "KaryRandomizedResponse"]
 
 
 def _binomial_range(n: int, p: float) -> tuple[int, int]:
@@ -368,3 +369,69 @@ class DiscreteLaplace(Mechanism):
 
     def dp_guarantee(self) -> tuple[float, float]:
         return rational_up(Fraction(self.sensitivity) / Fraction(self.t)), 0.0
+
+
+# ----- k-ary randomized response ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class KaryRandomizedResponse(Mechanism):
+    """Randomized response over ``num_buckets`` values (the semantics of dp_accounting's
+    ``RandomizedResponsePrivacyLoss``): with probability 1 - p output the input bucket, with
+    probability p a bucket drawn uniformly from all k.
+
+    Changing the input from x to x' gives the pair P = M(x), Q = M(x'): P puts
+    1 - p + p/k on x, p/k on x' and p/k on each of the other k - 2 buckets; Q is its
+    mirror image. The losses are +eps0 (on x), -eps0 (on x') and 0 (elsewhere), with
+    eps0 = log((1 - p + p/k) / (p/k)); both directions have the same law. The pair is
+    the mechanism's own (lower bounds are certified), accounted exactly as a
+    :class:`~autoacct.zoo.custom.DiscretePair` of three outcome classes; k = 2 is
+    binary randomized response, truthful with probability 1 - p/2.
+
+    Parameters
+    ----------
+    noise_parameter:
+        p in (0, 1]: the probability of a uniformly random output (p = 0 would
+        reveal the input: no privacy).
+    num_buckets:
+        k >= 2, the number of input (and output) values.
+    """
+
+    noise_parameter: float
+    num_buckets: int
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        p = check.real("noise_parameter", self.noise_parameter, low=0.0, high=1.0, low_open=True)
+        k = check.bounded_int("num_buckets", self.num_buckets)
+        if k < 2:
+            raise ValueError(f"num_buckets must be at least 2, got {self.num_buckets!r}")
+        self._set(noise_parameter=p, num_buckets=k)
+
+    def _pair(self) -> tuple[np.ndarray, np.ndarray]:
+        p, k = self.noise_parameter, self.num_buckets
+        # 1 - p (k - 1)/k, not 1 - p + p/k: one rounding fewer.
+        top, low = 1.0 - p * (k - 1) / k, p / k
+        rest = [p * (k - 2) / k] if k > 2 else []
+        return np.array([top, low, *rest]), np.array([low, top, *rest])
+
+    def loss_parts(self) -> list[LossPart]:
+        return self.cached(("parts",), self._parts)
+
+    def _parts(self) -> list[LossPart]:
+        # The losses are -eps0, 0, eps0 exactly, eps0 = log(1 + k (1 - p) / p): given so (rather
+        # than as log-ratios of the rounded masses, which need not be exact multiples of one
+        # another), they lie on the lattice eps0 Z, which the accountant keeps on grid points.
+        p, k = self.noise_parameter, self.num_buckets
+        eps0 = math.log1p(k * (1.0 - p) / p)
+        top, low, *rest = self._pair()[0]
+        values = [-eps0, *([0.0] * len(rest)), eps0]
+        loss = DiscreteLoss(np.array(values), np.array([low, *rest, top]), np.array([top, *rest, low]),
+                            lattice=eps0 if eps0 > 0 else None)
+        return [LossPart(loss, loss, 1)]
+
+    def rdp_curve(self) -> PairRdp:
+        return finite_pair_rdp(*self._pair())
+
+    def dp_guarantee(self) -> tuple[float, float] | None:
+        return finite_pair_dp(*self._pair())

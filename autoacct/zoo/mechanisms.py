@@ -253,22 +253,41 @@ class ApproxDP(Mechanism):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class ZCDP(Mechanism):
-    """Any ``rho``-zCDP mechanism: RDP rho * alpha at every order (Bun and Steinke 2016).
+    """Any (``xi``, ``rho``)-zCDP mechanism: RDP xi + rho * alpha at every order alpha > 1
+    (Bun and Steinke 2016, Definition 1.1; xi = 0, the default, is rho-zCDP).
 
     zCDP fixes only the RDP curve, so this mechanism has no dominating pair and
     answers by RDP conversion. The Gaussian with mu = sqrt(2 rho) is rho-zCDP,
-    so its exact eps(delta) is a valid lower bound for the class.
+    hence (xi, rho)-zCDP for every xi >= 0, so its exact eps(delta) is a valid lower
+    bound for the class.
+
+    Parameters
+    ----------
+    rho:
+        rho > 0, the slope of the RDP curve in the order.
+    xi:
+        xi >= 0, its offset (default 0). Listed in ``params`` only when nonzero, so
+        that a rho-zCDP mechanism keeps its provenance.
     """
 
     rho: float
+    xi: float = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._set(rho=check.real("rho", self.rho, low=0.0, low_open=True))
+        self._set(rho=check.real("rho", self.rho, low=0.0, low_open=True),
+                  xi=check.real("xi", self.xi, low=0.0))
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        out = {f"{self.name}.rho": self.rho}
+        if self.xi:
+            out[f"{self.name}.xi"] = self.xi
+        return MappingProxyType(out)
 
     def rdp_curve(self) -> PairRdp:
         def curve(alpha: np.ndarray) -> np.ndarray:
-            v = self.rho * alpha
+            v = self.xi + self.rho * alpha
             return np.stack([v, v])
         return curve
 

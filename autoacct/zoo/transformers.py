@@ -13,7 +13,9 @@ import numpy as np
 
 from autoacct import _validation as check
 from autoacct.exactness import rational_up
+from autoacct.losses import randomized_response_loss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, Transformer
+from autoacct.zoo.mechanisms import rr_rdp
 
 
 def common_neighboring(mechanisms: Sequence[Mechanism]) -> Neighboring | None:
@@ -135,3 +137,95 @@ class Composition(Transformer):
         # Counts stay exactly representable as floats (the accountant computes with them).
         ks = [check.bounded_int(f"counts[{i}]", k) for i, k in enumerate(counts)]
         return ComposedMechanism(tuple(mechanisms), tuple(ks))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class GroupMechanism(Mechanism):
+    """``child`` protecting groups of ``g`` records: datasets that differ in at most g records
+    (under the child's relation, applied g times).
+
+    * An exactly mu-GDP child is exactly (g mu)-GDP for groups of g (Dong, Roth and
+      Su 2022, Theorem 2.14), and for the Gaussian mechanism this is its own pair
+      with sensitivity g: tight.
+    * A pure eps-DP child (``dp_guarantee`` (eps, 0)) is (g eps)-DP for groups of g
+      (Dwork and Roth 2014, Theorem 2.2), dominated by randomized response with
+      log-odds g eps: sound, but not tight in general (so lower bounds read off it
+      are not certified for the child).
+
+    Other children are rejected: for them no group bound is exact, and the ones that
+    are sound (through (eps, delta) with delta growing like g e^{(g-1) eps} delta) are
+    loose.
+    """
+
+    child: Mechanism
+    g: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.child, Mechanism):
+            raise TypeError(f"mechanism must be a Mechanism, got {type(self.child).__name__}")
+        gg = check.bounded_int("g", self.g)
+        if not self.name:
+            self._set(name=f"Group{gg}:{self.child.name}")
+        if self.neighboring is None:
+            self._set(neighboring=self.child.neighboring)
+        super().__post_init__()
+        self._set(g=gg)
+        if self.child.exact_gdp_mu() is None and self._pure_eps() is None:
+            raise ValueError(f"group privacy is only exact for Gaussian-type (exactly GDP) mechanisms, "
+                             f"and sound here for pure-DP ones; {self.child.name} is neither")
+
+    def _pure_eps(self) -> float | None:
+        """The child's pure-DP epsilon (delta0 = 0 in its guarantee), else None."""
+        got = self.child.dp_guarantee()
+        if got is None or got[1] != 0 or not math.isfinite(got[0]):
+            return None
+        return float(got[0])
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        return MappingProxyType({**self.child.params, f"{self.name}.g": self.g})
+
+    def exact_gdp_mu(self) -> float | None:
+        mu = self.child.exact_gdp_mu()
+        return None if mu is None else self.g * mu
+
+    def loss_parts(self) -> list[LossPart] | None:
+        if self.child.exact_gdp_mu() is not None:
+            return super().loss_parts()
+        eps = self.dp_guarantee()
+        assert eps is not None
+        loss = randomized_response_loss(eps[0], tight=False)
+        return [LossPart(loss, loss, 1)]
+
+    def rdp_curve(self) -> PairRdp | None:
+        if self.child.exact_gdp_mu() is not None:
+            return super().rdp_curve()
+        eps = self.dp_guarantee()
+        assert eps is not None
+
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            v = rr_rdp(eps[0], alpha)
+            return np.stack([v, v])
+        return curve
+
+    def epsilon_lower(self, delta: float) -> float:
+        # Datasets differing in one record differ in at most g: the child's own lower bound holds.
+        return float(self.child.epsilon_bounds(delta)[0])
+
+    def dp_guarantee(self) -> tuple[float, float] | None:
+        eps = self._pure_eps() if self.child.exact_gdp_mu() is None else None
+        if eps is None:
+            return None
+        # g eps in rationals, rounded up (exact when a float holds it).
+        return rational_up(self.g * Fraction(eps)), 0.0
+
+
+class Group(Transformer):
+    """``Group(g)(mechanism)``: the guarantee of ``mechanism`` for datasets differing in ``g``
+    records (see :class:`GroupMechanism`: exact for exactly-GDP mechanisms, sound for pure DP)."""
+
+    def __init__(self, g: int) -> None:
+        self.g = check.bounded_int("g", g)
+
+    def __call__(self, mechanism: Any) -> Mechanism:
+        return GroupMechanism(mechanism, self.g)

@@ -21,7 +21,7 @@ import pytest
 from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_delta_closed, rr_eps_closed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scipy import special, stats
+from scipy import optimize, special, stats
 from warning_policy import strict_warnings
 
 from autoacct import AccuracyWarning
@@ -573,3 +573,41 @@ def test_a_lower_bound_at_one_is_rounded_below_one():
     # 32 runs of ApproxDP(10, 0.5): delta(160) = 1 - 0.5^32 e^{-10 * 32}..., below 1 by 4e-38.
     lo, up = Composition()([ApproxDP(10.0, 0.5)], [32]).delta_bounds(160.0)
     assert lo < 1.0 <= up
+
+
+# ----- zCDP with xi ------------------------------------------------------------------------------
+
+
+def _zcdp_eps_closed(xi: float, rho: float, delta: float) -> float:
+    """min over real alpha > 1 of the conversion of Balle et al. (2020, Theorem 21) applied to
+    RDP xi + rho alpha, written out here and minimised by scipy on a log scale of alpha - 1."""
+    def eps(t: float) -> float:
+        a = 1.0 + math.exp(t)
+        return xi + rho * a + math.log1p(-1.0 / a) - (math.log(delta) + math.log(a)) / (a - 1.0)
+    res = optimize.minimize_scalar(eps, bounds=(-12.0, 12.0), method="bounded", options={"xatol": 1e-10})
+    return float(res.fun)
+
+
+@pytest.mark.parametrize("rho, xi", [(0.1, 0.0), (0.1, 0.05), (0.5, 1.0), (2e-3, 0.2)])
+def test_zcdp_with_xi_has_rdp_xi_plus_rho_alpha_and_its_conversion(rho, xi):
+    m = ZCDP(rho, xi)
+    alpha = np.array([1.5, 2.0, 10.0, 100.0])
+    assert np.allclose(m.rdp(alpha), xi + rho * alpha, rtol=1e-14)
+    for delta in (1e-3, 1e-6, 1e-10):
+        truth = _zcdp_eps_closed(xi, rho, delta)
+        got = m.epsilon(delta)
+        assert truth * (1 - 1e-12) <= got <= truth * (1 + 1e-6)
+    # Composition adds both parameters.
+    c = Composition()([ZCDP(rho, xi)], [7])
+    assert c.epsilon(1e-6) == pytest.approx(_zcdp_eps_closed(7 * xi, 7 * rho, 1e-6), rel=1e-6)
+
+
+def test_zcdp_xi_is_validated_and_listed_only_when_nonzero():
+    with pytest.raises(ValueError, match="xi"):
+        ZCDP(0.1, -0.1)
+    with pytest.raises(ValueError, match="xi"):
+        ZCDP(0.1, math.nan)
+    with pytest.raises(TypeError, match="xi"):
+        ZCDP(0.1, "0")
+    assert dict(ZCDP(0.3).params) == {"ZCDP.rho": 0.3}
+    assert dict(ZCDP(0.3, 0.1).params) == {"ZCDP.rho": 0.3, "ZCDP.xi": 0.1}

@@ -1,0 +1,120 @@
+"""Group privacy and tree aggregation against closed forms and dp_accounting.
+
+References: the analytic Gaussian (Balle and Wang 2018) at sensitivity g or at
+mu = sqrt(levels) / noise_multiplier, with the level count ceil(log2(steps + 1))
+computed here in floating point; randomized response's binomial closed form for
+pure DP scaled by g; dp_accounting's RDP accountant on SingleEpochTreeAggregationDpEvent.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_eps_closed
+
+from autoacct.zoo import (
+    ZCDP,
+    ApproxDP,
+    Composition,
+    Gaussian,
+    Group,
+    Laplace,
+    NoisyGD,
+    PureDP,
+    TreeAggregation,
+)
+
+# ----- Group --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sigma, g", [(2.0, 3), (0.8, 2), (10.0, 7)])
+def test_group_of_a_gaussian_is_the_gaussian_with_sensitivity_g(sigma, g):
+    m = Group(g)(Gaussian(sigma))
+    mu = g / sigma
+    assert m.exact_gdp_mu() == pytest.approx(mu, rel=1e-15)
+    for d in (1e-3, 1e-6, 1e-10):
+        truth = gaussian_eps_closed(mu, d)
+        lo, up = m.epsilon_bounds(d)
+        assert lo <= truth * (1 + 1e-9) and truth * (1 - 1e-9) <= up <= truth * (1 + 1e-6)
+    assert float(m.rdp(2.0)) == pytest.approx(2.0 * mu * mu / 2.0, rel=1e-12)
+
+
+def test_group_of_a_composed_gdp_mechanism():
+    m = Group(2)(Composition()([NoisyGD([1.0, 2.0]), Gaussian(3.0)], [2, 1]))
+    mu = 2.0 * math.sqrt(2 * (1 + 1 / 4) + 1 / 9)
+    assert m.delta(1.0) == pytest.approx(gaussian_delta_closed(mu, 1.0), rel=1e-9)
+
+
+def test_group_of_pure_dp_is_g_eps_dp_and_not_claimed_tight():
+    m = Group(4)(PureDP(0.25))
+    assert m.dp_guarantee() == (1.0, 0.0)
+    # Dominated by randomized response with log-odds g eps: its closed form is the upper end.
+    for d in (1e-2, 1e-5):
+        assert m.epsilon(d) == pytest.approx(rr_eps_closed(1.0, 1, d), rel=1e-9)
+        # Not tight: the certified lower end is at most the child's own eps (0.25-DP, attained
+        # by randomized response), which groups of at most g records include.
+        assert m.epsilon_bounds(d)[0] <= rr_eps_closed(0.25, 1, d) * (1 + 1e-9)
+    lap = Group(3)(Laplace(2.0))
+    assert lap.epsilon(1e-300) <= 1.5 * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("child", [ZCDP(0.5), ApproxDP(1.0, 1e-6)])
+def test_group_of_other_mechanisms_is_refused(child):
+    with pytest.raises(ValueError, match="only exact for Gaussian"):
+        Group(2)(child)
+
+
+@pytest.mark.parametrize("g", [0, -1, 1.5, math.nan])
+def test_group_size_is_validated(g):
+    with pytest.raises(ValueError, match="g must"):
+        Group(g)
+
+
+def test_group_rejects_non_mechanisms():
+    with pytest.raises(TypeError, match="mechanism"):
+        Group(2)(3.0)
+
+
+# ----- TreeAggregation ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nm, steps", [(1.0, 1), (2.0, 3), (4.0, 4), (3.0, 100), (10.0, 1024)])
+def test_tree_aggregation_is_the_gaussian_at_sqrt_levels_over_noise(nm, steps):
+    levels = math.ceil(math.log2(steps + 1))     # dp_accounting's depth
+    m = TreeAggregation(nm, steps)
+    assert m.levels == levels
+    mu = math.sqrt(levels) / nm
+    for d in (1e-3, 1e-6, 1e-9):
+        truth = gaussian_eps_closed(mu, d)
+        assert truth * (1 - 1e-9) <= m.epsilon(d) <= truth * (1 + 1e-6)
+    alpha = np.array([2.0, 8.0])
+    assert np.allclose(m.rdp(alpha), alpha * levels / (2 * nm * nm), rtol=1e-12)
+
+
+@pytest.mark.parametrize("nm, steps, epochs", [(2.0, 100, 1), (5.0, 1000, 10), (1.0, 7, 3)])
+def test_tree_aggregation_is_below_dp_accountings_rdp_answer(nm, steps, epochs):
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting.rdp import RdpAccountant
+    acc = RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_SPECIAL)
+    acc.compose(dpa.SelfComposedDpEvent(dpa.SingleEpochTreeAggregationDpEvent(nm, steps), epochs))
+    m = Composition()([TreeAggregation(nm, steps)], [epochs])
+    for d in (1e-5, 1e-9):
+        theirs = acc.get_epsilon(d)
+        ours = m.epsilon(d)
+        assert ours <= theirs
+        # Their RDP of the same Gaussian: converted, within the conversion's usual gap.
+        assert ours >= 0.5 * theirs
+        assert m.epsilon(d, via="rdp") <= theirs * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda: TreeAggregation(0.0, 10), "noise_multiplier"),
+    (lambda: TreeAggregation(-1.0, 10), "noise_multiplier"),
+    (lambda: TreeAggregation(1.0, 0), "steps"),
+    (lambda: TreeAggregation(1.0, 2.5), "steps"),
+])
+def test_tree_aggregation_parameters_are_validated(make, name):
+    with pytest.raises(ValueError, match=name):
+        make()
