@@ -275,9 +275,10 @@ class Accountant:
         ``sample_rate`` (as :meth:`step_dpsgd`). Returns the largest n in [0, ``max_steps``]
         such that the ledger with n more runs has certified ``epsilon(delta, tol=tol) <=
         epsilon``: n runs fit, and (unless n is ``max_steps``) n + 1 do not, by the same
-        certified upper bound, the one the ledger will report after those steps. Found by
-        :func:`autoacct.calibrators.calibrate` over integer counts (epsilon grows with
-        the count), each trial the ledger's own composition with its last entry merged.
+        certified upper bound, the one the ledger will report after those steps. A first
+        guess from :func:`autoacct.calibrators.calibrate` over integer counts (epsilon grows
+        with the count), then galloping and bisection to two adjacent counts; each trial is
+        the ledger's own composition with the new runs merged into its last entry.
         """
         eps_target = check.real("epsilon", epsilon, low=0.0, low_open=True)
         d = check.real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -297,19 +298,38 @@ class Accountant:
             entries, _ = _merged(self._entries, self._keys, mechanism, key, n)
             return Composition()([e.mechanism for e in entries], [e.count for e in entries])
 
-        if not ledger_with(1).epsilon(d, tol=tol) <= eps_target:
+        def fits(n: int) -> bool:
+            return bool(ledger_with(n).epsilon(d, tol=tol) <= eps_target)
+
+        if not fits(1):
             return 0
         if cap == 1:
             return 1
         try:
-            # Only the bracket (n safe, n + 1 unsafe, both at the caller's tol) is promised,
-            # not closeness to the true optimum: the loosest rtol keeps the calibrator's
-            # optimality certificate to one cheap evaluation.
-            res = calibrate_result(ledger_with, eps_target, d, (1, cap), integer=True,
-                                   increasing=True, tol=tol, rtol=0.5, name="steps")
+            # A first guess only: with the loosest rtol the calibrator stops once it has a
+            # safe count and an unsafe one within a factor 1.5 (one cheap certificate).
+            lo = int(calibrate_result(ledger_with, eps_target, d, (1, cap), integer=True,
+                                      increasing=True, tol=tol, rtol=0.5, name="steps").value)
         except InfeasibleBudgetError:
-            return 0
-        return int(res.value)
+            lo = 1
+        # lo fits. Gallop up to a count that does not, then bisect, so that the answer n fits
+        # and n + 1 does not, both by the certified bound the ledger will report.
+        if not fits(lo):
+            lo = 1
+        step, hi = 1, cap + 1
+        while lo < cap:
+            cand = min(lo + step, cap)
+            if not fits(cand):
+                hi = cand
+                break
+            lo, step = cand, 2 * step
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
 
     # ----- saving and resuming ---------------------------------------------------------------
     def to_json(self) -> str:

@@ -39,9 +39,8 @@ def test_answers_are_those_of_the_composition_of_merged_entries():
     assert len(acc) == 92
     fresh = Composition()([_step(1.1, 0.01), Laplace(3.0), _step(1.1, 0.01), _step(1.0, 0.02)],
                           [50, 2, 30, 10])
-    for d in (1e-5, 1e-3):
-        assert acc.epsilon(d) == fresh.epsilon(d)
-        assert acc.epsilon_bounds(d) == fresh.epsilon_bounds(d)
+    assert acc.epsilon(1e-5) == fresh.epsilon(1e-5)
+    assert acc.epsilon_bounds(1e-5) == fresh.epsilon_bounds(1e-5)
     assert acc.delta(1.0) == fresh.delta(1.0)
     assert acc.epsilon(1e-5, via="rdp") == fresh.epsilon(1e-5, via="rdp")
 
