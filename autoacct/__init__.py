@@ -43,9 +43,9 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'autoacct' has no attribute {name!r}")
 
 
-__all__ = ["ZCDP", "AccuracyWarning", "Accountant", "ApproxDP", "BudgetWarning", "Calibrator", "Composition", "Gaussian",
-           "InfeasibleBudgetError", "Laplace", "Mechanism", "Neighboring", "PoissonSubsample", "PrivacyStatement", "PureDP",
-           "RandomizedResponse", "RouteUnavailableError", "SampleWithReplacement",
-           "SampleWithoutReplacement", "Transformer", "__version__", "calibrators", "converters",
-           "dpsgd", "dpsgd_schedule", "limits", "losses", "phi", "pld", "routes", "set_limits",
-           "statement", "subsampling", "zoo"]
+__all__ = ["ZCDP", "AccuracyWarning", "Accountant", "ApproxDP", "BudgetWarning", "Calibrator",
+           "Composition", "Gaussian", "InfeasibleBudgetError", "Laplace", "Mechanism", "Neighboring",
+           "PoissonSubsample", "PrivacyStatement", "PureDP", "RandomizedResponse",
+           "RouteUnavailableError", "SampleWithReplacement", "SampleWithoutReplacement", "Transformer",
+           "__version__", "calibrators", "converters", "dpsgd", "dpsgd_schedule", "limits", "losses",
+           "phi", "pld", "routes", "set_limits", "statement", "subsampling", "zoo"]

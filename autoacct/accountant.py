@@ -27,7 +27,8 @@ import importlib
 import json
 import math
 from collections.abc import Hashable
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,8 @@ _VERSION = 1
 _MAX_STEPS = 10 ** 9
 
 
-class Entry(NamedTuple):
+@dataclass(frozen=True)
+class Entry:
     """One entry of the ledger: ``count`` consecutive runs of ``mechanism``."""
 
     mechanism: Mechanism

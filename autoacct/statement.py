@@ -29,7 +29,6 @@ upper bound: it ignores that several examples are rarely sampled together.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
@@ -116,7 +115,9 @@ class PrivacyStatement:
 def _run_of(dataset_size: Any, batch_size: Any, epochs: Any, steps: Any, sample_rate: Any,
             sampling: str) -> Run:
     """The run as the command line accounts it (its q and K rules), from checked inputs."""
-    from autoacct._cli_words import UsageError  # noqa: PLC0415 - the CLI's modules load on use
+    import argparse  # noqa: PLC0415 - the CLI's modules load on use, as autoacct.cli does
+
+    from autoacct._cli_words import UsageError  # noqa: PLC0415
     from autoacct.cli import make_run  # noqa: PLC0415
 
     args = argparse.Namespace(

@@ -63,7 +63,7 @@ def _phase(noise_multiplier: Any, sample_rate: Any, num_steps: Any = 1) -> tuple
     return sigma, q, check.bounded_int("num_steps", num_steps)
 
 
-class AutoacctAccountant(_Base):  # type: ignore[misc]
+class AutoacctAccountant(_Base):
     """Opacus's accountant interface (``IAccountant``) on autoacct's certified accountant.
 
     ``history`` holds (noise_multiplier, sample_rate, num_steps) tuples, consecutive
