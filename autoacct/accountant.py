@@ -186,11 +186,14 @@ class Accountant:
         return self._record(mechanism, _key(mechanism), _count(count))
 
     def _record(self, mechanism: Mechanism, key: Hashable, count: int) -> Accountant:
-        if not (self._entries and self._keys[-1] == key):
+        if self._entries and self._keys[-1] == key:
+            last = self._entries[-1]
+            check.bounded_int("count", last.count + count)  # the merged count stays exact as a float
+            self._entries[-1] = Entry(last.mechanism, last.count + count)
+        else:
             common_neighboring([*(e.mechanism for e in self._entries), mechanism])
-        total = (self._entries[-1].count if self._entries and self._keys[-1] == key else 0) + count
-        check.bounded_int("count", total)  # the merged count stays exact as a float
-        self._entries, self._keys = _merged(self._entries, self._keys, mechanism, key, count)
+            self._entries.append(Entry(mechanism, count))
+            self._keys.append(key)
         self._mechanism = None
         return self
 
