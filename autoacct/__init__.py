@@ -13,10 +13,12 @@ and argparse, which a plain ``import autoacct`` does not need).
 import importlib
 
 from autoacct import calibrators, converters, losses, phi, pld, routes, subsampling, zoo
+from autoacct.accountant import Accountant
 from autoacct.dpsgd import dpsgd, dpsgd_schedule
 from autoacct.errors import AccuracyWarning, BudgetWarning, InfeasibleBudgetError, RouteUnavailableError
 from autoacct.limits import limits, set_limits
 from autoacct.mechanism import Calibrator, Mechanism, Neighboring, Transformer
+from autoacct.statement import PrivacyStatement, statement
 from autoacct.zoo import (
     ZCDP,
     ApproxDP,
@@ -41,9 +43,9 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'autoacct' has no attribute {name!r}")
 
 
-__all__ = ["ZCDP", "AccuracyWarning", "ApproxDP", "BudgetWarning", "Calibrator", "Composition", "Gaussian",
-           "InfeasibleBudgetError", "Laplace", "Mechanism", "Neighboring", "PoissonSubsample", "PureDP",
-           "RandomizedResponse", "RouteUnavailableError", "SampleWithReplacement",
-           "SampleWithoutReplacement", "Transformer", "__version__", "calibrators", "converters",
-           "dpsgd", "dpsgd_schedule", "limits", "losses", "phi", "pld", "routes", "set_limits",
-           "subsampling", "zoo"]
+__all__ = ["ZCDP", "AccuracyWarning", "Accountant", "ApproxDP", "BudgetWarning", "Calibrator",
+           "Composition", "Gaussian", "InfeasibleBudgetError", "Laplace", "Mechanism", "Neighboring",
+           "PoissonSubsample", "PrivacyStatement", "PureDP", "RandomizedResponse",
+           "RouteUnavailableError", "SampleWithReplacement", "SampleWithoutReplacement", "Transformer",
+           "__version__", "calibrators", "converters", "dpsgd", "dpsgd_schedule", "limits", "losses",
+           "phi", "pld", "routes", "set_limits", "statement", "subsampling", "zoo"]

@@ -6,6 +6,7 @@ Subcommands::
     autoacct delta     --epsilon EPS --sample-rate Q --noise-multiplier SIGMA --steps K
     autoacct calibrate --epsilon EPS --sample-rate Q --steps K [--delta D]
     autoacct plot      --sample-rate Q --noise-multiplier SIGMA --steps K [--output tradeoff.png]
+    autoacct statement --sample-rate Q --noise-multiplier SIGMA --steps K [--examples-per-user M]
 
 The sampling rate is --sample-rate, or --batch-size over --dataset-size; the
 length is --steps, or --epochs (with --dataset-size and --batch-size; may be
@@ -36,6 +37,7 @@ from autoacct import __version__
 from autoacct._cli_words import (
     Parser,
     UsageError,
+    _positive_int,
     add_run_options,
     check_words,
     nonnegative_float,
@@ -77,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Certified differential-privacy accounting for DP-SGD.",
                      epilog=CONVENTIONS)
     parser.add_argument("--version", action="version", version=f"autoacct {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{epsilon,delta,calibrate,plot}",
+    sub = parser.add_subparsers(dest="command", metavar="{epsilon,delta,calibrate,plot,statement}",
                                 parser_class=Parser)
     fmt_kw: dict[str, Any] = dict(formatter_class=fmt, epilog=CONVENTIONS, allow_abbrev=False)
     sub.required = True
@@ -118,6 +120,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", default="tradeoff.png", metavar="PATH",
                    help="output file; its suffix .png, .pdf or .svg sets the format "
                         "(default: tradeoff.png)")
+
+    p = sub.add_parser("statement", **fmt_kw,
+                       help="a privacy statement: what the run guarantees, and under which "
+                            "assumptions",
+                       description="A privacy statement of a DP-SGD run: the certified epsilon "
+                                   "bracket, the RDP accountant's value beside it, the steps rule "
+                                   "(and how TF Privacy and Opacus count the run), what the "
+                                   "sampling assumption covers, and example- or user-level.")
+    add_run_options(p, noise=True)
+    p.add_argument("--examples-per-user", "-m", type=_positive_int, default=None, metavar="M",
+                   help="user-level statement: every user has at most M examples (Poisson "
+                        "sampling only; an upper bound, see the statement)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
@@ -520,8 +535,22 @@ def _cmd_plot(args: argparse.Namespace, progress: Progress) -> int:
     return 0
 
 
+def _cmd_statement(args: argparse.Namespace, progress: Progress) -> int:
+    from autoacct.statement import statement  # noqa: PLC0415
+
+    make_run(args)  # the run's errors in the command line's words
+    progress.stage("computing the certified epsilon and the RDP conversion")
+    st = statement(noise_multiplier=args.noise_multiplier, delta=args.delta,
+                   dataset_size=args.dataset_size, batch_size=args.batch_size, epochs=args.epochs,
+                   steps=args.steps, sample_rate=args.sample_rate, sampling=args.sampling,
+                   examples_per_user=args.examples_per_user, tol=args.tol)
+    print(st.to_json() if args.json else st.text())
+    return 0
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Progress], int]] = {
-    "epsilon": _cmd_epsilon, "delta": _cmd_delta, "calibrate": _cmd_calibrate, "plot": _cmd_plot}
+    "epsilon": _cmd_epsilon, "delta": _cmd_delta, "calibrate": _cmd_calibrate, "plot": _cmd_plot,
+    "statement": _cmd_statement}
 
 
 #: Exit status after Ctrl-C: 128 + SIGINT, as shells report a command killed by it.

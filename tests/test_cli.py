@@ -187,6 +187,37 @@ def test_delta_subcommand(capsys):
     assert code == 0, err  # delta(0) is the total variation distance, a valid question
 
 
+def test_statement_json_matches_library(capsys):
+    code, out, err = run_main(["statement", *TF_PRIVACY, "--examples-per-user", "2", "--json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    # TF_PRIVACY: N = 60000, B = 256, E = 2.5 -> K = ceil(2.5 ceil(60000 / 256)) = 588 steps.
+    assert (data["steps"], data["level"], data["examples_per_user"]) == (588, "user", 2)
+    assert data["user_sample_rate"] == pytest.approx(1 - (1 - 256 / 60000) ** 2, rel=1e-14)
+    mech = dpsgd(data["user_sample_rate"], 1.1 / 2, 588)
+    assert data["epsilon_bracket"] == pytest.approx(list(mech.epsilon_bounds(1e-5)), rel=1e-12)
+    assert data["other_tools"]["opacus"]["steps"] == 587
+
+
+def test_statement_text(capsys):
+    code, out, _ = run_main(["statement", *SMALL], capsys)
+    assert code == 0
+    lower, upper = dpsgd(0.1, 2.0, 10).epsilon_bounds(1e-5)
+    assert f"[{lower:.6g}, {upper:.6g}]" in out
+    for phrase in ("example-level", "Chua et al. 2024", "RDP accountant"):
+        assert phrase in out
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--examples-per-user", "0"], ["--examples-per-user", "positive integer"]),
+    (["--examples-per-user", "2", "--sampling", "without-replacement"], ["examples_per_user", "poisson"]),
+])
+def test_statement_bad_input_exits_2(extra, words, capsys):
+    code, out, err = run_main(["statement", *SMALL, *extra], capsys)
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and all(w in err for w in words)
+
+
 def test_calibrate_json():
     res = run_cli("calibrate", "--epsilon", "2", "--delta", "1e-5", "--sample-rate", "1",
                   "--steps", "50", "--json")
@@ -299,7 +330,7 @@ MISTYPED = [
      ["unrecognized option --zzz", "autoacct epsilon --help"]),
     (["epsilon", "--epsilon", "1", "--sample-rate", "0.1", "--steps", "10"],
      ["--epsilon is an option of autoacct delta and calibrate, not of autoacct epsilon"]),
-    (["delta", "--delta", "1e-5"], ["--delta is an option of autoacct epsilon, calibrate and plot"]),
+    (["delta", "--delta", "1e-5"], ["--delta is an option of autoacct epsilon, calibrate, plot and statement"]),
     (["epsilom", "--sample-rate", "0.1"], ["unknown subcommand 'epsilom'", "did you mean epsilon?"]),
     (["calibration", "--epsilon", "1"], ["did you mean calibrate?"]),
     (["eps"], ["did you mean epsilon?"]),
@@ -335,7 +366,7 @@ def test_bad_input_subprocess():
     assert "--sample-rate" in res.stderr
 
 
-@pytest.mark.parametrize("cmd", ["epsilon", "delta", "calibrate", "plot"])
+@pytest.mark.parametrize("cmd", ["epsilon", "delta", "calibrate", "plot", "statement"])
 def test_help_explains_conventions(cmd, capsys):
     code, out, _ = run_main([cmd, "--help"], capsys)
     assert code == 0
@@ -345,7 +376,7 @@ def test_help_explains_conventions(cmd, capsys):
         assert phrase in text
 
 
-@pytest.mark.parametrize("cmd", [[], ["epsilon"], ["delta"], ["calibrate"], ["plot"]])
+@pytest.mark.parametrize("cmd", [[], ["epsilon"], ["delta"], ["calibrate"], ["plot"], ["statement"]])
 def test_help_shows_single_percent_signs(cmd, capsys):
     code, out, _ = run_main([*cmd, "--help"], capsys)
     assert code == 0
@@ -441,7 +472,7 @@ def test_readme_command_line_examples_parse():
     section = section[:section.index("\n## ", 1)]
     commands = [line for block in re.findall(r"```bash\n(.*?)```", section, flags=re.S)
                 for line in block.splitlines() if line.startswith("autoacct ")]
-    assert {shlex.split(c)[1] for c in commands} == {"epsilon", "delta", "calibrate", "plot"}
+    assert {shlex.split(c)[1] for c in commands} == {"epsilon", "delta", "calibrate", "plot", "statement"}
     parser = cli.build_parser()
     for command in commands:
         argv = shlex.split(command)[1:]

@@ -42,6 +42,8 @@ EXPORTS = {
               "sigma_tight", "sigma_rdp"],
     "accuracy": ["REFERENCE_DELTA", "tols", "brackets", "phi_values", "eps_lower", "eps_upper", "eps_phi",
                  "eps_rdp"],
+    "accountant": ["q", "sigma", "delta", "budget_eps", "max_steps", "curve", "eps_at_checkpoint",
+                   "eps_resumed", "steps_left", "steps_done", "eps_final", "eps_final_bounds"],
     "discrete": ["eps_tilde", "n", "m", "ks", "exact", "default", "phi", "br_bound", "worst_case", "delta_b",
                  "n_one", "eps_one_bounds", "d", "ns", "brackets_binomial"],
 }
@@ -144,11 +146,18 @@ def dp_accounting_sgm(sigma: float, q: float, steps: int):
                                        use_connect_dots=True).self_compose(steps)
 
 
+def dpsgd_mechanism(q: float, sigma: float, steps: int):
+    """autoacct's DP-SGD run, to check a notebook's stopping rule against the bound it relies on."""
+    from autoacct import dpsgd
+    return dpsgd(q, sigma, steps)
+
+
 # ----- the notebooks are tutorials -----------------------------------------------------------
 
 def test_notebooks_are_present():
     names = {p.name for p in NOTEBOOKS}
-    assert {"quickstart.ipynb", "dpsgd.ipynb", "accuracy.ipynb", "discrete.ipynb"} == names
+    assert {"quickstart.ipynb", "dpsgd.ipynb", "accuracy.ipynb", "discrete.ipynb",
+            "accountant.ipynb"} == names
     assert set(EXPORTS) == {p.stem for p in NOTEBOOKS}
 
 
@@ -255,6 +264,32 @@ def test_dpsgd_values_against_dp_accounting():
     sgm = functools.partial(dp_accounting_sgm, q=v["rate"], steps=v["steps"])
     assert sgm(v["sigma_tight"]).get_epsilon_for_delta(v["budget_delta"]) <= v["budget_eps"] * (1 + 1e-3)
     assert sgm(0.99 * v["sigma_tight"]).get_epsilon_for_delta(v["budget_delta"]) > v["budget_eps"] * (1 + 1e-3)
+
+
+def test_accountant_values():
+    _, v = executed("accountant")
+    q, sigma, delta, budget = v["q"], v["sigma"], v["delta"], v["budget_eps"]
+    steps, eps = zip(*v["curve"])
+    assert list(steps[:5]) == [200, 400, 600, 800, 1000] and np.all(np.diff(eps) > 0)
+    assert v["eps_resumed"] == v["eps_at_checkpoint"] == eps[4]     # the JSON round trip is exact
+    for k, e in v["curve"]:
+        # The Renyi-DP accountant at integer orders (independent of autoacct) is looser.
+        assert e <= eps_sgm_rdp_integer(q, sigma, k, delta)
+    # Stopped at the budget: the planned steps were taken, and they fit.
+    assert v["steps_done"] == min(1000 + v["steps_left"], v["max_steps"]) == steps[-1]
+    lower, upper = v["eps_final_bounds"]
+    assert upper == v["eps_final"] == eps[-1] <= budget and lower <= upper <= lower * (1 + 1e-3)
+    # One more step would not have fit (the certified bound that remaining() promises).
+    assert dpsgd_mechanism(q, sigma, v["steps_done"] + 1).epsilon(delta) > budget
+
+
+def test_accountant_values_against_dp_accounting():
+    _, v = executed("accountant")
+    curve = dict((k, e) for k, e in v["curve"])
+    for k in (1000, v["steps_done"]):
+        peer = dp_accounting_sgm(v["sigma"], v["q"], k).get_epsilon_for_delta(v["delta"])
+        # Both are upper bounds; ours is within 0.1% of the truth, the peer's within its grid's error.
+        assert curve[k] <= peer * (1 + 1e-3) and peer <= curve[k] * 1.01
 
 
 def test_accuracy_values():
