@@ -43,17 +43,21 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from autoacct.accountant import Accountant
 from autoacct.mechanism import MIN_DELTA, Mechanism, Neighboring
 from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
 from autoacct.zoo import (
     ZCDP,
-    Composition,
     DiscreteLaplace,
+    DiscretePair,
     Gaussian,
+    KaryRandomizedResponse,
     Laplace,
+    MixtureOfGaussians,
     PureDP,
     RandomizedResponse,
     RepeatAndSelect,
+    TreeAggregation,
 )
 
 #: The epsilon at which a query for epsilon = inf is answered (delta is non-increasing in epsilon).
@@ -123,12 +127,25 @@ def _no_op() -> Mechanism:
 
 
 def _single(event: Any, parts: Parts) -> Mechanism:
-    """The one mechanism a subsampled event's inner event stands for (a composition if several)."""
+    """The one mechanism the parts compose to (the mechanism itself for one run of one).
+
+    Consecutive equal parts are merged by the stateful ledger (:class:`autoacct.Accountant`),
+    so a self-composed step is one law composed by one spectrum power.
+    """
     if not parts:
         return _no_op()
     if len(parts) == 1 and parts[0][1] == 1:
         return parts[0][0]
-    return _make(event, lambda: Composition()([m for m, _ in parts], [k for _, k in parts]))
+    ledger = Accountant()
+    try:
+        for m, k in parts:
+            ledger.step(m, k)
+    except (TypeError, ValueError) as err:
+        raise UnsupportedDpEventError(event, f"its parts do not compose: {err}") from err
+    entries = ledger.history
+    if len(entries) == 1 and entries[0].count == 1:
+        return entries[0].mechanism
+    return _make(event, ledger.mechanism)
 
 
 def _randomized_response(event: Any, special: bool) -> Parts:
@@ -141,11 +158,41 @@ def _randomized_response(event: Any, special: bool) -> Parts:
         return []
     if p == 0.0:
         raise NonPrivateEventError(event, "noise_parameter 0 answers truthfully")
-    if k == 2 and not special:
+    if special:
+        # A special record is answered uniformly: (M(x), uniform). Outcomes other than x share one
+        # likelihood ratio, so two outcome classes carry the whole pair.
+        return [(_make(event, lambda: DiscretePair((1.0 - p * (k - 1) / k, p * (k - 1) / k),
+                                                   (1.0 / k, (k - 1) / k))), 1)]
+    if k == 2:
         # Truthful with probability 1 - p + p/2 = 1 - p/2 (replace-one: the two answers' laws swap).
         return [(_make(event, lambda: RandomizedResponse(1.0 - p / 2.0)), 1)]
-    raise UnsupportedDpEventError(event, f"randomized response with num_buckets={k}"
-                                  + (" under REPLACE_SPECIAL" if special else "") + " needs KaryRandomizedResponse")
+    return [(_make(event, lambda: KaryRandomizedResponse(p, k)), 1)]
+
+
+def _mixture(event: Any, relation: Neighboring) -> Parts:
+    if relation is not Neighboring.ADD_REMOVE:
+        raise UnsupportedDpEventError(event, "a mixture of Gaussians is the pair of adding a record "
+                                      "(ADD_OR_REMOVE_ONE or REPLACE_SPECIAL), as in dp_accounting")
+    sens, probs = tuple(event.sensitivities), tuple(event.sampling_probs)
+    if all(s == 0 or w == 0 for s, w in zip(sens, probs)) and len(sens) == len(probs):
+        return []
+    if event.standard_deviation == 0:
+        raise NonPrivateEventError(event, "standard_deviation 0 adds no noise")
+    return [(_make(event, lambda: MixtureOfGaussians(event.standard_deviation, sens, probs)), 1)]
+
+
+def _tree(event: Any) -> Parts:
+    # A record takes part in one step of one tree (the event's premise), so only the deepest
+    # tree matters: TreeAggregation's levels are dp_accounting's ceil(log2(steps + 1)).
+    counts = event.step_counts if isinstance(event.step_counts, (list, tuple)) else [event.step_counts]
+    if not counts or not all(isinstance(c, int) and c >= 0 for c in counts):
+        raise UnsupportedDpEventError(event, f"step_counts must be a non-negative integer or a non-empty "
+                                      f"list of them, got {event.step_counts!r}")
+    if max(counts) == 0:
+        return []
+    if event.noise_multiplier == 0:
+        raise NonPrivateEventError(event, "noise_multiplier 0 adds no noise")
+    return [(_make(event, lambda: TreeAggregation(event.noise_multiplier, max(counts))), 1)]
 
 
 def _subsampled(event: Any, relation: Neighboring, special: bool) -> Parts:
@@ -195,42 +242,25 @@ def _translate(event: Any, relation: Neighboring, special: bool) -> Parts:
             raise NonPrivateEventError(event, "noise_parameter 0 adds no noise")
         return [(_make(event, lambda: DiscreteLaplace(1.0 / a, sensitivity=event.sensitivity)), 1)]
     if isinstance(event, dp.ZCDpEvent):
-        if event.xi != 0:
-            raise UnsupportedDpEventError(event, "zCDP with xi != 0 needs ZCDP(rho, xi)")
-        if event.rho == 0:
+        if event.rho == 0 and event.xi == 0:
             return []
-        return [(_make(event, lambda: ZCDP(event.rho)), 1)]
+        return [(_make(event, lambda: ZCDP(event.rho, event.xi)), 1)]
+    if isinstance(event, dp.MixtureOfGaussiansDpEvent):
+        return _mixture(event, relation)
+    if isinstance(event, dp.SingleEpochTreeAggregationDpEvent):
+        return _tree(event)
     if isinstance(event, dp.RandomizedResponseDpEvent):
         if relation is Neighboring.ADD_REMOVE and not special:
             raise UnsupportedDpEventError(event, "randomized response answers about one record's value: "
                                           "use REPLACE_ONE or REPLACE_SPECIAL, as in dp_accounting")
         return _randomized_response(event, special)
     if isinstance(event, dp.RepeatAndSelectDpEvent):
-        inner = _single(event.event, _merged(_translate(event.event, relation, special)))
+        inner = _single(event.event, _translate(event.event, relation, special))
         return [(_make(event, lambda: RepeatAndSelect(inner, event.mean, event.shape)), 1)]
     if isinstance(event, dp.PoissonSampledDpEvent | dp.SampledWithoutReplacementDpEvent
                   | dp.SampledWithReplacementDpEvent):
         return _subsampled(event, relation, special)
     raise UnsupportedDpEventError(event, "autoacct has no mechanism for it")
-
-
-def _merged(parts: Parts) -> Parts:
-    """Equal mechanisms (same class, parameters and relation) merged into one count, order kept.
-
-    Composition is commutative, so merging changes no guarantee; it lets one law be
-    composed by one spectrum power however the events were written.
-    """
-    index: dict[tuple[Any, ...], int] = {}
-    out: Parts = []
-    for m, k in parts:
-        key = (type(m), m.neighboring, repr(m))
-        if key in index:
-            j = index[key]
-            out[j] = (out[j][0], out[j][1] + k)
-        else:
-            index[key] = len(out)
-            out.append((m, k))
-    return out
 
 
 def from_dp_event(event: Any, neighboring: Any = Neighboring.ADD_REMOVE) -> Mechanism:
@@ -253,8 +283,7 @@ def from_dp_event(event: Any, neighboring: Any = Neighboring.ADD_REMOVE) -> Mech
     dp = _events()
     if not isinstance(event, dp.DpEvent):
         raise TypeError(f"event must be a dp_accounting DpEvent, got {event!r}")
-    parts = _merged(_translate(event, _relation(neighboring), _is_special(neighboring)))
-    return _single(event, parts)
+    return _single(event, _translate(event, _relation(neighboring), _is_special(neighboring)))
 
 
 def _accountant_base() -> type:
@@ -284,7 +313,7 @@ class AutoacctAccountant(_accountant_base()):  # type: ignore[misc]
                             f"got {neighboring_relation!r}")
         super().__init__(relation)
         self._tol = tol
-        self._parts: Parts = []
+        self._ledger_parts = Accountant()
         self._non_private = False
         self._composed: Mechanism | None = None
 
@@ -299,9 +328,14 @@ class AutoacctAccountant(_accountant_base()):  # type: ignore[misc]
         except UnsupportedDpEventError as err:
             return self.CompositionErrorDetails(invalid_event=err.event, error_message=str(err))
         if do_compose and count > 0:
-            self._parts = _merged(self._parts + [(m, k * count) for m, k in parts])
+            for m, k in parts:
+                self._ledger_parts.step(m, k * count)
             self._composed = None
         return None
+
+    @property
+    def _parts(self) -> Parts:
+        return [(e.mechanism, e.count) for e in self._ledger_parts.history]
 
     def mechanism(self) -> Mechanism:
         """The composition of everything composed so far (epsilon 0 when nothing was)."""
