@@ -33,6 +33,7 @@ from scipy import optimize, special
 
 from autoacct import _validation as check
 from autoacct import routes
+from autoacct.converters.rdp import rdp_to_delta
 from autoacct.errors import BudgetExceeded, RouteUnavailableError
 from autoacct.pld.profiles import DiscreteProfile
 
@@ -168,9 +169,9 @@ def gdp_mu(m: Mechanism, tol: float | None = None) -> tuple[float, float]:
     (Dong, Roth and Su 2022, Corollary 2.13). Both sides are non-increasing in
     eps, so on a grid e_0 = 0 < ... < e_N the condition holds on [e_i, e_{i+1}]
     when delta_up(e_i) <= delta_mu(e_{i+1}), delta_up being the certified upper
-    bound. The grid runs to e_N, beyond which delta_mu < MIN_DELTA (1e-300), where
-    the mechanism's certified delta must be 0 or at most delta_mu(e_N): what
-    lies below MIN_DELTA is not resolved (no query of the library goes there).
+    bound. Deltas below MIN_DELTA (1e-300) are not resolved (no query of the library
+    goes there): what is certified is delta_m(eps) <= max(delta_mu(eps), MIN_DELTA) for
+    every eps >= 0, the grid running to e_N, beyond which delta_mu < MIN_DELTA.
     The smallest such mu on the grid is found by bisection (the condition is
     monotone in mu) and returned rounded up; inf when no mu <= 1000 passes.
 
@@ -192,9 +193,9 @@ def gdp_mu(m: Mechanism, tol: float | None = None) -> tuple[float, float]:
     up = _profile_upper(m, grid, t)
 
     def passes(mu: float) -> bool:
-        body = np.all(up[:-1] <= gdp_delta(mu, grid[1:]) * (1.0 - _GDP_SAFETY))
-        # Beyond e_N delta_mu < MIN_DELTA: the tail is resolved down to MIN_DELTA only.
-        return bool(body and up[-1] <= routes.MIN_DELTA)
+        # delta_m <= max(delta_mu, MIN_DELTA) on every cell; beyond e_N, delta_mu < MIN_DELTA.
+        floor = np.maximum(gdp_delta(mu, grid[1:]) * (1.0 - _GDP_SAFETY), routes.MIN_DELTA)
+        return bool(np.all(up[:-1] <= floor) and up[-1] <= routes.MIN_DELTA)
 
     while not passes(hi):
         if hi >= _MU_MAX:
@@ -219,7 +220,8 @@ def _gdp_estimate(eps: float) -> float:
         return math.inf
 
     def gap(mu: float) -> float:
-        return float(np.log(gdp_delta(mu, np.array(eps))) - math.log(ESTIMATE_DELTA))
+        d = float(gdp_delta(mu, np.array(eps)))
+        return (math.log(d) if d > 0.0 else -math.inf) - math.log(ESTIMATE_DELTA)
 
     lo, hi = 1e-3, 1.0
     while gap(hi) < 0.0 and hi < _MU_MAX:
@@ -238,14 +240,19 @@ def _profile_upper(m: Mechanism, grid: np.ndarray, tol: float) -> np.ndarray:
     no new FFT) and combined with the queried values by monotonicity. Otherwise
     the grid is asked of the mechanism directly (closed forms, RDP conversion).
     """
-    if "pld" not in m.routes or routes.single_step(m) is not None:
+    if "pld" not in m.routes and "rdp" not in m.routes or routes.single_step(m) is not None:
         return np.asarray(m.delta(grid, tol=tol), dtype=float)
     probes = np.linspace(grid[0], grid[-1], _GDP_PROBES)
     at_probes = np.asarray(m.delta(probes, tol=tol), dtype=float)
-    _, best = _accountant(m).best_delta(grid)
     # delta(e) <= delta(probe) for every probe at or below e (the profile is non-increasing).
-    idx = np.searchsorted(probes, grid, side="right") - 1
-    return np.minimum(np.asarray(best, dtype=float), at_probes[idx])
+    best = at_probes[np.searchsorted(probes, grid, side="right") - 1]
+    if "pld" in m.routes:
+        best = np.minimum(best, _accountant(m).best_delta(grid)[1])
+    if "rdp" in m.routes:
+        # The RDP conversion at the best order of a fixed grid (unpolished: one pass for all eps).
+        rdp = rdp_to_delta(lambda alpha: routes.rdp_of(m, alpha), grid, polish=False)
+        best = np.minimum(best, np.where(grid >= routes.max_divergence(m), 0.0, rdp))
+    return np.asarray(best, dtype=float)
 
 
 # ----- the composed PLDs ----------------------------------------------------------------------
