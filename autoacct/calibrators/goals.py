@@ -42,6 +42,14 @@ class Goal(ABC):
     def quantity(self) -> str:
         """The certified quantity in words, for messages."""
 
+    #: The quantity's short name in messages ("the smallest epsilon reachable").
+    name = ""
+
+    @property
+    def unreachable(self) -> str:
+        """The message that no parameter value meets the budget."""
+        return f"{self.text} is not reachable"
+
     @abstractmethod
     def bounds(self, mech: Mechanism, via: str, tol: float) -> tuple[float, float]:
         """(lower, upper) around the mechanism's quantity, at accountant accuracy ``tol``."""
@@ -57,6 +65,11 @@ class EpsilonGoal(Goal):
 
     value: float
     delta: float
+    name = "epsilon"
+
+    @property
+    def unreachable(self) -> str:
+        return f"epsilon={self.value:g} is not reachable at delta={self.delta:g}"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", check.real("epsilon", self.value, low=0.0, low_open=True))
@@ -92,6 +105,7 @@ class TprGoal(Goal):
 
     value: float
     fpr: float
+    name = "TPR"
 
     def __post_init__(self) -> None:
         fpr = check.real("fpr", self.fpr, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -127,6 +141,7 @@ class AdvantageGoal(Goal):
     """max_a (TPR(a) - a) <= ``value`` in (0, 1): the membership advantage, delta(0)."""
 
     value: float
+    name = "advantage"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", check.real("advantage", self.value, low=0.0, high=1.0,

@@ -451,7 +451,7 @@ class _Search:
         rel = "<=" if self.sign < 0 else ">="
         assert edge.up is not None
         raise InfeasibleBudgetError(
-            f"{self.goal.text} is not reachable: the smallest {self.goal.quantity} "
+            f"{self.goal.unreachable}: the smallest {self.goal.name} "
             f"reachable with {self.name} {rel} {self._show(edge.x)} is {edge.up:.6g} "
             f"(certified upper bound; lower bound {max(edge.low, 0.0):.6g})",
             achievable=edge.up, at=int(edge.x) if self.integer else edge.x)
