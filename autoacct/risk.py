@@ -49,6 +49,8 @@ _GDP_GRID = 20_001
 _GDP_PROBES = 24
 #: Largest mu :func:`gdp_mu` certifies; beyond it the mechanism is reported as not mu-GDP (inf).
 _MU_MAX = 1e3
+#: Unit roundoff.
+_EPS = float(np.finfo(float).eps)
 #: Relative safety applied to the closed-form GDP profile, well above its floating-point error.
 _GDP_SAFETY = 1e-9
 
@@ -101,28 +103,40 @@ def _tradeoff_above(low: Any, alpha: np.ndarray) -> np.ndarray:
     """An upper bound on one direction's tradeoff function from its lower profile.
 
     The tradeoff function is the convex conjugate of the privacy profile over all
-    eps (negative ones included): f(a) = sup_eps [1 - delta(eps) - e^eps a]. With
-    delta_low <= delta and delta non-increasing, on a cell [x_i, x_{i+1}] of the
-    lattice the bracket is at most 1 - delta_low(x_{i+1}) - e^{x_i} a; left of the
-    lattice at most 1 - delta_low(x_0), right of it at most 1 - e^{x_n} a. A lower
-    profile that says nothing (not a composed PLD) gives the trivial 1 - a.
+    eps (negative ones included): f(a) = sup_eps [1 - delta(eps) - e^eps a]. Inside a
+    cell [x_i, x_{i+1}] of the lattice the lower profile is L(eps) = A - e^eps B + c
+    (suffix sums of the cell, error frozen at the cell's left end), and delta >= L, so
+    the bracket is at most 1 - L(eps) - e^eps a = const + e^eps (B - a): monotone in
+    e^eps, hence largest at an end of the cell (:meth:`DiscreteProfile.cell_ends`).
+    Left of the lattice the same holds with the first suffix sums (see below); right of
+    it the bracket is at most 1 - e^{x_n} a. A lower profile
+    that says nothing (not a composed PLD) gives the trivial 1 - a.
     """
     trivial = 1.0 - alpha
-    if not isinstance(low, DiscreteProfile):
+    if not isinstance(low, DiscreteProfile) or len(low.x) < 2:
         return trivial
     x = low.x
-    d = np.asarray(low.delta(x), dtype=float)
-    out = np.empty(alpha.shape)
+    at_left, at_right = low.cell_ends()
+    # Left of the lattice, untilted (error term constant): L(eps) = A_0 - e^eps B_0 + c exactly,
+    # affine in e^eps in (0, e^{x_0}], so the bracket peaks at an end; at e^eps -> 0 that is
+    # 1 - L far to the left (e^eps B_0 underflows to 0 there). Tilted: 1 - L(x_0).
+    far = float(low.delta(np.array([x[0] - 800.0]))[0]) if low.lam == 0.0 else math.nan
+
+    def left_of(a: float) -> float:
+        if math.isnan(far):
+            return 1.0 - float(at_left[0])
+        return max(1.0 - float(at_left[0]) - math.exp(float(x[0])) * a, 1.0 - far)
+
     flat = alpha.ravel()
     vals = np.empty(flat.shape)
-    for j, a in enumerate(flat):
-        with np.errstate(over="ignore"):
-            cells = 1.0 - d[1:] - np.exp(x[:-1]) * a
+    with np.errstate(over="ignore"):
+        grow_left, grow_right = np.exp(np.minimum(x[:-1], 700.0)), np.exp(np.minimum(x[1:], 700.0))
+        for j, a in enumerate(flat):
+            cells = np.maximum(1.0 - at_left - grow_left * a, 1.0 - at_right - grow_right * a)
             right = 1.0 - math.exp(min(float(x[-1]), 700.0)) * a
-        vals[j] = max(float(np.max(cells, initial=-np.inf)), 1.0 - float(d[0]), right)
-    out[...] = vals.reshape(alpha.shape)
-    # One unit of rounding per term, outward (upwards) for an upper bound.
-    out = np.nextafter(np.nextafter(out, np.inf), np.inf)
+            vals[j] = max(float(np.max(cells)), left_of(float(a)), right)
+    # Three roundings per bracket at most: moved up by a few units of 1 (the bracket is <= 1).
+    out = vals.reshape(alpha.shape) + 4.0 * _EPS
     return np.minimum(np.maximum(out, 0.0), trivial)
 
 
