@@ -11,10 +11,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from scipy import stats  # noqa: E402
 
 from autoacct.dpsgd import dpsgd  # noqa: E402
 from autoacct.plotting import plot_pld, plot_privacy_profile, plot_rdp, plot_roc, plot_tradeoff  # noqa: E402
-from scipy import stats  # noqa: E402
 from autoacct.zoo import (  # noqa: E402
     ApproxDP,
     Composition,
