@@ -211,15 +211,17 @@ def gdp_mu(m: Mechanism, tol: float | None = None) -> tuple[float, float]:
         floor = np.maximum(gdp_delta(mu, grid[1:]) * (1.0 - _GDP_SAFETY), routes.MIN_DELTA)
         return bool(np.all(up[:-1] <= floor) and up[-1] <= routes.MIN_DELTA)
 
+    lo = 0.0
     while not passes(hi):
         if hi >= _MU_MAX:
             return math.inf, estimate
         lo, hi = hi, min(2.0 * hi, _MU_MAX)
         if _gdp_reach(hi) > reach:
+            # The larger range, queried afresh. lo only brackets the bisection: what is
+            # certified is that the returned mu passes on the grid in use.
             reach = _gdp_reach(min(2.0 * hi, _MU_MAX))
             grid = np.linspace(0.0, reach, _GDP_GRID)
             up = _profile_upper(m, grid, t)
-    lo = 0.0
     while hi - lo > 1e-6 * hi:
         mid = 0.5 * (lo + hi)
         lo, hi = (lo, mid) if passes(mid) else (mid, hi)
