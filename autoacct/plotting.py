@@ -1,4 +1,4 @@
-"""Matplotlib helpers: tradeoff curves, privacy profiles and Renyi-DP curves of mechanisms.
+"""Matplotlib helpers: tradeoff curves, ROC bounds, privacy profiles, Renyi-DP curves and PLDs.
 
 Each function draws one curve per mechanism on one Axes (a new figure when
 ``ax`` is None), labels both axes, adds a legend and returns the Axes. The

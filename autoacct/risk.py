@@ -292,7 +292,8 @@ class PrivacyLossDistribution:
     minus ``error_log_scale_lower``) gives the certified lower bound the same
     way; it is all zeros when the accountant has no lower PLD (pairs not attained,
     or a lower bound by cumulants only). Masses are clipped at 0 as the profiles
-    clip them.
+    clip them; they include the FFT's round-off (masses near 1e-17 where the law has
+    none, visible on a log axis), which the error term accounts for.
 
     Attributes
     ----------
