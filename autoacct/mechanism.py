@@ -303,6 +303,33 @@ class Mechanism:
         a = check.real_array("fpr", fpr, low=0.0, high=1.0)
         return routes.outward(np.clip(routes.tradeoff(self, a, via), 0.0, 1.0 - a), upper=False)
 
+    # ----- attack risk (autoacct.risk) ------------------------------------------------
+    def tpr(self, fpr: Any, via: str = "auto") -> Any:
+        """Upper bound on every membership-inference attack's true-positive rate at false-positive
+        rate ``fpr`` in [0, 1]: 1 - ``tradeoff(fpr)``, rounded up, in [fpr, 1]. Array in, array out."""
+        from autoacct import risk
+        return risk.tpr(self, fpr, via)
+
+    def advantage(self, tol: float | None = None) -> float:
+        """Upper bound on the membership advantage max over fpr of (TPR - FPR): delta(0), the
+        total variation distance between the pair."""
+        from autoacct import risk
+        return risk.advantage(self, tol)
+
+    def gdp_mu(self, tol: float | None = None) -> tuple[float, float]:
+        """(certified, estimate): the smallest mu with the mechanism certified mu-GDP (Dong, Roth
+        and Su 2022), and the mu whose GDP profile meets its profile at delta 1e-5
+        (see :func:`autoacct.risk.gdp_mu`)."""
+        from autoacct import risk
+        return risk.gdp_mu(self, tol)
+
+    def pld(self, tol: float | None = None) -> Any:
+        """(remove, add): the certified discrete PLDs (upper and lower) of the composed mechanism,
+        as :class:`autoacct.risk.PrivacyLossDistribution` arrays (see :func:`autoacct.risk.pld`)."""
+        from autoacct import risk
+        return risk.pld(self, tol)
+
+
 
 class Transformer(ABC):
     """A callable that maps mechanisms to a new mechanism, never changing its inputs."""

@@ -1,4 +1,4 @@
-"""Matplotlib helpers: tradeoff curves, privacy profiles and Renyi-DP curves of mechanisms.
+"""Matplotlib helpers: tradeoff curves, ROC bounds, privacy profiles, Renyi-DP curves and PLDs.
 
 Each function draws one curve per mechanism on one Axes (a new figure when
 ``ax`` is None), labels both axes, adds a legend and returns the Axes. The
@@ -23,7 +23,7 @@ from autoacct.mechanism import Mechanism
 from autoacct.subsampling.base import SubsampledMechanism
 from autoacct.zoo.transformers import ComposedMechanism
 
-__all__ = ["plot_privacy_profile", "plot_rdp", "plot_tradeoff"]
+__all__ = ["plot_pld", "plot_privacy_profile", "plot_rdp", "plot_roc", "plot_tradeoff"]
 
 
 def _axes(ax: Any) -> Any:
@@ -241,6 +241,37 @@ def plot_tradeoff(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] 
     out, the limits run from the smallest value shown to 1, and the axes box
     stays square without forcing an equal aspect on the decades. Returns the Axes.
     """
+    ax = _unit_square_curves(mechanisms, ax, labels, via, fpr, xscale, yscale,
+                             lambda m, a, r: m.tradeoff(a, via=r), lambda a: 1.0 - a)
+    ax.set_xlabel(r"Type I error $\alpha$")
+    ax.set_ylabel(r"Type II error $\beta$")
+    ax.set_title("Tradeoff functions (f-DP)")
+    return ax
+
+
+def plot_roc(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] | None = None,
+             via: str | Sequence[str] = "auto", fpr: Any = None,
+             xscale: str = "log", yscale: str = "log") -> Any:
+    """Plot the ROC bound of membership inference: the largest true-positive rate any attack
+    reaches at each false-positive rate, ``m.tpr(fpr, via=...)`` = 1 - the certified tradeoff.
+
+    Log axes by default, where attacks are judged at low false-positive rates (Carlini et al.
+    2022); "linear" gives the unit square. The dotted line is guessing (TPR = FPR). Options as
+    in :func:`plot_tradeoff`, whose code paths it shares. Returns the Axes.
+    """
+    ax = _unit_square_curves(mechanisms, ax, labels, via, fpr, xscale, yscale,
+                             lambda m, a, r: m.tpr(a, via=r), lambda a: a)
+    ax.set_xlabel("False-positive rate")
+    ax.set_ylabel("True-positive rate (upper bound)")
+    ax.set_title("Membership inference: ROC bound")
+    return ax
+
+
+def _unit_square_curves(mechanisms: Sequence[Mechanism], ax: Any, labels: Sequence[str] | None,
+                        via: str | Sequence[str], fpr: Any, xscale: str, yscale: str,
+                        value: Any, reference: Any) -> Any:
+    """Curves y = value(m, fpr, route) on [0, 1]^2 with the dotted ``reference`` line; the axes'
+    scales, limits and legend (see :func:`plot_tradeoff`)."""
     _check(mechanisms)
     xscale, yscale = _scale("xscale", xscale), _scale("yscale", yscale)
     ax = _axes(ax)
@@ -250,32 +281,61 @@ def plot_tradeoff(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] 
     alpha = grid if fpr is None else np.asarray(fpr, dtype=float)
     if xscale == "log":
         alpha = alpha[alpha > 0]
-    lines, betas = [], []
+    lines, ys = [], []
     for m, route, name in zip(mechanisms, routes, names):
-        beta = np.asarray(m.tradeoff(alpha, via=route), dtype=float)
-        betas.append(beta)
-        lines += ax.plot(alpha, np.where(beta > 0, beta, np.nan) if yscale == "log" else beta, label=name)
+        y = np.asarray(value(m, alpha, route), dtype=float)
+        ys.append(y)
+        lines += ax.plot(alpha, np.where(y > 0, y, np.nan) if yscale == "log" else y, label=name)
     if xscale == yscale == "linear":
-        ax.plot([0.0, 1.0], [1.0, 0.0], linestyle=":", color="0.6", linewidth=1.0, label="_perfect privacy")
+        ax.plot([0.0, 1.0], reference(np.array([0.0, 1.0])), linestyle=":", color="0.6", linewidth=1.0,
+                label="_reference")
         ax.set_xlim(0.0, 1.0)
         ax.set_ylim(0.0, 1.0)
         ax.set_aspect("equal")
     else:
         low_x = float(np.min(alpha)) if xscale == "log" and alpha.size else 1e-5
         ref = np.concatenate((np.geomspace(min(low_x, 1e-5), 1.0, 200), grid))
-        ref = np.unique(ref[(ref > 0 if xscale == "log" else ref >= 0) & (ref < 1 if yscale == "log" else ref <= 1)])
-        ax.plot(ref, 1.0 - ref, linestyle=":", color="0.6", linewidth=1.0, label="_perfect privacy")
+        ref = np.unique(ref[(ref > 0 if xscale == "log" else ref >= 0) & (ref <= 1)])
+        ref_y = reference(ref)
+        keep = ref_y > 0 if yscale == "log" else np.ones(ref.shape, dtype=bool)
+        ax.plot(ref[keep], ref_y[keep], linestyle=":", color="0.6", linewidth=1.0, label="_reference")
         ax.set_xscale(xscale)
         ax.set_yscale(yscale)
         ax.set_xlim(_span(alpha, 1.0) if xscale == "log" else (0.0, 1.0))
-        # With the diagonal among the values, a curve that is 0 everywhere leaves a sensible view.
-        ax.set_ylim(*(_positive_limits([*betas, 1.0 - ref], 1e-300, 1.0) if yscale == "log" else (0.0, 1.0)))
+        # With the reference among the values, a curve that is 0 everywhere leaves a sensible view.
+        ax.set_ylim(*(_positive_limits([*ys, ref_y[keep]], 1e-300, 1.0) if yscale == "log" else (0.0, 1.0)))
         ax.set_aspect("auto")
         ax.set_box_aspect(1.0)
-    ax.set_xlabel(r"Type I error $\alpha$")
-    ax.set_ylabel(r"Type II error $\beta$")
-    ax.set_title("Tradeoff functions (f-DP)")
     _legend(ax, lines, names, labels is None)
+    return ax
+
+
+def plot_pld(mechanism: Mechanism, ax: Any = None, direction: str = "remove", tol: float | None = None,
+             yscale: str = "log") -> Any:
+    """Plot a mechanism's certified discrete privacy-loss distribution (``mechanism.pld(tol)``):
+    the upper and lower PLDs' masses against the loss, for ``direction`` "remove" (the law of
+    log dP/dQ under P) or "add". The legend gives the upper PLD's mass at +inf. Zero masses are
+    left out on the default log mass axis. Returns the Axes.
+    """
+    _check([mechanism])
+    if direction not in ("remove", "add"):
+        raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
+    yscale = _scale("yscale", yscale)
+    remove, add = mechanism.pld(tol)
+    d = remove if direction == "remove" else add
+    ax = _axes(ax)
+    shown = []
+    for pmf, style, text in ((d.pmf_upper, "-", f"upper (mass at +inf {d.inf_mass:.3g})"),
+                             (d.pmf_lower, "--", "lower")):
+        y = np.where(pmf > 0, pmf, np.nan) if yscale == "log" else pmf
+        shown += ax.plot(d.losses, y, linestyle=style, label=text)
+    ax.set_yscale(yscale)
+    if yscale == "log":
+        _log_limits(ax, d.pmf_upper[d.pmf_upper > 0])
+    ax.set_xlabel("Privacy loss")
+    ax.set_ylabel(f"Mass per cell (h = {d.h:.3g})")
+    ax.set_title(f"{_describe(mechanism)}: PLD ({direction})")
+    ax.legend(handles=shown)
     return ax
 
 

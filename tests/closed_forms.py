@@ -100,3 +100,30 @@ def kary_rr_delta_closed(noise: float, buckets: int, n: int, eps: float) -> floa
     log_q = log_m + i * math.log(b) + j * math.log(a)
     gap = np.exp(log_p) * -np.expm1(np.minimum(eps + log_q - log_p, 0.0))
     return float(np.where(ok, gap, 0.0).sum())
+
+
+def neyman_pearson_tradeoff(p: np.ndarray, q: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """Exact tradeoff T(P, Q)(alpha) of two laws on a finite set of outcomes (Neyman and Pearson).
+
+    The most powerful tests of P against Q reject the outcomes in decreasing order of the
+    likelihood ratio q / p (randomising on the boundary outcome), so the tradeoff curve is
+    piecewise linear through (sum of p, 1 - sum of q) over the rejected outcomes.
+    """
+    p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(p > 0, q / np.where(p > 0, p, 1.0), np.inf)
+    order = np.argsort(-ratio, kind="stable")
+    a = np.concatenate(([0.0], np.cumsum(p[order])))
+    b = np.concatenate(([1.0], 1.0 - np.cumsum(q[order])))
+    # Outcomes with p = 0 come first: alpha stays 0 while beta drops, so keep the lowest beta there.
+    return np.clip(np.interp(alpha, a[np.r_[a[1:] > a[:-1], True]], b[np.r_[a[1:] > a[:-1], True]]), 0.0, 1.0)
+
+
+def rr_composition_tpr(prob: float, k: int, fpr: np.ndarray) -> np.ndarray:
+    """Largest TPR at each fpr of k runs of randomized response truthful with probability prob:
+    the number of truthful answers is Bin(k, prob) under one neighbour and Bin(k, 1 - prob) under
+    the other; the pair is symmetric, so one order of the test suffices."""
+    j = np.arange(k + 1)
+    p = stats.binom.pmf(j, k, prob)
+    q = stats.binom.pmf(j, k, 1.0 - prob)
+    return 1.0 - np.minimum(neyman_pearson_tradeoff(p, q, fpr), neyman_pearson_tradeoff(q, p, fpr))

@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
-from closed_forms import eps_from_delta_closed, gaussian_delta_closed, gaussian_eps_closed
+from closed_forms import eps_from_delta_closed, gaussian_delta_closed, gaussian_eps_closed, rr_composition_tpr
 from nbclient import NotebookClient
 from scipy import special, stats
 
@@ -44,6 +44,8 @@ EXPORTS = {
                  "eps_rdp"],
     "accountant": ["q", "sigma", "delta", "budget_eps", "max_steps", "curve", "eps_at_checkpoint",
                    "eps_resumed", "steps_left", "steps_done", "eps_final", "eps_final_bounds"],
+    "risk": ["eps", "delta", "fpr", "tpr", "tpr_at_1e3", "from_eps_delta", "advantage", "target_tpr",
+             "target_fpr", "sigma", "tpr_calibrated", "rr_fpr", "rr_tpr"],
     "discrete": ["eps_tilde", "n", "m", "ks", "exact", "default", "phi", "br_bound", "worst_case", "delta_b",
                  "n_one", "eps_one_bounds", "d", "ns", "brackets_binomial"],
 }
@@ -157,7 +159,7 @@ def dpsgd_mechanism(q: float, sigma: float, steps: int):
 def test_notebooks_are_present():
     names = {p.name for p in NOTEBOOKS}
     assert {"quickstart.ipynb", "dpsgd.ipynb", "accuracy.ipynb", "discrete.ipynb",
-            "accountant.ipynb"} == names
+            "accountant.ipynb", "risk.ipynb"} == names
     assert set(EXPORTS) == {p.stem for p in NOTEBOOKS}
 
 
@@ -362,3 +364,24 @@ def test_discrete_values():
         gaussian = gaussian_eps_closed(math.sqrt(v["d"]) / math.sqrt(nn / 4), v["delta_b"])
         assert lower * (1 - 1e-3) <= gaussian <= upper * (1 + 1e-3)
         assert upper - lower <= 1e-3 * upper
+
+
+def test_risk_values():
+    """The ROC bound of the notebook's DP-SGD run against dp_accounting's (eps, delta), the
+    randomized-response ROC against its Neyman-Pearson curve, the calibration against its target."""
+    _, v = executed("risk")
+    fpr, tpr = np.array(v["fpr"]), np.array(v["tpr"])
+    assert np.all(tpr >= fpr) and np.all(np.diff(tpr) >= 0) and np.all(tpr <= 1)
+    # Every attack obeys TPR <= e^eps FPR + delta at every (eps, delta) the run satisfies; the
+    # curve is tight (0.1% on the eps scale), so it lies below that line for dp_accounting's eps too.
+    peer = dp_accounting_sgm(1.1, 0.01, 1000).get_epsilon_for_delta(v["delta"])
+    assert v["eps"] <= peer * (1 + 1e-3)
+    assert np.all(tpr <= np.exp(peer * (1 + 1e-3)) * fpr + v["delta"])
+    assert v["tpr_at_1e3"] == pytest.approx(float(np.interp(1e-3, fpr, tpr)), rel=0.05)
+    assert v["tpr_at_1e3"] <= v["from_eps_delta"]
+    assert v["tpr_at_1e3"] - 1e-3 <= v["advantage"] <= 1.0
+    assert v["tpr_calibrated"] <= v["target_tpr"] and v["sigma"] < 1.1
+    truth = rr_composition_tpr(0.75, 10, np.array(v["rr_fpr"]))
+    rr = np.array(v["rr_tpr"])
+    assert np.all(rr >= truth - 1e-14)
+    np.testing.assert_allclose(rr, truth, atol=1e-6, rtol=0)

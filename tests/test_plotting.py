@@ -11,9 +11,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from scipy import stats  # noqa: E402
 
 from autoacct.dpsgd import dpsgd  # noqa: E402
-from autoacct.plotting import plot_privacy_profile, plot_rdp, plot_tradeoff  # noqa: E402
+from autoacct.plotting import plot_pld, plot_privacy_profile, plot_rdp, plot_roc, plot_tradeoff  # noqa: E402
 from autoacct.zoo import (  # noqa: E402
     ApproxDP,
     Composition,
@@ -22,6 +23,7 @@ from autoacct.zoo import (  # noqa: E402
     NoisyGD,
     PoissonSubsample,
     PureDP,
+    RandomizedResponse,
     SampleWithReplacement,
 )
 
@@ -318,3 +320,44 @@ def test_no_show_in_library(monkeypatch):
     plot_tradeoff(Gaussian(1.0))
     plot_privacy_profile(Gaussian(1.0), eps=[0.0, 1.0])
     plot_rdp(Gaussian(1.0))
+
+
+# ----- ROC bound and PLD ----------------------------------------------------------------------------
+
+def test_roc_is_one_minus_the_tradeoff_on_log_axes():
+    gm = Composition()([Gaussian(2.0)], [4])          # 1-GDP: TPR = Phi(Phi^-1(a) + 1)
+    rr = Composition()([RandomizedResponse(0.75)], [5])
+    ax = plot_roc(gm, rr, labels=["gauss", "rr"])
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    assert _legend_texts(ax) == ["gauss", "rr"]
+    gauss, _ = _curves(ax)
+    x, y = np.asarray(gauss.get_xdata()), np.asarray(gauss.get_ydata())
+    assert np.all(x > 0)
+    truth = stats.norm.cdf(stats.norm.ppf(x) + 1.0)
+    assert np.all(y >= truth) and np.allclose(y, truth, atol=1e-6)
+    low, high = ax.get_xlim()
+    assert low == pytest.approx(1e-5) and high == 1.0
+    assert ax.get_ylim()[1] == 1.0 and ax.get_ylim()[0] > 0
+
+
+def test_roc_linear_is_the_unit_square_above_the_diagonal():
+    ax = plot_roc(Laplace(1.0), xscale="linear", yscale="linear", fpr=np.linspace(0, 1, 21))
+    (line,) = _curves(ax)
+    x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+    assert np.all(y >= x) and np.all(y <= 1)
+    assert ax.get_xlim() == (0.0, 1.0) and ax.get_ylim() == (0.0, 1.0)
+    with pytest.raises(ValueError, match="xscale"):
+        plot_roc(Laplace(1.0), xscale="logit")
+
+
+def test_pld_plot_shows_the_exported_masses():
+    m = Composition()([RandomizedResponse(0.75)], [5])
+    ax = plot_pld(m)
+    upper, lower = _curves(ax)
+    remove, _ = m.pld()
+    np.testing.assert_array_equal(np.asarray(upper.get_xdata()), remove.losses)
+    y = np.asarray(upper.get_ydata())
+    np.testing.assert_allclose(y[np.isfinite(y)], remove.pmf_upper[remove.pmf_upper > 0])
+    assert "upper" in _legend_texts(ax)[0] and ax.get_yscale() == "log"
+    with pytest.raises(ValueError, match="direction"):
+        plot_pld(m, direction="sideways")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -101,3 +102,51 @@ def test_an_integer_beyond_floating_point_is_a_value_error_naming_the_parameter(
     # float(10**400) raises OverflowError inside the check; it is out of every range here.
     with pytest.raises(ValueError, match=r"(b|eps|p|q) must"):
         make(10**400)
+
+
+# ----- attack-risk views and targets ----------------------------------------------------------
+
+@pytest.mark.parametrize("fpr", [-0.1, 1.5, math.nan, math.inf])
+def test_tpr_rejects_fpr_outside_the_unit_interval(fpr):
+    with pytest.raises(ValueError, match="fpr"):
+        Gaussian(1.0).tpr(fpr)
+    with pytest.raises(ValueError, match="fpr"):
+        Gaussian(1.0).tpr([0.1, fpr])
+
+
+@pytest.mark.parametrize("call", [lambda m: m.advantage(tol=0.0), lambda m: m.gdp_mu(tol=-1.0),
+                                  lambda m: m.pld(tol=2.0)])
+def test_risk_views_reject_a_bad_tolerance(call):
+    with pytest.raises(ValueError, match="tol"):
+        call(Composition()([Laplace(1.0)], [2]))
+
+
+_GAUSS = Gaussian  # the calibrated family
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(tpr=0.1, fpr=0.2), "tpr"),            # tpr <= fpr
+    (dict(tpr=0.1, fpr=0.1), "tpr"),
+    (dict(tpr=1.0, fpr=0.01), "tpr"),
+    (dict(tpr=0.1, fpr=0.0), "fpr"),
+    (dict(tpr=0.1, fpr=1.5), "fpr"),
+    (dict(tpr=0.1, fpr=math.nan), "fpr"),
+    (dict(tpr=0.1), "fpr"),
+    (dict(advantage=0.0), "advantage"),
+    (dict(advantage=1.0), "advantage"),
+    (dict(advantage=-0.2), "advantage"),
+    (dict(advantage=math.nan), "advantage"),
+    (dict(epsilon=1.0, delta=1e-5, tpr=0.1, fpr=0.01), "epsilon=1.0, tpr=0.1"),
+    (dict(tpr=0.1, fpr=0.01, advantage=0.05), "tpr=0.1, advantage=0.05"),
+    (dict(advantage=0.05, fpr=0.01), "fpr"),
+    (dict(advantage=0.05, delta=1e-5), "delta"),
+    (dict(epsilon=1.0, delta=1e-5, fpr=0.01), "fpr"),
+    (dict(epsilon=1.0), "delta"),
+    (dict(), "none"),
+])
+def test_calibration_targets_are_checked(kwargs, name):
+    from autoacct.calibrators import calibrate, calibrate_dpsgd
+    with pytest.raises(ValueError, match=re.escape(name)):
+        calibrate(_GAUSS, **kwargs)
+    with pytest.raises(ValueError, match=re.escape(name)):
+        calibrate_dpsgd(sample_rate=0.01, steps=100, **kwargs)

@@ -21,8 +21,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from scipy import special
+
 from autoacct import _validation as check
 from autoacct.calibrators.gaussian import gdp_mu
+from autoacct.calibrators.goals import AdvantageGoal, EpsilonGoal, Goal, TprGoal, goal_of
 from autoacct.calibrators.search import DEFAULT_RTOL, CalibrationResult, calibrate_result
 from autoacct.dpsgd import dpsgd
 from autoacct.mechanism import Mechanism
@@ -40,45 +43,68 @@ def _shape(sample_rate: float | None, steps: int | None, dataset_size: int | Non
     return float(q), float(k)
 
 
-def _check_noise_needed(epsilon: float, delta: float, q: float, k: float) -> None:
+def _check_noise_needed(goal: Goal, q: float, k: float) -> None:
     """Raise ValueError when every noise multiplier meets the budget.
 
     Each step uses a given record with probability q, so its pair is at total
-    variation distance at most q, and k steps at most 1 - (1 - q)^k. When that
-    is <= delta, epsilon(delta) = 0 for every noise multiplier: there is
-    nothing to calibrate.
+    variation distance at most q, and k steps at most tv = 1 - (1 - q)^k. When
+    tv <= delta, epsilon(delta) = 0 for every noise multiplier; the advantage is
+    tv at most, and the TPR at fpr a at most a + tv. Then there is nothing to calibrate.
     """
     reach = -math.expm1(k * math.log1p(-q)) if q < 1.0 else 1.0
-    if reach <= delta:
-        raise ValueError(f"every noise_multiplier meets epsilon={epsilon:g} at delta={delta:g}: "
-                         f"with sample_rate={q:g} and {k:g} steps, delta(0) <= 1 - (1 - q)^k = "
-                         f"{reach:.6g} <= delta whatever the noise, so no noise is needed")
+    run = f"with sample_rate={q:g} and {k:g} steps, delta(0) <= 1 - (1 - q)^k = {reach:.6g}"
+    if isinstance(goal, EpsilonGoal) and reach <= goal.delta:
+        raise ValueError(f"every noise_multiplier meets epsilon={goal.value:g} at delta={goal.delta:g}: "
+                         f"{run} <= delta whatever the noise, so no noise is needed")
+    if isinstance(goal, AdvantageGoal) and reach <= goal.value:
+        raise ValueError(f"every noise_multiplier meets advantage={goal.value:g}: {run}, "
+                         "the largest advantage whatever the noise, so no noise is needed")
+    if isinstance(goal, TprGoal) and goal.fpr + reach <= goal.value:
+        raise ValueError(f"every noise_multiplier meets tpr={goal.value:g} at fpr={goal.fpr:g}: {run}, "
+                         "and TPR - FPR is at most that whatever the noise, so no noise is needed")
 
 
-def calibrate_dpsgd_result(epsilon: float, delta: float, sample_rate: float | None = None,
+def _target_mu(goal: Goal) -> float:
+    """mu of the mu-GDP mechanism that just meets the goal (for the first guess only): the
+    analytic Gaussian for (epsilon, delta), Phi^-1(tpr) - Phi^-1(fpr) for a TPR target (the
+    Gaussian tradeoff 1 - Phi(Phi^-1(1 - a) - mu)), 2 Phi^-1((1 + adv) / 2) for an advantage."""
+    if isinstance(goal, EpsilonGoal):
+        return gdp_mu(goal.value, goal.delta)
+    if isinstance(goal, TprGoal):
+        return float(special.ndtri(goal.value) - special.ndtri(goal.fpr))
+    return float(2.0 * special.ndtri((1.0 + goal.value) / 2.0))
+
+
+def calibrate_dpsgd_result(epsilon: float | None = None, delta: float | None = None,
+                           sample_rate: float | None = None,
                            steps: int | None = None, sampling: str = "poisson", *,
                            dataset_size: int | None = None, batch_size: int | None = None,
                            epochs: int | None = None, tol: float | None = None,
-                           rtol: float = DEFAULT_RTOL) -> CalibrationResult:
+                           rtol: float = DEFAULT_RTOL, tpr: float | None = None,
+                           fpr: float | None = None, advantage: float | None = None) -> CalibrationResult:
     """Like :func:`calibrate_dpsgd`, returning the full :class:`CalibrationResult`."""
+    goal = goal_of(epsilon, delta, tpr, fpr, advantage)
     run: dict[str, Any] = dict(sample_rate=sample_rate, steps=steps, dataset_size=dataset_size,
                batch_size=batch_size, epochs=epochs, sampling=sampling)
     dpsgd(noise_multiplier=1.0, **run)  # validates the run's description
-    mu = gdp_mu(epsilon, delta)
+    mu = _target_mu(goal)
     q, k = _shape(sample_rate, steps, dataset_size, batch_size, epochs)
-    _check_noise_needed(epsilon, delta, q, k)
+    _check_noise_needed(goal, q, k)
     c = scheme(sampling).sensitivity_factor
     ratio = mu * mu / (q * q * k)
     x0 = c / math.sqrt(math.log1p(ratio)) if ratio > 0 else 1.0
-    return calibrate_result(lambda s: dpsgd(noise_multiplier=s, **run), epsilon, delta,
-                            increasing=False, x0=x0, tol=tol, rtol=rtol, name="noise_multiplier")
+    return calibrate_result(lambda s: dpsgd(noise_multiplier=s, **run), epsilon, delta, tpr=tpr, fpr=fpr,
+                            advantage=advantage, increasing=False, x0=x0, tol=tol, rtol=rtol,
+                            name="noise_multiplier")
 
 
-def calibrate_dpsgd(epsilon: float, delta: float, sample_rate: float | None = None,
+def calibrate_dpsgd(epsilon: float | None = None, delta: float | None = None,
+                    sample_rate: float | None = None,
                     steps: int | None = None, sampling: str = "poisson", *,
                     dataset_size: int | None = None, batch_size: int | None = None,
                     epochs: int | None = None, tol: float | None = None,
-                    rtol: float = DEFAULT_RTOL) -> float:
+                    rtol: float = DEFAULT_RTOL, tpr: float | None = None,
+                    fpr: float | None = None, advantage: float | None = None) -> float:
     """Smallest noise multiplier sigma for which DP-SGD's certified epsilon(delta) <= epsilon.
 
     sigma is the noise std divided by the clipping norm. The run is given by
@@ -91,16 +117,22 @@ def calibrate_dpsgd(epsilon: float, delta: float, sample_rate: float | None = No
     and is certified within a factor 1 + ``rtol`` (default 0.2%) of the smallest
     sigma whose true epsilon meets the budget.
 
+    In place of (epsilon, delta) an attack-risk target may be given (keywords):
+    ``tpr`` and ``fpr`` (every membership-inference attack at false-positive rate
+    fpr has true-positive rate at most tpr, certified by ``tpr(fpr)``) or
+    ``advantage`` (max TPR - FPR, certified by ``advantage()``); see
+    :func:`autoacct.calibrators.calibrate`.
+
     Raises
     ------
     ValueError
         Bad run description, epsilon <= 0, delta outside (0, 1), or a run
         with 1 - (1 - q)^k <= delta, for which every noise multiplier meets
-        the budget.
+        the budget (likewise for the risk targets); none or several targets.
     """
     return calibrate_dpsgd_result(epsilon, delta, sample_rate, steps, sampling,
                                   dataset_size=dataset_size, batch_size=batch_size, epochs=epochs,
-                                  tol=tol, rtol=rtol).value
+                                  tol=tol, rtol=rtol, tpr=tpr, fpr=fpr, advantage=advantage).value
 
 
 def calibrate_dpsgd_steps(epsilon: float, delta: float, sample_rate: float | None = None,

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autoacct import _validation as check
+from autoacct.calibrators.goals import AdvantageGoal, EpsilonGoal, Goal, TprGoal, goal_of
 from autoacct.errors import AccuracyWarning, InfeasibleBudgetError
 from autoacct.mechanism import ROUTES, Mechanism
 from autoacct.pld import DEFAULT_TOL
@@ -57,6 +58,8 @@ DEFAULT_RTOL = 2e-3
 _MIN_CERT_TOL = 1e-6
 #: Each refinement of the certification tolerance divides it by this.
 _TOL_SHRINK = 8.0
+#: The name of each goal's quantity in a :class:`CalibrationResult`.
+_TARGET_NAMES = {EpsilonGoal: "epsilon", TprGoal: "tpr", AdvantageGoal: "advantage"}
 #: Largest distance in log space the bracketing may travel from the first guess.
 _MAX_LOG_RANGE = 30.0
 
@@ -72,11 +75,13 @@ class CalibrationResult:
     mechanism:
         ``factory(value)``, the mechanism whose epsilon was certified.
     epsilon:
-        Its certified upper bound eps_up(x_s) = mechanism.epsilon(delta, via, tol) <= target.
+        Its certified upper bound eps_up(x_s) = mechanism.epsilon(delta, via, tol) <= target;
+        for a ``target`` of "tpr" or "advantage", the certified upper bound of that quantity
+        (``mechanism.tpr(fpr)``, ``mechanism.advantage()``) instead.
     epsilon_lower:
-        The best certified lower bound on its true epsilon(delta).
+        The best certified lower bound on its true epsilon(delta) (or TPR, or advantage).
     target_epsilon, delta:
-        The budget.
+        The budget (delta None for a tpr or advantage target).
     increasing:
         Whether epsilon grows with the parameter.
     optimality_gap:
@@ -90,6 +95,12 @@ class CalibrationResult:
         The accountant tolerance at which ``epsilon`` was certified.
     evaluations:
         Number of accountant calls the search made.
+    target:
+        The calibrated quantity: "epsilon" (eps(delta)), "tpr" (the largest true-positive
+        rate of a membership-inference attack at false-positive rate ``fpr``) or
+        "advantage" (the largest TPR - FPR, i.e. delta(0)).
+    fpr:
+        The false-positive rate of a "tpr" target, else None.
     """
 
     value: float
@@ -97,12 +108,14 @@ class CalibrationResult:
     epsilon: float
     epsilon_lower: float
     target_epsilon: float
-    delta: float
+    delta: float | None
     increasing: bool
     optimality_gap: float
     certified: bool
     tol: float
     evaluations: int
+    target: str = "epsilon"
+    fpr: float | None = None
 
 
 @dataclass
@@ -127,15 +140,15 @@ class _Point:
 class _Search:
     """State of one calibration: cached evaluations and the bracketing logic."""
 
-    def __init__(self, factory: Factory, epsilon: float, delta: float,
+    def __init__(self, factory: Factory, goal: Goal,
                  bounds: tuple[float | None, float | None] | None, *, integer: bool,
                  tol: float | None, rtol: float, via: str, increasing: bool | None,
                  x0: float | None, name: str, max_evaluations: int) -> None:
         if not callable(factory):
             raise TypeError(f"factory must be callable, got {type(factory).__name__}")
         self.factory = factory
-        self.target = check.real("epsilon", epsilon, low=0.0, low_open=True)
-        self.delta = check.real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+        self.goal = goal
+        self.target = goal.value
         self.tol = DEFAULT_TOL if tol is None else check.real("tol", tol, low=1e-7, high=0.5)
         self.rtol = check.real("rtol", rtol, low=1e-9, high=0.5)
         if via not in ROUTES:
@@ -226,7 +239,7 @@ class _Search:
         with warnings.catch_warnings():
             if t != self.tol:
                 warnings.simplefilter("ignore", AccuracyWarning)
-            low, up = self._bounds_of(p.mech, t)
+            low, up = self.goal.bounds(p.mech, self.via, t)
         p.tols.add(t)
         p.stalled = len(p.tols) > 1 and low <= p.low
         p.low = max(p.low, low)
@@ -234,15 +247,6 @@ class _Search:
         if t == self.tol:
             p.up = up
         return p
-
-    def _bounds_of(self, mech: Mechanism, tol: float) -> tuple[float, float]:
-        if self.via == "auto":
-            return mech.epsilon_bounds(self.delta, tol=tol)
-        up = mech.epsilon(self.delta, via=self.via, tol=tol)
-        if self.via == "rdp":
-            # Optimality is judged against the RDP conversion itself, a deterministic value.
-            return up, up
-        return mech.epsilon_bounds(self.delta, tol=tol)[0], up
 
     def u(self, p: _Point) -> float:
         return self.sign * p.t
@@ -291,7 +295,7 @@ class _Search:
             return 1 if (p.up > p0.up) == (p.x > p0.x) else -1
         if p0.up == math.inf:
             self._infeasible_everywhere()
-        raise ValueError(f"the certified epsilon(delta={self.delta:g}) does not change with "
+        raise ValueError(f"the certified {self.goal.quantity} does not change with "
                          f"{self.name} around {self._show(p0.x)} (it is {p0.up:.6g} there); "
                          "cannot tell which way to search: pass increasing= or x0=")
 
@@ -408,8 +412,8 @@ class _Search:
         if self._at_bound(s, private=False):
             return self._finish(s, 0.0)
         if abs(s.t - math.log(self.x0)) >= _MAX_LOG_RANGE or len(pts) > 60:
-            raise ValueError(f"every {self.name} tried up to {self._show(s.x)} meets epsilon="
-                             f"{self.target:g} at delta={self.delta:g} (certified epsilon "
+            raise ValueError(f"every {self.name} tried up to {self._show(s.x)} meets "
+                             f"{self.goal.text} (certified {self.goal.quantity} "
                              f"{s.up:.6g} there); pass bounds= to limit the search")
         below = [p for p in pts if self.u(p) < self.u(s)]
         u_new = self.u(s) + self._step_size(s, below[-1] if below else None, len(pts),
@@ -447,8 +451,8 @@ class _Search:
         rel = "<=" if self.sign < 0 else ">="
         assert edge.up is not None
         raise InfeasibleBudgetError(
-            f"epsilon={self.target:g} is not reachable at delta={self.delta:g}: the smallest "
-            f"epsilon reachable with {self.name} {rel} {self._show(edge.x)} is {edge.up:.6g} "
+            f"{self.goal.unreachable}: the smallest {self.goal.name} "
+            f"reachable with {self.name} {rel} {self._show(edge.x)} is {edge.up:.6g} "
             f"(certified upper bound; lower bound {max(edge.low, 0.0):.6g})",
             achievable=edge.up, at=int(edge.x) if self.integer else edge.x)
 
@@ -460,6 +464,11 @@ class _Search:
         parameter near the ones tried meets the budget. The message reports the
         smallest certified delta(epsilon) found, which is what is achievable.
         """
+        if not isinstance(self.goal, EpsilonGoal):
+            raise InfeasibleBudgetError(f"{self.goal.text} is not reachable: the certified "
+                                        f"{self.goal.quantity} is infinite for every {self.name} tried",
+                                        achievable=math.inf, at=self.x0)
+        delta = self.goal.delta
         tried = [p for p in self.points.values() if p.valid]
         best_delta, best_x = math.inf, tried[0].x
         for p in tried:
@@ -469,8 +478,8 @@ class _Search:
                 best_delta, best_x = d, p.x
         lo, hi = min(p.x for p in tried), max(p.x for p in tried)
         raise InfeasibleBudgetError(
-            f"epsilon={self.target:g} is not reachable at delta={self.delta:g}: the certified "
-            f"epsilon(delta={self.delta:g}) is infinite for every {self.name} tried in "
+            f"epsilon={self.target:g} is not reachable at delta={delta:g}: the certified "
+            f"epsilon(delta={delta:g}) is infinite for every {self.name} tried in "
             f"[{self._show(lo)}, {self._show(hi)}]; the smallest delta reachable at "
             f"epsilon={self.target:g} there is {best_delta:.6g} (certified upper bound, at "
             f"{self.name}={self._show(best_x)})",
@@ -554,10 +563,10 @@ class _Search:
     # result ---------------------------------------------------------------------------
     def _finish(self, s: _Point, gap: float) -> CalibrationResult:
         assert s.mech is not None and s.up is not None
-        eps = s.mech.epsilon(self.delta, via=self.via, tol=self.tol)
+        eps = self.goal.upper(s.mech, self.via, self.tol)
         if not eps <= self.target:
             raise RuntimeError(f"internal error: {self.name}={self._show(s.x)} re-checked at "
-                               f"epsilon={eps!r} > {self.target!r}")
+                               f"{self.goal.quantity}={eps!r} > {self.target!r}")
         certified = gap <= self.rtol * (1 + 1e-9) or (self.integer and gap == 0.0)
         if not certified:
             _warn(f"the calibrated {self.name}={self._show(s.x)} is certified within "
@@ -565,9 +574,11 @@ class _Search:
                   "a smaller tol= may tighten it")
         return CalibrationResult(
             value=int(s.x) if self.integer else s.x, mechanism=s.mech, epsilon=eps,
-            epsilon_lower=max(s.low, 0.0), target_epsilon=self.target, delta=self.delta,
+            epsilon_lower=max(s.low, 0.0), target_epsilon=self.target,
+            delta=self.goal.delta if isinstance(self.goal, EpsilonGoal) else None,
             increasing=self.sign > 0, optimality_gap=gap, certified=certified, tol=self.tol,
-            evaluations=self.evaluations)
+            evaluations=self.evaluations, target=_TARGET_NAMES[type(self.goal)],
+            fpr=self.goal.fpr if isinstance(self.goal, TprGoal) else None)
 
     def _show(self, x: float) -> str:
         return str(int(x)) if self.integer else f"{x:.6g}"
@@ -581,22 +592,28 @@ def _warn(msg: str) -> None:
     warnings.warn(msg, AccuracyWarning, stacklevel=4)
 
 
-def calibrate_result(factory: Factory, epsilon: float, delta: float,
+def calibrate_result(factory: Factory, epsilon: float | None = None, delta: float | None = None,
                      bounds: tuple[float | None, float | None] | None = None, *,
+                     tpr: float | None = None, fpr: float | None = None,
+                     advantage: float | None = None,
                      integer: bool = False, tol: float | None = None, rtol: float = DEFAULT_RTOL,
                      via: str = "auto", increasing: bool | None = None, x0: float | None = None,
                      name: str = "parameter", max_evaluations: int = 100) -> CalibrationResult:
     """Like :func:`calibrate`, returning the full :class:`CalibrationResult`."""
-    return _Search(factory, epsilon, delta, bounds, integer=integer, tol=tol, rtol=rtol, via=via,
+    if not callable(factory):
+        raise TypeError(f"factory must be callable, got {type(factory).__name__}")
+    goal = goal_of(epsilon, delta, tpr, fpr, advantage)
+    return _Search(factory, goal, bounds, integer=integer, tol=tol, rtol=rtol, via=via,
                    increasing=increasing, x0=x0, name=name, max_evaluations=max_evaluations).run()
 
 
-def calibrate(factory: Factory, epsilon: float, delta: float,
+def calibrate(factory: Factory, epsilon: float | None = None, delta: float | None = None,
               bounds: tuple[float | None, float | None] | None = None, *,
+              tpr: float | None = None, fpr: float | None = None, advantage: float | None = None,
               integer: bool = False, tol: float | None = None, rtol: float = DEFAULT_RTOL,
               via: str = "auto", increasing: bool | None = None, x0: float | None = None,
               name: str = "parameter", max_evaluations: int = 100) -> float:
-    """The parameter value closest to the budget whose certified epsilon(delta) meets it.
+    """The parameter value closest to the budget whose certified epsilon(delta) (or TPR, or advantage) meets it.
 
     With M_x = ``factory(x)`` and eps_up(x) = M_x.epsilon(delta, via=via, tol=tol),
     returns x_s with eps_up(x_s) <= ``epsilon``: the smallest such x when epsilon
@@ -617,6 +634,16 @@ def calibrate(factory: Factory, epsilon: float, delta: float,
         (low, high), inclusive, either end None for unbounded; default (0, inf)
         for real and [1, inf) for integer parameters. Without bounds the
         search expands geometrically from ``x0`` (up to a factor e^30).
+    tpr, fpr:
+        In place of (epsilon, delta), an attack-risk target (keywords only): every
+        membership-inference attack at false-positive rate ``fpr`` in (0, 1) has a
+        true-positive rate of at most ``tpr`` in (fpr, 1), certified by
+        ``M_x.tpr(fpr)`` (1 - the certified lower bound on the tradeoff function; its
+        lower bound from the accountant's lower PLDs, :func:`autoacct.risk.tpr_bounds`).
+    advantage:
+        In place of (epsilon, delta): the membership advantage max_a (TPR(a) - a),
+        certified by ``M_x.advantage()`` = the certified delta(0), is at most
+        ``advantage`` in (0, 1). Exactly one of epsilon, tpr and advantage is given.
     integer:
         Search integers only (steps, batch sizes).
     tol:
@@ -656,6 +683,7 @@ def calibrate(factory: Factory, epsilon: float, delta: float,
         For epsilon <= 0, delta outside (0, 1), bad bounds, or a budget met by
         every value (nothing to calibrate).
     """
-    return calibrate_result(factory, epsilon, delta, bounds, integer=integer, tol=tol, rtol=rtol,
+    return calibrate_result(factory, epsilon, delta, bounds, tpr=tpr, fpr=fpr, advantage=advantage,
+                            integer=integer, tol=tol, rtol=rtol,
                             via=via, increasing=increasing, x0=x0, name=name,
                             max_evaluations=max_evaluations).value

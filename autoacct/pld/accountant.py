@@ -464,6 +464,19 @@ class FFTAccountant:
         """:meth:`_certified_lower` for an array of lower bounds."""
         return lower if self.tight else np.zeros_like(lower)
 
+    def composed(self, eps_scale: float, tol: float = DEFAULT_TOL) -> list[tuple[DiscreteProfile, Profile]]:
+        """The (upper, lower) composed profiles of each direction (forward first) on the grid
+        :meth:`tradeoff` reads at this accuracy: the arrays behind its numbers, for export and
+        for bounds derived from whole curves. Composed once, then cached; no number changes.
+        Raises :class:`BudgetExceeded` when a step would pass the resource budget."""
+        with query_clock(self.held_bytes):
+            return self.profiles(self.spacing(eps_scale, tol), math.log(1e-18))
+
+    @property
+    def directions(self) -> int:
+        """Number of directions composed: 1 when every part is symmetric, else 2 (forward, backward)."""
+        return len(self._directions)
+
     def tradeoff(self, alpha: np.ndarray, eps_scale: float, tol: float = DEFAULT_TOL) -> np.ndarray:
         """Lower bound on the tradeoff function: the smaller of the directions' curves. Past the
         resource budget, a direction's best curve from the profiles made so far (0, a lower

@@ -166,6 +166,19 @@ class DiscreteProfile:
         nxt = np.where(i < n, g[np.minimum(i, n - 1)], 0.0)
         return np.maximum(val, nxt)
 
+    def cell_ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """The bound inside each cell [x_i, x_{i+1}] (i < N - 1) at its two ends, for export.
+
+        Inside the cell the profile is the cell's suffix sums A - e^eps B plus c0, with
+        the error term frozen at the left end, as :meth:`delta` evaluates it before its
+        running extremum: (its value at x_i, its value at x_{i+1}). For a lower profile
+        the bound on the cell lies above its chord in e^eps, so its extremes over the
+        cell are at these ends. No number is changed: the same sums as :meth:`delta`.
+        """
+        i = np.arange(1, len(self.tilted))
+        left = self.x[:-1]
+        return self._raw(i, left, left), self._raw(i, self.x[1:], left)
+
     def epsilon(self, delta: float | np.ndarray) -> np.ndarray:
         """Upper profile: the smallest safe eps >= 0 with delta(eps) <= delta.
         Lower profile: an eps below which the true delta certainly exceeds ``delta``."""

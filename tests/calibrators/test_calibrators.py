@@ -226,3 +226,41 @@ def test_dpsgd_rejects_bad_input():
     with pytest.raises(ValueError):
         calibrate_dpsgd(0.0, 1e-5, 0.01, 100)
     assert np.isfinite(calibrate_dpsgd(1.0, 1e-5, 0.01, 100))
+
+
+# ----- attack-risk targets ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tpr, fpr", [(0.1, 0.01), (0.5, 0.1), (0.01, 1e-3)])
+def test_gaussian_tpr_target(tpr, fpr):
+    """The optimal sigma for TPR t at FPR a is 1 / (Phi^-1(t) - Phi^-1(a)) (Gaussian tradeoff)."""
+    optimal = 1.0 / (stats.norm.ppf(tpr) - stats.norm.ppf(fpr))
+    res = calibrate_result(Gaussian, tpr=tpr, fpr=fpr, name="sigma")
+    assert res.target == "tpr" and res.fpr == fpr and res.delta is None and res.certified
+    assert res.mechanism.tpr(fpr) <= tpr
+    assert res.epsilon <= tpr
+    assert optimal * (1 - 1e-12) <= res.value <= optimal * (1 + RTOL)
+    assert calibrate(Gaussian, tpr=tpr, fpr=fpr) == res.value
+
+
+@pytest.mark.parametrize("advantage", [0.05, 0.3, 0.9])
+def test_gaussian_advantage_target(advantage):
+    """mu-GDP has advantage 2 Phi(mu / 2) - 1."""
+    mu = optimize.brentq(lambda m: 2 * stats.norm.cdf(m / 2) - 1 - advantage, 1e-9, 50.0, xtol=1e-15)
+    res = calibrate_result(Gaussian, advantage=advantage, name="sigma")
+    assert res.target == "advantage" and res.certified
+    assert res.mechanism.advantage() <= advantage
+    assert 1 / mu * (1 - 1e-12) <= res.value <= 1 / mu * (1 + RTOL)
+
+
+def test_dpsgd_tpr_and_advantage_targets():
+    sigma = calibrate_dpsgd(tpr=0.01, fpr=1e-3, sample_rate=0.01, steps=1000)
+    from autoacct.dpsgd import dpsgd
+    assert dpsgd(0.01, sigma, 1000).tpr(1e-3) <= 0.01
+    # Within 0.2%: a little less noise lets some attack through (the lower bound is tol-fine).
+    from autoacct import risk
+    assert risk.tpr_bounds(dpsgd(0.01, sigma / (1 + RTOL), 1000), 1e-3, tol=1e-5)[0] > 0.01
+    res = calibrate_dpsgd_result(advantage=0.1, sample_rate=0.01, steps=1000)
+    assert res.certified and res.mechanism.advantage() <= 0.1
+    # Nothing to calibrate: the run's total variation is at most 1 - (1 - q)^k < advantage.
+    with pytest.raises(ValueError, match="no noise is needed"):
+        calibrate_dpsgd(advantage=0.5, sample_rate=0.001, steps=10)
