@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -127,3 +128,17 @@ def rr_composition_tpr(prob: float, k: int, fpr: np.ndarray) -> np.ndarray:
     p = stats.binom.pmf(j, k, prob)
     q = stats.binom.pmf(j, k, 1.0 - prob)
     return 1.0 - np.minimum(neyman_pearson_tradeoff(p, q, fpr), neyman_pearson_tradeoff(q, p, fpr))
+
+
+def composed_pair_tpr(p, q, k: int, fpr: np.ndarray) -> np.ndarray:
+    """Largest TPR at each fpr against k independent runs of the finite pair (p, q): the
+    counts of each outcome are multinomial, a sufficient statistic, so the Neyman-Pearson
+    curve of the product is that of the multinomial laws of the counts; both orders of the test."""
+    p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    counts = [c for c in itertools.product(range(k + 1), repeat=len(p)) if sum(c) == k]
+    c = np.array(counts, dtype=float)
+    log_m = gammaln(k + 1) - gammaln(c + 1).sum(axis=1)
+    lp = log_m + (c * np.log(p)).sum(axis=1)
+    lq = log_m + (c * np.log(q)).sum(axis=1)
+    P, Q = np.exp(lp), np.exp(lq)
+    return 1.0 - np.minimum(neyman_pearson_tradeoff(P, Q, fpr), neyman_pearson_tradeoff(Q, P, fpr))
