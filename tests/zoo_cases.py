@@ -21,6 +21,7 @@ from closed_forms import (
     rr_delta_closed,
     rr_eps_closed,
 )
+from scipy import stats
 
 from autoacct.mechanism import Mechanism
 from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
@@ -29,6 +30,7 @@ from autoacct.zoo import (
     ApproxDP,
     Binomial,
     Composition,
+    ContinuousPair,
     DiscreteGaussian,
     DiscreteLaplace,
     DiscretePair,
@@ -46,6 +48,10 @@ from autoacct.zoo import (
     RepeatAndSelect,
     TreeAggregation,
 )
+
+#: mu and mu^2 / 2 of the continuous-pair case: L ~ N(+-mu^2/2, mu^2) under P and Q.
+_M = 1 / 1.3
+_H = _M * _M / 2
 
 Truth = tuple[Callable[[float], float], Callable[[float], float]] | None
 
@@ -86,6 +92,9 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("zcdp", lambda: ZCDP(0.3), None),
     ("repeat-select-geometric", lambda: RepeatAndSelect(Gaussian(3.0), 10.0, 1.0), None),
     ("repeat-select-poisson", lambda: RepeatAndSelect(PoissonSubsample(0.1)(Gaussian(1.0)), 5.0, math.inf), None),
+    # The Gaussian pair with mu = 1/1.3 given by its loss's distribution functions (picklable methods).
+    ("continuous-pair", lambda: ContinuousPair(stats.norm(_H, _M).cdf, stats.norm(-_H, _M).cdf,
+                                               stats.norm(_H, _M).sf, stats.norm(-_H, _M).sf), _gauss(_M)),
     ("zcdp-xi", lambda: Composition()([ZCDP(0.01, 0.02)], [10]), None),
     ("mixed", lambda: Composition()([Gaussian(5.0), PureDP(0.1), Laplace(10.0)], [3, 2, 4]), None),
     ("exponential", lambda: ExponentialMechanism(1.0), None),

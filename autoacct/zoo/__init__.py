@@ -2,6 +2,7 @@
 
 from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
 from autoacct.zoo.composite import GaussianSVT, LaplaceSVT, NoisyGD, TreeAggregation
+from autoacct.zoo.continuous import ContinuousPair
 from autoacct.zoo.custom import DiscretePair
 from autoacct.zoo.discrete import Binomial, DiscreteGaussian, DiscreteLaplace, KaryRandomizedResponse
 from autoacct.zoo.exponential import BinaryCountingExponential, ExponentialMechanism
@@ -11,7 +12,7 @@ from autoacct.zoo.transformers import ComposedMechanism, Composition, Group, Gro
 from autoacct.zoo.tuning import RepeatAndSelect
 
 __all__ = ["ApproxDP", "BinaryCountingExponential", "Binomial", "ComposedMechanism", "Composition",
-           "DiscreteGaussian", "DiscreteLaplace", "DiscretePair", "ExponentialMechanism", "Gaussian",
+           "ContinuousPair", "DiscreteGaussian", "DiscreteLaplace", "DiscretePair", "ExponentialMechanism", "Gaussian",
            "GaussianSVT", "Group", "GroupMechanism", "KaryRandomizedResponse", "Laplace", "LaplaceSVT",
            "MixtureOfGaussians", "NoisyGD", "PoissonSubsample", "PureDP", "RandomizedResponse",
            "RepeatAndSelect", "SampleWithReplacement", "SampleWithoutReplacement", "TreeAggregation", "ZCDP"]
