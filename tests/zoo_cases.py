@@ -43,6 +43,7 @@ from autoacct.zoo import (
     LaplaceSVT,
     MixtureOfGaussians,
     NoisyGD,
+    PermuteAndFlip,
     PureDP,
     RandomizedResponse,
     RepeatAndSelect,
@@ -95,6 +96,8 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     # The Gaussian pair with mu = 1/1.3 given by its loss's distribution functions (picklable methods).
     ("continuous-pair", lambda: ContinuousPair(stats.norm(_H, _M).cdf, stats.norm(-_H, _M).cdf,
                                                stats.norm(_H, _M).sf, stats.norm(-_H, _M).sf), _gauss(_M)),
+    ("permute-and-flip", lambda: PermuteAndFlip(0.7), None),
+    ("permute-and-flip-composed", lambda: Composition()([PermuteAndFlip(0.2)], [30]), None),
     ("zcdp-xi", lambda: Composition()([ZCDP(0.01, 0.02)], [10]), None),
     ("mixed", lambda: Composition()([Gaussian(5.0), PureDP(0.1), Laplace(10.0)], [3, 2, 4]), None),
     ("exponential", lambda: ExponentialMechanism(1.0), None),

@@ -8,11 +8,12 @@ from autoacct.zoo.discrete import Binomial, DiscreteGaussian, DiscreteLaplace, K
 from autoacct.zoo.exponential import BinaryCountingExponential, ExponentialMechanism
 from autoacct.zoo.mechanisms import ZCDP, ApproxDP, Gaussian, Laplace, PureDP, RandomizedResponse
 from autoacct.zoo.mixture import MixtureOfGaussians
+from autoacct.zoo.selection import PermuteAndFlip
 from autoacct.zoo.transformers import ComposedMechanism, Composition, Group, GroupMechanism
 from autoacct.zoo.tuning import RepeatAndSelect
 
 __all__ = ["ApproxDP", "BinaryCountingExponential", "Binomial", "ComposedMechanism", "Composition",
            "ContinuousPair", "DiscreteGaussian", "DiscreteLaplace", "DiscretePair", "ExponentialMechanism", "Gaussian",
            "GaussianSVT", "Group", "GroupMechanism", "KaryRandomizedResponse", "Laplace", "LaplaceSVT",
-           "MixtureOfGaussians", "NoisyGD", "PoissonSubsample", "PureDP", "RandomizedResponse",
+           "MixtureOfGaussians", "NoisyGD", "PermuteAndFlip", "PoissonSubsample", "PureDP", "RandomizedResponse",
            "RepeatAndSelect", "SampleWithReplacement", "SampleWithoutReplacement", "TreeAggregation", "ZCDP"]

@@ -1,0 +1,64 @@
+"""Private selection: permute-and-flip (report-noisy-max with exponential noise).
+
+Report-noisy-max with Gumbel noise is the exponential mechanism, accounted by
+:class:`autoacct.zoo.ExponentialMechanism` (eps-bounded range).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from autoacct import _validation as check
+from autoacct.exactness import ExactFloat
+from autoacct.zoo.mechanisms import RandomizedResponse, RandomizedResponsePair
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class PermuteAndFlip(RandomizedResponsePair):
+    """Permute-and-flip selection (McKenna and Sheldon 2020), i.e. report-noisy-max with
+    exponential noise of scale 2 Delta / eps (Ding, Kifer, Saravanan and others 2021).
+
+    Candidates r with utilities u(D, r) of sensitivity Delta are visited in a random
+    order and r is released with probability exp(eps (u(D, r) - max u) / (2 Delta)). The
+    mechanism is eps-DP (McKenna and Sheldon 2020, Theorem 1), so it is dominated by
+    randomized response with log-odds eps (the pure-DP pair, the only published
+    dominating pair for it). That pair is not attained, so the PLD's lower bound is not
+    reported; instead the lower end is that of an instance the mechanism does run: two
+    candidates whose utilities (Delta, 0) swap between D and D' (a change of Delta each,
+    allowed when Delta bounds every utility's change, e.g. under replace-one). The first
+    is released with probability 1 - e^{-eps/2}/2 on D and e^{-eps/2}/2 on D', which is
+    randomized response with log-odds log(2 e^{eps/2} - 1).
+
+    Parameters
+    ----------
+    eps:
+        The privacy parameter eps > 0 of the selection probabilities above.
+    """
+
+    attained = False
+
+    eps: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set(eps=check.real("eps", self.eps, low=0.0, high=700.0, low_open=True))
+
+    @property
+    def eps0(self) -> float:
+        return self.eps
+
+    def exact_eps0(self) -> ExactFloat | None:
+        return ExactFloat(self.eps)
+
+    def attained_log_odds(self) -> float:
+        """log(2 e^{eps/2} - 1), the log-odds of the two-candidate instance, rounded down."""
+        value = math.log(2.0 * math.exp(self.eps / 2.0) - 1.0)
+        return max(0.0, value * (1.0 - 1e-14))
+
+    def epsilon_lower(self, delta: float) -> float:
+        """The certified lower end of the two-candidate instance's eps(delta)."""
+        truthful = 1.0 / (1.0 + math.exp(-self.attained_log_odds()))
+        if truthful <= 0.5:
+            return 0.0
+        return float(RandomizedResponse(min(truthful, math.nextafter(1.0, 0.0))).epsilon_bounds(delta)[0])

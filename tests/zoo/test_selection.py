@@ -1,0 +1,64 @@
+"""PermuteAndFlip against an independent enumeration of the permute-and-flip procedure."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from closed_forms import rr_eps_closed
+
+from autoacct.zoo import PermuteAndFlip, PureDP
+
+
+def _permute_and_flip(utilities: list[float], eps: float, sensitivity: float) -> np.ndarray:
+    """Output probabilities of permute-and-flip, enumerating the visiting orders: in each order
+    candidate r is released with probability exp(eps (u_r - max u) / (2 Delta)) if reached."""
+    n = len(utilities)
+    top = max(utilities)
+    accept = [math.exp(eps * (u - top) / (2 * sensitivity)) for u in utilities]
+    out = np.zeros(n)
+    orders = list(itertools.permutations(range(n)))
+    for order in orders:
+        reach = 1.0
+        for r in order:
+            out[r] += reach * accept[r] / len(orders)
+            reach *= 1.0 - accept[r]
+    return out
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 4.0])
+def test_two_candidate_instance_is_the_attained_randomized_response(eps: float) -> None:
+    p = _permute_and_flip([1.0, 0.0], eps, 1.0)
+    q = _permute_and_flip([0.0, 1.0], eps, 1.0)
+    log_odds = math.log(p[0] / q[0])
+    m = PermuteAndFlip(eps)
+    assert log_odds == pytest.approx(m.attained_log_odds(), rel=1e-12)
+    for delta in (1e-2, 1e-6):
+        lo, up = m.epsilon_bounds(delta)
+        truth_instance = rr_eps_closed(log_odds, 1, delta)
+        assert lo <= truth_instance <= lo + 1e-9
+        # The eps-DP envelope: randomized response with log-odds eps.
+        assert rr_eps_closed(eps, 1, delta) <= up == pytest.approx(PureDP(eps).epsilon(delta), rel=1e-12)
+
+
+@pytest.mark.parametrize("utilities_d, utilities_d2", [
+    ([3.0, 2.5, 0.0], [2.0, 3.5, 1.0]),
+    ([0.0, 0.0, 1.0, 0.2], [1.0, 1.0, 0.0, 0.0]),
+])
+def test_every_instance_lies_below_the_upper_bound(utilities_d: list, utilities_d2: list) -> None:
+    """Utilities changing by at most Delta = 1: the instance's exact delta(eps') never exceeds the bound."""
+    eps = 1.3
+    p = _permute_and_flip(utilities_d, eps, 1.0)
+    q = _permute_and_flip(utilities_d2, eps, 1.0)
+    m = PermuteAndFlip(eps)
+    for e in (0.0, 0.3, 0.9):
+        exact = max(np.maximum(p - math.exp(e) * q, 0).sum(), np.maximum(q - math.exp(e) * p, 0).sum())
+        assert exact <= m.delta(e)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf, "1"])
+def test_bad_eps_is_named(bad: object) -> None:
+    with pytest.raises((ValueError, TypeError), match="eps"):
+        PermuteAndFlip(bad)  # type: ignore[arg-type]
