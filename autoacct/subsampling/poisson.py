@@ -91,6 +91,9 @@ class PoissonRemoveLoss(RepresentedLoss):
         self.has_atoms = bool(base.has_atoms or base.q_ninf > 0)
         # The profile below is the base's at a transformed point, times a factor.
         self.exact_profile = base.exact_profile
+        # Subsampling a pair no mechanism attains gives a pair no mechanism attains: a lower
+        # bound read off it would be one on the dominating pair only.
+        self.tight = base.tight
 
     @property
     def key(self) -> tuple:
@@ -183,6 +186,9 @@ class PoissonAddLoss(RepresentedLoss):
         self.has_atoms = bool(base.has_atoms or base.q_ninf > 0)
         # The profile below is the base's at a transformed point, times a factor.
         self.exact_profile = base.exact_profile
+        # Subsampling a pair no mechanism attains gives a pair no mechanism attains: a lower
+        # bound read off it would be one on the dominating pair only.
+        self.tight = base.tight
 
     @property
     def key(self) -> tuple:

@@ -1,4 +1,4 @@
-"""Sampling with replacement (replace-one): a Gaussian run on batch_size records drawn uniformly."""
+"""Sampling with replacement (replace-one): a Gaussian or pure-DP base run on batch_size records drawn uniformly."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 from scipy import stats
 
 from autoacct import _validation as check
-from autoacct.losses import GaussianLoss, PrivacyLoss
-from autoacct.mechanism import LossPart, Neighboring
+from autoacct.losses import GaussianLoss, PrivacyLoss, randomized_response_loss
+from autoacct.mechanism import LossPart, Mechanism, Neighboring
 from autoacct.subsampling.base import DRAW_TAIL, Sampler, SubsampledMechanism
 from autoacct.subsampling.poisson import PoissonRemoveLoss
 from autoacct.subsampling.represented import Representation, RepresentedLoss, representation
@@ -49,6 +49,7 @@ class MixtureLoss(RepresentedLoss):
         self.p_inf_truncated = float(np.dot(w, [c.p_inf_truncated for c in components]))
         self.q_ninf = float(np.dot(w, [c.q_ninf for c in components])) + self.w_inf
         self.has_atoms = any(c.has_atoms for c in components)
+        self.tight = all(c.tight for c in components)
 
     @property
     def key(self) -> tuple:
@@ -91,22 +92,33 @@ class MixtureLoss(RepresentedLoss):
         return values, p, qm
 
 
+def _pure_eps(base: Mechanism) -> float | None:
+    """eps when ``base`` certifies (eps, 0)-DP with a finite eps, else None."""
+    guarantee = base.dp_guarantee()
+    if guarantee is None or guarantee[1] != 0.0 or not math.isfinite(guarantee[0]):
+        return None
+    return float(guarantee[0])
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class SampledWithReplacementMechanism(SubsampledMechanism):
-    """A Gaussian ``base`` run on ``batch_size`` records drawn uniformly with replacement.
+    """A Gaussian or pure-DP ``base`` run on ``batch_size`` records drawn uniformly with replacement.
 
     Replace-one relation. The differing record is drawn l ~ Binomial(batch_size,
-    1/dataset_size) times, and the base Gaussian (noise multiplier sigma =
-    1/mu, sensitivity under replace-one) then sees it l times. Dominating pair:
+    1/dataset_size) times, and the base then sees it l times: a Gaussian (noise
+    multiplier sigma = 1/mu, sensitivity under replace-one) has the pair
+    (N(l mu, 1), N(0, 1)); an eps-DP base is (l eps)-DP for the l copies (group
+    privacy), dominated by randomized response with log-odds l eps. Dominating pair:
     the symmetric pair with profile, at eps >= 0, that of the Poisson removal
-    pair with rate eta = P(l >= 1) over the disjoint union of the pairs
-    (N(l mu, 1), N(0, 1)) weighted by P(l | l >= 1) (module docstring). Draw
-    counts whose total probability is below 1e-30 count as total disclosure.
+    pair with rate eta = P(l >= 1) over the disjoint union of the pairs for each l,
+    weighted by P(l | l >= 1). Draw counts whose total probability is below 1e-30
+    count as total disclosure. Lower bounds are certified for Gaussian bases only
+    (the group-privacy pair of a pure-DP base need not be attained).
 
     Parameters
     ----------
     base:
-        A Gaussian mechanism (exactly mu-GDP).
+        A Gaussian mechanism (exactly mu-GDP) or one with a pure-DP guarantee (eps, 0).
     batch_size:
         Number of draws B, a positive integer <= dataset_size.
     dataset_size:
@@ -125,22 +137,36 @@ class SampledWithReplacementMechanism(SubsampledMechanism):
         n = check.positive_int("dataset_size", self.dataset_size)
         if b > n:
             raise ValueError(f"batch_size must not exceed dataset_size ({n}), got {self.batch_size!r}")
-        if self.base.exact_gdp_mu() is None:
-            raise ValueError(f"mechanism {self.base.name!r} is not a Gaussian mechanism; "
-                             "SampleWithReplacement supports Gaussian bases only")
+        if self.base.exact_gdp_mu() is None and _pure_eps(self.base) is None:
+            raise ValueError(f"mechanism {self.base.name!r} is neither a Gaussian nor a pure-DP mechanism; "
+                             "SampleWithReplacement needs the pair of a record seen l times, which only "
+                             "these give (sensitivity l, group privacy l eps)")
         self._set(batch_size=b, dataset_size=n)
 
     def loss_parts(self) -> list[LossPart]:
         law = self._law()
         return [LossPart(law, law, 1)]
 
+    def _seen(self, times: int) -> PrivacyLoss:
+        """The pair of the base when the batch holds the differing record ``times`` times.
+
+        A Gaussian sees a sum moved by ``times`` sensitivities: N(times mu, 1) against N(0, 1).
+        An eps-DP base is (times eps)-DP for datasets differing in ``times`` records (group
+        privacy), so randomized response with log-odds times eps dominates it; no mechanism
+        need attain that pair, so it gives no lower bound (not ``tight``).
+        """
+        mu = self.base.exact_gdp_mu()
+        if mu is not None:
+            return GaussianLoss(float(times) * mu)
+        eps = _pure_eps(self.base)
+        assert eps is not None
+        return randomized_response_loss(float(times) * eps, tight=False)
+
     def _law(self) -> PrivacyLoss:
         b, n = self.batch_size, self.dataset_size
-        mu = self.base.exact_gdp_mu()
-        assert mu is not None
         p = 1.0 / n
         if n == 1:
-            return GaussianLoss(b * mu)
+            return self._seen(b)
         log_b0 = b * math.log1p(-p)
         eta = -math.expm1(log_b0)
         sf = stats.binom.sf(np.arange(0, b + 1), b, p)
@@ -151,7 +177,7 @@ class SampledWithReplacementMechanism(SubsampledMechanism):
         w = stats.binom.pmf(draws, b, p) / eta
         w_inf = float(sf[l_max]) / eta if l_max < b else 0.0
         w = w * ((1.0 - w_inf) / w.sum())
-        mixture = MixtureLoss([GaussianLoss(float(j) * mu) for j in draws], w, w_inf)
+        mixture = MixtureLoss([self._seen(int(j)) for j in draws], w, w_inf)
         if eta >= 1.0:
             return mixture
         return SymmetrizedLoss(PoissonRemoveLoss(mixture, eta))

@@ -68,6 +68,7 @@ class SymmetrizedLoss(RepresentedLoss):
                              f"symmetric pair (atom at 0 would be {a0:.3g})")
         self.a0 = max(a0, 0.0)
         self.p_inf = half.p_inf
+        self.tight = half.tight
         self.p_inf_truncated = half.p_inf_truncated
         self.q_ninf = half.p_inf
         self.has_atoms = bool(self.a0 > 0 or half.has_atoms)

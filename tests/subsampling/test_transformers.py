@@ -397,9 +397,9 @@ def test_bad_sizes(args, name):
         SampleWithReplacement(*args)
 
 
-def test_swr_needs_gaussian():
-    with pytest.raises(ValueError, match="mechanism"):
-        SampleWithReplacement(2, 10)(Laplace(1.0))
+def test_swr_needs_a_gaussian_or_pure_dp_base():
+    with pytest.raises(ValueError, match="mechanism 'ZCDP'"):
+        SampleWithReplacement(2, 10)(ZCDP(0.5))
 
 
 def test_not_a_mechanism():
@@ -517,3 +517,47 @@ def test_rr_subsampled_below_an_ulp_keeps_its_delta(q, k):
         lo, up = m.delta_bounds(eps)
         assert lo <= truth <= up, (eps, lo, truth, up)
         assert m.delta(eps, via="pld") >= truth
+
+
+@pytest.mark.parametrize("sampler", [lambda b: PoissonSubsample(0.1)(b), lambda b: SampleWithoutReplacement(0.1)(b),
+                                     lambda b: SampleWithReplacement(10, 100)(b)])
+def test_subsampling_a_pair_no_mechanism_attains_certifies_no_lower_bound(sampler):
+    """The exponential mechanism's envelope pair and permute-and-flip's pure-DP pair are not attained:
+    their subsampled pairs are not either, so the lower end must not be read off them (it was, at
+    0.1574 and 0.1586: lower bounds on the dominating pair only). An attained base keeps its lower end."""
+    from autoacct.zoo import ExponentialMechanism, PermuteAndFlip
+    for base in (ExponentialMechanism(1.0), PermuteAndFlip(1.0)):
+        lo, up = sampler(base).epsilon_bounds(1e-6)
+        assert lo <= base.epsilon_lower(1e-6) and up > 0
+    lo, up = sampler(Gaussian(1.0)).epsilon_bounds(1e-6)
+    assert 0 < lo <= up
+
+
+def _with_replacement_pure_dp_delta(eps0: float, batch: int, n: int, eps: float) -> float:
+    """The dominating pair of an eps0-DP base sampled with replacement, enumerated: the record is
+    drawn l ~ Bin(B, 1/n) times, the base is then (l eps0)-DP (randomized response with log-odds
+    l eps0, on outcomes of its own), and the pair is the Poisson removal pair of rate
+    eta = P(l >= 1) over that mixture; at eps >= 0 its profile is the mechanism's bound."""
+    ls = np.arange(1, batch + 1)
+    w = stats.binom.pmf(ls, batch, 1.0 / n)
+    eta = w.sum()
+    p_true = special.expit(ls * eps0)
+    mix_p = np.concatenate((w * p_true, w * (1 - p_true))) / eta
+    mix_q = np.concatenate((w * (1 - p_true), w * p_true)) / eta
+    big_p = (1 - eta) * mix_q + eta * mix_p
+    return float(np.maximum(big_p - math.exp(eps) * mix_q, 0.0).sum())
+
+
+@pytest.mark.parametrize("eps0, batch, n", [(1.0, 10, 100), (0.3, 5, 20)])
+def test_with_replacement_of_a_pure_dp_base_against_enumeration(eps0, batch, n):
+    m = SampleWithReplacement(batch, n)(PureDP(eps0))
+    # (tol 1e-2 keeps it quick: one step of this atomic law is read off its discrete PLD, whose
+    # upper profile is exact at the atoms anyway.)
+    for eps in (0.2, 0.9):
+        lo, up = m.delta_bounds(eps, tol=1e-2)
+        truth = _with_replacement_pure_dp_delta(eps0, batch, n, eps)
+        assert up >= truth and up <= truth * (1 + 1e-6) + 1e-15
+    # Randomized response and Laplace are eps0-DP bases too; the lower end is not certified (0).
+    assert SampleWithReplacement(batch, n)(Laplace(1.0 / eps0)).epsilon_bounds(1e-6)[0] == 0.0
+    with pytest.raises(ValueError, match="neither a Gaussian nor a pure-DP"):
+        SampleWithReplacement(batch, n)(ApproxDP(1.0, 1e-5))
