@@ -1,0 +1,149 @@
+"""A seeded random sweep over the realistic DP-SGD space, autoacct against dp_accounting.
+
+Issue 18's measurement: q log-uniform in [1e-5, 1], sigma log-uniform in [0.3, 50], k
+log-uniform in [1, 1e7] (rounded), delta log-uniform in [1e-12, 1e-3], plus the issue's named
+slow cases. For each case, in one process per (case, accountant) so that neither warms the
+other's caches: autoacct's certified bracket ``epsilon_bounds(delta)`` and its time,
+dp_accounting's default ``PLDAccountant`` epsilon and its time, their ratio, autoacct's
+relative width, whether autoacct warned (AccuracyWarning), and whether dp_accounting's value
+lies inside autoacct's bracket. Each call has a time limit (``--timeout``, default 300 s);
+a case past it is reported as such. Not run in CI.
+
+    python benchmarks/sweep.py                       # 60 random cases and the named ones
+    python benchmarks/sweep.py --cases 10 --no-named --json sweep.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import statistics
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+#: The slow cases of the issue's table: (q, sigma, k, delta).
+NAMED = [
+    (1e-4, 0.8, 10_000, 1e-9),
+    (1e-4, 0.1, 10, 1e-5),
+    (1e-5, 0.5, 3, 1e-12),
+    (1.17e-4, 0.76, 204, 3e-10),
+    (0.5, 0.6, 1, 1e-15),
+    (2e-3, 0.676, 10_000, 1e-7),
+    (1e-3, 0.8, 1000, 1e-7),
+]
+
+
+def random_cases(n: int, seed: int) -> list[tuple[float, float, int, float]]:
+    rng = np.random.default_rng(seed)
+
+    def log_uniform(lo: float, hi: float) -> float:
+        return float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
+    return [(log_uniform(1e-5, 1.0), log_uniform(0.3, 50.0), max(1, round(log_uniform(1.0, 1e7))),
+             log_uniform(1e-12, 1e-3)) for _ in range(n)]
+
+
+def _autoacct(q: float, sigma: float, k: int, delta: float) -> dict[str, Any]:
+    from autoacct import AccuracyWarning, dpsgd
+    t0 = time.process_time()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AccuracyWarning)
+        lo, up = dpsgd(q, sigma, k).epsilon_bounds(delta)
+    return {"lower": float(lo), "upper": float(up), "seconds": time.process_time() - t0,
+            "warned": any(issubclass(w.category, AccuracyWarning) for w in caught)}
+
+
+def _dp_accounting(q: float, sigma: float, k: int, delta: float) -> dict[str, Any]:
+    from dp_accounting import dp_event
+    from dp_accounting.pld import PLDAccountant
+    t0 = time.process_time()
+    event = dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), k)
+    eps = PLDAccountant().compose(event).get_epsilon(delta)
+    return {"eps": float(eps), "seconds": time.process_time() - t0}
+
+
+def _worker(name: str, case: tuple, out: Any) -> None:
+    fn = _autoacct if name == "autoacct" else _dp_accounting
+    try:
+        out.put(fn(*case))
+    except Exception as err:  # a failure is a result of the sweep, reported, not raised
+        out.put({"error": f"{type(err).__name__}: {err}"})
+
+
+def run(name: str, case: tuple, timeout: float) -> dict[str, Any]:
+    """One accountant on one case in a fresh process, within ``timeout`` wall seconds."""
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=_worker, args=(name, case, out))
+    proc.start()
+    proc.join(timeout)
+    if proc.is_alive():
+        proc.terminate()
+        proc.join()
+        return {"error": f"timeout after {timeout:g} s"}
+    return out.get() if not out.empty() else {"error": f"exit code {proc.exitcode}"}
+
+
+def row(case: tuple, timeout: float, others: bool) -> dict[str, Any]:
+    q, sigma, k, delta = case
+    res: dict[str, Any] = {"q": q, "sigma": sigma, "k": k, "delta": delta, "autoacct": run("autoacct", case, timeout)}
+    if others:
+        res["dp_accounting"] = run("dp_accounting", case, timeout)
+    a, d = res["autoacct"], res.get("dp_accounting", {})
+    if "upper" in a:
+        res["width"] = (a["upper"] - a["lower"]) / a["upper"] if a["upper"] > 0 else 0.0
+    if "upper" in a and "eps" in d:
+        res["ratio"] = d["seconds"] / max(a["seconds"], 1e-6)
+        res["inside"] = a["lower"] <= d["eps"] <= a["upper"]
+    return res
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    ratios = [r["ratio"] for r in rows if "ratio" in r]
+    widths = [r["width"] for r in rows if "width" in r]
+    lines = [f"{len(rows)} cases; autoacct answered {len(widths)}, warned on "
+             f"{sum(1 for r in rows if r['autoacct'].get('warned'))}"]
+    if ratios:
+        lines.append(f"dp_accounting time / autoacct time: median {statistics.median(ratios):.3g}, "
+                     f"min {min(ratios):.3g}, max {max(ratios):.3g}; slower than dp_accounting on "
+                     f"{sum(1 for x in ratios if x < 1)}")
+        lines.append(f"dp_accounting's value inside autoacct's bracket: "
+                     f"{sum(1 for r in rows if r.get('inside'))} of {len(ratios)}")
+    if widths:
+        lines.append(f"certified relative width: median {statistics.median(widths):.2e}, max {max(widths):.2e}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=60, help="number of random cases (default 60)")
+    parser.add_argument("--seed", type=int, default=18, help="seed of the random cases")
+    parser.add_argument("--no-named", action="store_true", help="leave out the issue's named cases")
+    parser.add_argument("--no-others", action="store_true", help="autoacct only")
+    parser.add_argument("--timeout", type=float, default=300.0, help="wall seconds per call")
+    parser.add_argument("--json", help="write the rows to this file")
+    args = parser.parse_args()
+    cases = random_cases(args.cases, args.seed) + ([] if args.no_named else NAMED)
+    rows = []
+    for i, case in enumerate(cases):
+        r = row(case, args.timeout, not args.no_others)
+        rows.append(r)
+        a, d = r["autoacct"], r.get("dp_accounting", {})
+        print(f"{i:3d} q={case[0]:.3g} sigma={case[1]:.3g} k={case[2]} delta={case[3]:.3g}: "
+              f"autoacct {a.get('lower', float('nan')):.6g}..{a.get('upper', float('nan')):.6g} "
+              f"({a.get('seconds', float('nan')):.3g} s{', warned' if a.get('warned') else ''}"
+              f"{', ' + a['error'] if 'error' in a else ''}) "
+              f"dp_accounting {d.get('eps', float('nan')):.6g} ({d.get('seconds', float('nan')):.3g} s"
+              f"{', ' + d['error'] if 'error' in d else ''})", flush=True)
+    print(summary(rows))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
