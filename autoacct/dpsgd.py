@@ -14,6 +14,12 @@ and Honkela 2020), given by the sampling scheme
   by at most 2 C, so the step is
   ``SampleWithoutReplacement(q)(Gaussian(noise_multiplier / 2))``.
 
+User level (``examples_per_user=m``, Poisson only): neighbouring datasets differ by
+adding or removing one user with at most m examples, each sampled independently with
+probability q. The user's count in a batch is B ~ Binomial(m, q) and the sum moves by at
+most B C, so the step is exactly ``MixtureOfGaussians(noise_multiplier, (0, ..., m),
+Binomial(m, q) pmf)`` (:func:`autoacct.subsampling.schemes.user_step`).
+
 The training run is the adaptive composition of its steps.
 """
 
@@ -24,10 +30,10 @@ from collections.abc import Sequence
 
 from autoacct import _validation as check
 from autoacct.mechanism import Mechanism
-from autoacct.subsampling.schemes import SCHEMES, scheme
+from autoacct.subsampling.schemes import SCHEMES, scheme, user_step, user_step_is_cut
 from autoacct.zoo.transformers import Composition
 
-__all__ = ["SAMPLINGS", "dpsgd", "dpsgd_schedule"]
+__all__ = ["SAMPLINGS", "dpsgd", "dpsgd_schedule", "user_level_below"]
 
 #: The batch samplers DP-SGD can be accounted for (the names of the sampling schemes).
 SAMPLINGS = tuple(SCHEMES)
@@ -36,7 +42,7 @@ SAMPLINGS = tuple(SCHEMES)
 def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = None,
           steps: int | None = None, *, dataset_size: int | None = None,
           batch_size: int | None = None, epochs: int | None = None,
-          sampling: str = "poisson") -> Mechanism:
+          sampling: str = "poisson", examples_per_user: int = 1) -> Mechanism:
     """The privacy of a DP-SGD run: ``steps`` adaptive compositions of one subsampled Gaussian step.
 
     Give the sampling rate either directly (``sample_rate``) or as
@@ -62,6 +68,11 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
         "poisson" (add/remove relation) or
         "without-replacement" (replace-one relation; see
         :class:`~autoacct.subsampling.SampledWithoutReplacementMechanism`).
+    examples_per_user:
+        m, a positive integer (default 1, example level). For m > 1 (Poisson
+        sampling only) the guarantee is user level: neighbouring datasets differ by
+        adding or removing one user with at most m examples, each of which joins a
+        batch independently with probability q.
 
     Returns
     -------
@@ -69,9 +80,16 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
         ``Composition()([step], [steps])``, where ``step`` is
         ``PoissonSubsample(q)(Gaussian(noise_multiplier))`` or
         ``SampleWithoutReplacement(q)(Gaussian(noise_multiplier / 2))`` (the
-        replace-one sensitivity of the clipped sum is 2 C).
+        replace-one sensitivity of the clipped sum is 2 C); at user level
+        ``MixtureOfGaussians(noise_multiplier, (0, 1, ..., m), Binomial(m, q) pmf)``
+        (binomial tails below 1e-30 moved to sensitivity m, which dominates;
+        see :func:`~autoacct.subsampling.schemes.user_step`).
     """
     mode = scheme(sampling)
+    users = check.positive_int("examples_per_user", examples_per_user)
+    if users != 1 and mode.name != "poisson":
+        raise ValueError(f"examples_per_user={examples_per_user!r} needs sampling='poisson' "
+                         f"(user-level accounting is for Poisson sampling), got sampling={sampling!r}")
     if noise_multiplier is None:
         raise ValueError("noise_multiplier must be given")
     sigma = check.real("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
@@ -103,11 +121,30 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
         k = e * math.ceil(n / b)
     else:
         raise ValueError("steps (or epochs with dataset_size and batch_size) must be given")
-    return Composition()([mode.step(q, sigma)], [k])
+    step = mode.step(q, sigma) if users == 1 else user_step(q, sigma, users)
+    return Composition()([step], [k])
+
+
+def user_level_below(sample_rate: float, noise_multiplier: float, steps: int,
+                     examples_per_user: int) -> Mechanism | None:
+    """A run dominated by ``dpsgd(sample_rate, noise_multiplier, steps,
+    examples_per_user=m)``, for certified lower ends; None when that run is exact.
+
+    When the binomial tail of the user's count is cut (below 1e-30), ``dpsgd`` moves it
+    up to m (a dominating pair, which gives no lower bounds); this run moves it down to
+    the largest count kept, which is dominated by the true run, so its lower bounds on
+    epsilon(delta) and delta(epsilon) are lower bounds on the run
+    (:func:`~autoacct.subsampling.schemes.user_step`).
+    """
+    m = check.positive_int("examples_per_user", examples_per_user)
+    if not user_step_is_cut(sample_rate, m):
+        return None
+    step = user_step(sample_rate, noise_multiplier, m, dominated=True)
+    return Composition()([step], [check.positive_int("steps", steps)])
 
 
 def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
-                   sampling: str = "poisson") -> Mechanism:
+                   sampling: str = "poisson", examples_per_user: int = 1) -> Mechanism:
     """The privacy of a DP-SGD run whose sampling rate and noise change between phases.
 
     Phase i runs ``steps_i`` steps with sampling rate ``q_i`` and noise
