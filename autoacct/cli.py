@@ -302,13 +302,12 @@ def _mechanism(run: Run, noise: float) -> Mechanism:
 
 
 def _below(run: Run, noise: float) -> Mechanism | None:
-    """The dominated run that gives the lower ends when a user-level run cut its binomial
-    tail (:func:`autoacct.dpsgd.user_level_below`), else None."""
-    from autoacct.dpsgd import user_level_below  # noqa: PLC0415
+    """The run that gives the certified lower ends where the run's own are not certified
+    (:func:`autoacct.dpsgd.dpsgd_lower_run`: a composition without replacement, a user-level
+    run with a cut binomial tail), else None."""
+    from autoacct.dpsgd import dpsgd_lower_run  # noqa: PLC0415
 
-    if run.examples_per_user is None:
-        return None
-    return user_level_below(run.sample_rate, noise, run.steps, run.examples_per_user)
+    return dpsgd_lower_run(noise_multiplier=noise, **run.kwargs)
 
 
 def _inputs(run: Run, args: argparse.Namespace) -> dict[str, Any]:
@@ -496,10 +495,14 @@ def _cmd_calibrate(args: argparse.Namespace, progress: Progress) -> int:
     run = make_run(args)
     progress.stage("calibrating the noise multiplier (one accountant run per trial value)")
     res = calibrate_dpsgd_result(args.epsilon, args.delta, tol=args.tol, **run.kwargs)
+    lower = res.epsilon_lower
+    below = _below(run, res.value)
+    if below is not None:  # the accounted pair's lower end is not one on the run itself
+        lower = below.epsilon_bounds(args.delta, tol=args.tol)[0]
     inputs = _inputs(run, args)
     if args.json:
         out = {"noise_multiplier": res.value, "epsilon": res.epsilon,
-               "epsilon_lower": res.epsilon_lower, "target_epsilon": args.epsilon,
+               "epsilon_lower": lower, "target_epsilon": args.epsilon,
                "optimality_gap": _json_number(res.optimality_gap), **inputs}
         print(json.dumps(out))
         return 0
@@ -508,11 +511,11 @@ def _cmd_calibrate(args: argparse.Namespace, progress: Progress) -> int:
           f"delta = {args.delta:g}")
     if math.isfinite(res.optimality_gap):
         where = (f"within {res.optimality_gap * 100:.2g}% of the smallest noise multiplier "
-                 "meeting the budget")
+                 "meeting the budget" + (" for the accounted pair" if below is not None else ""))
     else:
         where = "optimality not certified"
     print(f"achieved epsilon = {res.epsilon:.6g}  (certified upper bound; lower bound "
-          f"{res.epsilon_lower:.6g}); {where}")
+          f"{lower:.6g}); {where}")
     return 0
 
 

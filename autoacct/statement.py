@@ -162,7 +162,7 @@ def statement(*, noise_multiplier: float, delta: float, dataset_size: int | None
         Relative accuracy of the certified bracket (default 1e-3).
     """
     from autoacct.cli import _rdp_epsilon, _relation_lines, _run_lines  # noqa: PLC0415
-    from autoacct.dpsgd import dpsgd, user_level_below  # noqa: PLC0415
+    from autoacct.dpsgd import dpsgd, dpsgd_lower_run  # noqa: PLC0415
 
     mode = scheme(sampling)
     sigma = check.real("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
@@ -180,8 +180,8 @@ def statement(*, noise_multiplier: float, delta: float, dataset_size: int | None
     q_user = None if m is None else (-math.expm1(m * math.log1p(-q)) if q < 1.0 else 1.0)
     mech = dpsgd(noise_multiplier=sigma, **{**run.kwargs, "examples_per_user": m or 1})
     lower, upper = (float(x) for x in mech.epsilon_bounds(d, tol=tol))
-    below = None if m is None else user_level_below(q, sigma, run.steps, m)
-    if below is not None:  # a cut binomial tail: the lower end from the dominated run
+    below = dpsgd_lower_run(q, sigma, run.steps, sampling=mode.name, examples_per_user=m or 1)
+    if below is not None:  # the run's own lower end is not certified: an attained or dominated run's
         lower = float(below.epsilon_bounds(d, tol=tol)[0])
     rdp = _rdp_epsilon(mech, d)
 

@@ -25,6 +25,7 @@ from autoacct.calibrators import calibrate_dpsgd, calibrate_gaussian
 from autoacct.cli import main
 from autoacct.dpsgd import dpsgd
 from autoacct.mechanism import Mechanism
+from autoacct.zoo import Composition, Gaussian, PoissonSubsample
 
 # Small runs, so that the tests stay fast.
 SMALL = ["--sample-rate", "0.1", "--noise-multiplier", "2.0", "--steps", "10", "--delta", "1e-5"]
@@ -71,6 +72,10 @@ def test_epsilon_text_and_dataset_form(capsys):
                  sampling="without-replacement")
     assert data["epsilon"] == pytest.approx(mech.epsilon(1e-6), rel=1e-12)
     assert data["neighboring"] == "replace-one"
+    # 4 steps: the lower end is that of the pair a fixed pair of datasets attains at every
+    # step, PoissonSubsample(0.5)(Gaussian(3 / 2)), not the composed dominating pair's.
+    attained = Composition()([PoissonSubsample(0.5)(Gaussian(1.5))], [4]).epsilon_bounds(1e-6)
+    assert attained[0] * (1 - 1e-9) <= data["epsilon_lower"] <= attained[1]
     code, out, err = run_main(argv[:-1], capsys)
     assert code == 0 and f"{mech.epsilon(1e-6):.6g}" in out and "RDP" in out
 

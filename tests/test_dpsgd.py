@@ -229,12 +229,12 @@ def test_cut_binomial_tail_brackets_the_exact_mixture():
     # mixture of all 61 components (with scipy's binomial pmf) lies between the two sides.
     from scipy import stats
 
-    from autoacct.dpsgd import user_level_below
+    from autoacct.dpsgd import dpsgd_lower_run
     from autoacct.zoo import MixtureOfGaussians
     q, m, sigma, k, d = 0.01, 60, 60.0, 100, 1e-6
     up = dpsgd(q, sigma, k, examples_per_user=m)
-    below = user_level_below(q, sigma, k, m)
-    assert below is not None and user_level_below(q, sigma, k, 5) is None
+    below = dpsgd_lower_run(q, sigma, k, examples_per_user=m)
+    assert below is not None and dpsgd_lower_run(q, sigma, k, examples_per_user=5) is None
     exact = Composition()([MixtureOfGaussians(sigma, tuple(range(m + 1)),
                                               tuple(stats.binom.pmf(np.arange(m + 1), m, q)))], [k])
     e_lo, e_up = exact.epsilon_bounds(d)
@@ -251,3 +251,22 @@ def test_cut_binomial_tail_brackets_the_exact_mixture():
 def test_bad_examples_per_user(kwargs, match):
     with pytest.raises(ValueError, match=match):
         dpsgd(0.01, 1.0, 10, **kwargs)
+
+
+def test_without_replacement_lower_end_from_the_attained_pair():
+    """Lebeda, Regehr, Kamath and Steinke (2024)'s example: at q = 0.002, unit-sensitivity noise
+    0.9 (DP-SGD noise 1.8, replace-one sensitivity 2 C), 20000 steps and delta 1e-6, a fixed
+    pair of datasets used at every step gives epsilon 2.056, below the dominating pair's
+    composition; that pair is the Poisson-subsampled Gaussian's."""
+    from autoacct.dpsgd import dpsgd_lower_run
+    run = dpsgd(0.002, 1.8, 20_000, sampling="without-replacement")
+    attained = dpsgd_lower_run(0.002, 1.8, 20_000, sampling="without-replacement")
+    assert attained is not None
+    assert attained.params["PoissonSubsample.q"] == 0.002
+    assert 0.9 <= attained.params["Gaussian.sigma"] <= 0.9 * (1 + 1e-14)  # never less noise
+    lower = attained.epsilon_bounds(1e-6)[0]
+    assert lower == pytest.approx(2.056, abs=1e-3)
+    assert lower < run.epsilon(1e-6) == pytest.approx(2.6758, abs=2e-3)
+    # One step, Poisson sampling and exact user-level runs certify their own lower ends.
+    assert dpsgd_lower_run(0.002, 1.8, 1, sampling="without-replacement") is None
+    assert dpsgd_lower_run(0.002, 1.8, 10) is None

@@ -12,6 +12,7 @@ from closed_forms import gaussian_eps_closed
 
 import autoacct
 from autoacct import PrivacyStatement, dpsgd, statement
+from autoacct.zoo import Composition, Gaussian, PoissonSubsample
 
 README_RUN = dict(noise_multiplier=1.1, delta=1e-5, sample_rate=0.01, steps=10_000)
 
@@ -95,6 +96,10 @@ def test_without_replacement_statement():
                    sampling="without-replacement", tol=1e-2)
     assert st.neighboring == "replace-one"
     assert st.epsilon == dpsgd(0.05, 2.0, 50, sampling="without-replacement").epsilon(1e-5, tol=1e-2)
+    # The lower end is the attained pair's (PoissonSubsample(0.05)(Gaussian(1.0)), 50 times), certified.
+    attained = Composition()([PoissonSubsample(0.05)(Gaussian(1.0))], [50])
+    assert st.epsilon_lower <= attained.epsilon_bounds(1e-5, tol=1e-2)[1]
+    assert st.epsilon_lower >= attained.epsilon_bounds(1e-5, tol=1e-2)[0] * (1 - 1e-9)
     assert "replace-one" in st.text() and "not certify" in st.text()
 
 
