@@ -100,6 +100,10 @@ def add_run_options(p: argparse.ArgumentParser, *, noise: bool, delta: bool = Tr
     run.add_argument("--sampling", choices=tuple(SCHEMES), default="poisson",
                      help="batch sampling and neighbouring relation (default: poisson, "
                           "add/remove; without-replacement is replace-one)")
+    run.add_argument("--examples-per-user", "-m", type=_positive_int, default=None, metavar="M",
+                     help="user level: neighbouring datasets differ in one user with at most M "
+                          "examples, each sampled independently with probability q (Poisson "
+                          "sampling only; exact)")
     if delta:
         p.add_argument("--delta", "-d", type=_probability, default=1e-5, metavar="D",
                        help="target delta in (0, 1) (default: 1e-5)")

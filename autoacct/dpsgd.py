@@ -14,6 +14,12 @@ and Honkela 2020), given by the sampling scheme
   by at most 2 C, so the step is
   ``SampleWithoutReplacement(q)(Gaussian(noise_multiplier / 2))``.
 
+User level (``examples_per_user=m``, Poisson only): neighbouring datasets differ by
+adding or removing one user with at most m examples, each sampled independently with
+probability q. The user's count in a batch is B ~ Binomial(m, q) and the sum moves by at
+most B C, so the step is exactly ``MixtureOfGaussians(noise_multiplier, (0, ..., m),
+Binomial(m, q) pmf)`` (:func:`autoacct.subsampling.schemes.user_step`).
+
 The training run is the adaptive composition of its steps.
 """
 
@@ -24,10 +30,10 @@ from collections.abc import Sequence
 
 from autoacct import _validation as check
 from autoacct.mechanism import Mechanism
-from autoacct.subsampling.schemes import SCHEMES, scheme
+from autoacct.subsampling.schemes import SCHEMES, scheme, user_step, user_step_is_cut
 from autoacct.zoo.transformers import Composition
 
-__all__ = ["SAMPLINGS", "dpsgd", "dpsgd_schedule"]
+__all__ = ["SAMPLINGS", "dpsgd", "dpsgd_lower_run", "dpsgd_schedule"]
 
 #: The batch samplers DP-SGD can be accounted for (the names of the sampling schemes).
 SAMPLINGS = tuple(SCHEMES)
@@ -36,7 +42,7 @@ SAMPLINGS = tuple(SCHEMES)
 def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = None,
           steps: int | None = None, *, dataset_size: int | None = None,
           batch_size: int | None = None, epochs: int | None = None,
-          sampling: str = "poisson") -> Mechanism:
+          sampling: str = "poisson", examples_per_user: int = 1) -> Mechanism:
     """The privacy of a DP-SGD run: ``steps`` adaptive compositions of one subsampled Gaussian step.
 
     Give the sampling rate either directly (``sample_rate``) or as
@@ -62,6 +68,11 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
         "poisson" (add/remove relation) or
         "without-replacement" (replace-one relation; see
         :class:`~autoacct.subsampling.SampledWithoutReplacementMechanism`).
+    examples_per_user:
+        m, a positive integer (default 1, example level). For m > 1 (Poisson
+        sampling only) the guarantee is user level: neighbouring datasets differ by
+        adding or removing one user with at most m examples, each of which joins a
+        batch independently with probability q.
 
     Returns
     -------
@@ -69,9 +80,16 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
         ``Composition()([step], [steps])``, where ``step`` is
         ``PoissonSubsample(q)(Gaussian(noise_multiplier))`` or
         ``SampleWithoutReplacement(q)(Gaussian(noise_multiplier / 2))`` (the
-        replace-one sensitivity of the clipped sum is 2 C).
+        replace-one sensitivity of the clipped sum is 2 C); at user level
+        ``MixtureOfGaussians(noise_multiplier, (0, 1, ..., m), Binomial(m, q) pmf)``
+        (binomial tails below 1e-30 moved to sensitivity m, which dominates;
+        see :func:`~autoacct.subsampling.schemes.user_step`).
     """
     mode = scheme(sampling)
+    users = check.positive_int("examples_per_user", examples_per_user)
+    if users != 1 and mode.name != "poisson":
+        raise ValueError(f"examples_per_user={examples_per_user!r} needs sampling='poisson' "
+                         f"(user-level accounting is for Poisson sampling), got sampling={sampling!r}")
     if noise_multiplier is None:
         raise ValueError("noise_multiplier must be given")
     sigma = check.real("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
@@ -103,11 +121,49 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
         k = e * math.ceil(n / b)
     else:
         raise ValueError("steps (or epochs with dataset_size and batch_size) must be given")
-    return Composition()([mode.step(q, sigma)], [k])
+    step = mode.step(q, sigma) if users == 1 else user_step(q, sigma, users)
+    return Composition()([step], [k])
+
+
+def dpsgd_lower_run(sample_rate: float, noise_multiplier: float, steps: int, *,
+                    sampling: str = "poisson", examples_per_user: int = 1) -> Mechanism | None:
+    """A run whose lower bounds are certified for ``dpsgd(sample_rate, noise_multiplier,
+    steps, sampling=..., examples_per_user=...)`` where that run's own are not; None when
+    its own are.
+
+    * Without replacement, two steps or more: the composition of the symmetrised
+      dominating pair need not be attained (Lebeda, Regehr, Kamath and Steinke 2024), so
+      ``dpsgd``'s lower end bounds that pair only. This run composes the pair that one
+      fixed pair of datasets attains at every step,
+      ``PoissonSubsample(q)(Gaussian(noise_multiplier / 2))``
+      (:meth:`~autoacct.subsampling.SampledWithoutReplacementMechanism.attained_step`);
+      its lower end can be well below the upper bound (at q = 0.002, noise 1.8, 20000
+      steps, delta 1e-6: 2.055 against 2.676).
+    * User level with a cut binomial tail: ``dpsgd`` moves the tail up to m (a
+      dominating pair, no lower bounds); this run moves it down to the largest count
+      kept, a pair dominated by the true step
+      (:func:`~autoacct.subsampling.schemes.user_step`).
+
+    Arguments are those of :func:`dpsgd` (q, sigma, K, sampling, m).
+    """
+    mode = scheme(sampling)
+    q = check.real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
+    sigma = check.real("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
+    k = check.positive_int("steps", steps)
+    m = check.positive_int("examples_per_user", examples_per_user)
+    if m > 1:
+        if not user_step_is_cut(q, m):
+            return None
+        return Composition()([user_step(q, sigma, m, dominated=True)], [k])
+    step = mode.step(q, sigma)
+    attained = getattr(step, "attained_step", None)
+    if k == 1 or attained is None:
+        return None  # Poisson's pair, and one step of any scheme, is attained
+    return Composition()([attained()], [k])
 
 
 def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
-                   sampling: str = "poisson") -> Mechanism:
+                   sampling: str = "poisson", examples_per_user: int = 1) -> Mechanism:
     """The privacy of a DP-SGD run whose sampling rate and noise change between phases.
 
     Phase i runs ``steps_i`` steps with sampling rate ``q_i`` and noise

@@ -11,20 +11,17 @@ Example level (the default): neighbouring datasets differ in one example (add/re
 Poisson sampling, replace-one without replacement), and the run is ``autoacct.dpsgd``'s.
 
 User level (``examples_per_user=m``, Poisson sampling only): neighbouring datasets differ
-in all the examples of one user, who has at most m. A step is then dominated by
+in all the examples of one user, who has at most m, each of which joins a batch
+independently with probability q. The user's count in a batch is B ~ Binomial(m, q) and
+moves the clipped gradient sum by at most B C (C the clipping norm), so a step is exactly
 
-    ``PoissonSubsample(1 - (1 - q)^m)(Gaussian(sigma / m))``:
+    ``MixtureOfGaussians(sigma, (0, 1, ..., m), Binomial(m, q) pmf)``,
 
-the user takes part in a step exactly when one of their examples is sampled, which happens
-with probability q_u = 1 - (1 - q)^m (each example independently with probability q), and
-then moves the clipped gradient sum by at most m C (C the clipping norm), that is a Gaussian
-of noise multiplier sigma / m at unit sensitivity. Conditioned on taking part, the output is
-a mixture over which examples were sampled, of Gaussians shifted by at most m C; the
-hockey-stick divergence is jointly convex, so the mixture is dominated by its worst
-component, and a Gaussian shifted by less than m C by the one shifted by m C. A user with
-fewer examples is sampled with a smaller probability q' <= q_u, whose subsampled pair is a
-mixture of the q_u pair and the identical pair, so it is dominated too. The bound is an
-upper bound: it ignores that several examples are rarely sampled together.
+the run being ``autoacct.dpsgd(..., examples_per_user=m)``
+(:func:`autoacct.subsampling.schemes.user_step`; a user with fewer examples is dominated).
+The accounting is exact for independent per-example sampling, not an upper bound. It
+replaces the looser ``PoissonSubsample(1 - (1 - q)^m)(Gaussian(sigma / m))``, which treats
+every sampled user as if all m examples were in the batch.
 """
 
 from __future__ import annotations
@@ -52,8 +49,8 @@ class PrivacyStatement:
     ----------
     epsilon, epsilon_lower:
         Certified bracket of the true epsilon(delta): the run is (epsilon, delta)-DP and
-        not (epsilon_lower, delta)-DP for the pair accounted (at user level, for its
-        dominating pair).
+        not (epsilon_lower, delta)-DP (at user level, for a user with m examples each
+        sampled independently).
     epsilon_rdp:
         The Renyi-DP accountant's epsilon (Balle et al. 2020's conversion), for
         comparison with RDP-based tools; None when unavailable.
@@ -67,8 +64,9 @@ class PrivacyStatement:
         "example" or "user".
     examples_per_user:
         m at user level (None at example level).
-    user_sample_rate, user_noise_multiplier:
-        The user-level step q_u = 1 - (1 - q)^m and sigma / m (None at example level).
+    user_sample_rate:
+        q_u = 1 - (1 - q)^m, the probability that a step uses some example of a user with
+        m examples (None at example level).
     lines:
         The statement as text, one line each.
     """
@@ -88,7 +86,6 @@ class PrivacyStatement:
     level: str
     examples_per_user: int | None
     user_sample_rate: float | None
-    user_noise_multiplier: float | None
     lines: tuple[str, ...]
 
     def text(self) -> str:
@@ -159,13 +156,13 @@ def statement(*, noise_multiplier: float, delta: float, dataset_size: int | None
         as in :func:`autoacct.dpsgd`.
     examples_per_user:
         m >= 1 for a user-level statement (Poisson sampling only): neighbouring datasets
-        differ in one user's examples, at most m of them; accounted with the upper bound
-        of this module's docstring.
+        differ in one user's examples, at most m of them, each sampled independently;
+        accounted exactly (this module's docstring).
     tol:
         Relative accuracy of the certified bracket (default 1e-3).
     """
     from autoacct.cli import _rdp_epsilon, _relation_lines, _run_lines  # noqa: PLC0415
-    from autoacct.dpsgd import dpsgd  # noqa: PLC0415
+    from autoacct.dpsgd import dpsgd, dpsgd_lower_run  # noqa: PLC0415
 
     mode = scheme(sampling)
     sigma = check.real("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
@@ -180,14 +177,12 @@ def statement(*, noise_multiplier: float, delta: float, dataset_size: int | None
         raise ValueError(f"examples_per_user must not exceed dataset_size ({dataset_size}), got {m}")
 
     q = run.sample_rate
-    if m is None:
-        q_user, sigma_user = None, None
-        mech = dpsgd(noise_multiplier=sigma, **run.kwargs)
-    else:
-        q_user = -math.expm1(m * math.log1p(-q)) if q < 1.0 else 1.0
-        sigma_user = sigma / m
-        mech = dpsgd(sample_rate=q_user, noise_multiplier=sigma_user, steps=run.steps)
+    q_user = None if m is None else (-math.expm1(m * math.log1p(-q)) if q < 1.0 else 1.0)
+    mech = dpsgd(noise_multiplier=sigma, **{**run.kwargs, "examples_per_user": m or 1})
     lower, upper = (float(x) for x in mech.epsilon_bounds(d, tol=tol))
+    below = dpsgd_lower_run(q, sigma, run.steps, sampling=mode.name, examples_per_user=m or 1)
+    if below is not None:  # the run's own lower end is not certified: an attained or dominated run's
+        lower = float(below.epsilon_bounds(d, tol=tol)[0])
     rdp = _rdp_epsilon(mech, d)
 
     lines = ["Privacy statement (autoacct)"]
@@ -200,13 +195,13 @@ def statement(*, noise_multiplier: float, delta: float, dataset_size: int | None
         lines.append(f"  an RDP accountant reports epsilon <= {rdp:.6g} for the same run "
                      f"({(rdp / upper - 1) * 100 if upper > 0 else 0:+.1f}%): also valid, looser")
     lines += _sampling_lines(mode.name)
-    lines += _level_lines(m, q, sigma, q_user, sigma_user)
+    lines += _level_lines(m, q, sigma, q_user)
     return PrivacyStatement(
         epsilon=upper, epsilon_lower=lower, epsilon_rdp=rdp, delta=d, noise_multiplier=sigma,
         sample_rate=q, steps=run.steps, sampling=mode.name, neighboring=mode.relation.value,
         rate_rule=run.rate_rule, steps_rule=run.steps_rule, other_tools=dict(run.others),
         level="example" if m is None else "user", examples_per_user=m,
-        user_sample_rate=q_user, user_noise_multiplier=sigma_user, lines=tuple(lines))
+        user_sample_rate=q_user, lines=tuple(lines))
 
 
 def _sampling_lines(name: str) -> list[str]:
@@ -223,18 +218,16 @@ def _sampling_lines(name: str) -> list[str]:
     return lines
 
 
-def _level_lines(m: int | None, q: float, sigma: float, q_user: float | None,
-                 sigma_user: float | None) -> list[str]:
+def _level_lines(m: int | None, q: float, sigma: float, q_user: float | None) -> list[str]:
     """Which unit of data the guarantee protects."""
     if m is None:
         return ["unit of privacy: example-level. A person who contributes several examples is "
                 "protected only by group privacy,",
                 "  which is weaker; give examples_per_user (--examples-per-user) for a user-level "
                 "statement."]
-    return [f"unit of privacy: user-level, every user having at most {m} examples. An upper bound: "
-            "a user joins a step when any",
-            f"  of their examples is sampled (q_u = 1 - (1 - q)^m = {q_user:.6g}) and then moves "
-            f"the clipped sum by at most {m} C,",
-            f"  so each step is accounted as PoissonSubsample({q_user:.6g})(Gaussian({sigma:.6g} / "
-            f"{m} = {sigma_user:.6g})).",
-            f"  The example-level guarantee of the same run (q = {q:.6g}) is smaller."]
+    return [f"unit of privacy: user-level, every user having at most {m} examples, each sampled "
+            f"independently with probability q = {q:.6g}.",
+            f"  Exact: B ~ Binomial({m}, q) of a user's examples are in a batch (some with "
+            f"probability q_u = {q_user:.6g}) and move the clipped sum by at most B C,",
+            f"  so each step is MixtureOfGaussians({sigma:.6g}, (0, ..., {m}), Binomial({m}, q) "
+            "pmf); the example-level guarantee of the same run is smaller."]

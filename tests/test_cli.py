@@ -25,6 +25,7 @@ from autoacct.calibrators import calibrate_dpsgd, calibrate_gaussian
 from autoacct.cli import main
 from autoacct.dpsgd import dpsgd
 from autoacct.mechanism import Mechanism
+from autoacct.zoo import Composition, Gaussian, PoissonSubsample
 
 # Small runs, so that the tests stay fast.
 SMALL = ["--sample-rate", "0.1", "--noise-multiplier", "2.0", "--steps", "10", "--delta", "1e-5"]
@@ -71,6 +72,10 @@ def test_epsilon_text_and_dataset_form(capsys):
                  sampling="without-replacement")
     assert data["epsilon"] == pytest.approx(mech.epsilon(1e-6), rel=1e-12)
     assert data["neighboring"] == "replace-one"
+    # 4 steps: the lower end is that of the pair a fixed pair of datasets attains at every
+    # step, PoissonSubsample(0.5)(Gaussian(3 / 2)), not the composed dominating pair's.
+    attained = Composition()([PoissonSubsample(0.5)(Gaussian(1.5))], [4]).epsilon_bounds(1e-6)
+    assert attained[0] * (1 - 1e-9) <= data["epsilon_lower"] <= attained[1]
     code, out, err = run_main(argv[:-1], capsys)
     assert code == 0 and f"{mech.epsilon(1e-6):.6g}" in out and "RDP" in out
 
@@ -194,7 +199,7 @@ def test_statement_json_matches_library(capsys):
     # TF_PRIVACY: N = 60000, B = 256, E = 2.5 -> K = ceil(2.5 ceil(60000 / 256)) = 588 steps.
     assert (data["steps"], data["level"], data["examples_per_user"]) == (588, "user", 2)
     assert data["user_sample_rate"] == pytest.approx(1 - (1 - 256 / 60000) ** 2, rel=1e-14)
-    mech = dpsgd(data["user_sample_rate"], 1.1 / 2, 588)
+    mech = dpsgd(256 / 60000, 1.1, 588, examples_per_user=2)
     assert data["epsilon_bracket"] == pytest.approx(list(mech.epsilon_bounds(1e-5)), rel=1e-12)
     assert data["other_tools"]["opacus"]["steps"] == 587
 
@@ -210,12 +215,31 @@ def test_statement_text(capsys):
 
 @pytest.mark.parametrize("extra, words", [
     (["--examples-per-user", "0"], ["--examples-per-user", "positive integer"]),
-    (["--examples-per-user", "2", "--sampling", "without-replacement"], ["examples_per_user", "poisson"]),
+    (["--examples-per-user", "2", "--sampling", "without-replacement"], ["--examples-per-user", "poisson"]),
 ])
-def test_statement_bad_input_exits_2(extra, words, capsys):
-    code, out, err = run_main(["statement", *SMALL, *extra], capsys)
+@pytest.mark.parametrize("command", ["statement", "epsilon"])
+def test_statement_bad_input_exits_2(command, extra, words, capsys):
+    code, out, err = run_main([command, *SMALL, *extra], capsys)
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1 and all(w in err for w in words)
+
+
+def test_user_level_epsilon_and_calibrate_match_library(capsys):
+    code, out, err = run_main(["epsilon", *SMALL, "--examples-per-user", "3", "--json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    mech = dpsgd(0.1, 2.0, 10, examples_per_user=3)
+    assert [data["epsilon_lower"], data["epsilon"]] == pytest.approx(list(mech.epsilon_bounds(1e-5)),
+                                                                     rel=1e-12)
+    assert data["examples_per_user"] == 3
+    code, out, err = run_main(["calibrate", "--epsilon", "2", "-q", "0.1", "-k", "10", "-m", "3",
+                               "--json"], capsys)
+    assert code == 0, err
+    sigma = json.loads(out)["noise_multiplier"]
+    assert dpsgd(0.1, sigma, 10, examples_per_user=3).epsilon(1e-5) <= 2.0
+    assert dpsgd(0.1, sigma * 0.99, 10, examples_per_user=3).epsilon_bounds(1e-5)[0] > 2.0 * 0.999
+    code, out, err = run_main(["epsilon", *SMALL, "-m", "3"], capsys)
+    assert code == 0 and "Binomial(3, q)" in out
 
 
 def test_calibrate_json():

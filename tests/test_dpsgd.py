@@ -169,3 +169,104 @@ def test_sampling_modes_of_schedule():
     with pytest.raises(ValueError, match="sampling"):
         dpsgd_schedule([(0.01, 1.0, 10)], sampling="Poisson")
     assert np.isfinite(wor.epsilon(1e-5))
+
+
+# ----- user level (examples_per_user) -----------------------------------------------------
+
+def test_one_example_per_user_is_plain_dpsgd():
+    user, plain = dpsgd(0.01, 1.1, 300, examples_per_user=1), dpsgd(0.01, 1.1, 300)
+    assert dict(user.params) == dict(plain.params) and user.name == plain.name
+    assert user.epsilon_bounds(1e-5) == plain.epsilon_bounds(1e-5)
+
+
+@pytest.fixture(scope="module")
+def dp_accounting_two_examples():
+    """dp_accounting's PLD of 30 steps at q = 0.05, sigma = 1.5, two examples per user: its
+    mixture of N(0), N(1), N(2) with the binomial weights written out by hand."""
+    pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    logging.getLogger().setLevel(logging.ERROR)
+    q = 0.05
+    weights = [(1 - q) ** 2, 2 * q * (1 - q), q * q]
+    one = pld.from_mixture_gaussian_mechanism(1.5, [0.0, 1.0, 2.0], weights,
+                                              value_discretization_interval=1e-3)
+    return one.self_compose(30)
+
+
+def test_two_examples_per_user_against_dp_accounting(dp_accounting_two_examples):
+    m = dpsgd(0.05, 1.5, 30, examples_per_user=2)
+    for d in (1e-3, 1e-6):
+        lower, upper = m.epsilon_bounds(d)
+        ref = dp_accounting_two_examples.get_epsilon_for_delta(d)
+        assert upper == pytest.approx(ref, rel=2e-3)
+        assert lower <= ref * (1 + 1e-9)  # dp_accounting's is pessimistic: above the truth
+
+
+@pytest.mark.parametrize("m", [2, 5])
+def test_user_level_between_example_level_and_the_loose_bound(m):
+    q, sigma, k, d = 0.01, 1.1 * m, 200, 1e-5
+    user_lo, user_up = dpsgd(q, sigma, k, examples_per_user=m).epsilon_bounds(d)
+    example_lo, _ = dpsgd(q, sigma, k).epsilon_bounds(d)
+    # The old bound: the user joins with probability 1 - (1 - q)^m and then moves the sum by m C.
+    q_user = 1 - (1 - q) ** m
+    _, loose_up = dpsgd(q_user, sigma / m, k).epsilon_bounds(d)
+    assert example_lo <= user_up and user_up <= loose_up
+    assert user_lo > example_lo * 1.01  # several examples do cost privacy
+
+
+def test_full_batches_are_the_gaussian_of_m_sensitivities():
+    # q = 1: all m examples are in every batch; K steps are sqrt(K) m / sigma-GDP.
+    m, sigma, k = 3, 6.0, 4
+    mech = dpsgd(1.0, sigma, k, examples_per_user=m)
+    mu = math.sqrt(k) * m / sigma
+    lower, upper = mech.epsilon_bounds(1e-5)
+    exact = optimize.brentq(lambda e: special.ndtr(-e / mu + mu / 2)
+                            - math.exp(e) * special.ndtr(-e / mu - mu / 2) - 1e-5, 1e-9, 50, xtol=1e-14)
+    assert lower <= exact * (1 + 1e-9) and exact <= upper <= exact * (1 + 1e-3)
+
+
+def test_cut_binomial_tail_brackets_the_exact_mixture():
+    # m = 60, q = 0.01: counts above about 20 carry less than 1e-30 and are cut. The exact
+    # mixture of all 61 components (with scipy's binomial pmf) lies between the two sides.
+    from scipy import stats
+
+    from autoacct.dpsgd import dpsgd_lower_run
+    from autoacct.zoo import MixtureOfGaussians
+    q, m, sigma, k, d = 0.01, 60, 60.0, 100, 1e-6
+    up = dpsgd(q, sigma, k, examples_per_user=m)
+    below = dpsgd_lower_run(q, sigma, k, examples_per_user=m)
+    assert below is not None and dpsgd_lower_run(q, sigma, k, examples_per_user=5) is None
+    exact = Composition()([MixtureOfGaussians(sigma, tuple(range(m + 1)),
+                                              tuple(stats.binom.pmf(np.arange(m + 1), m, q)))], [k])
+    e_lo, e_up = exact.epsilon_bounds(d)
+    assert up.epsilon_bounds(d)[0] == 0.0  # the dominating side certifies no lower end
+    assert below.epsilon_bounds(d)[0] <= e_up and e_lo <= up.epsilon(d)
+    assert up.epsilon(d) == pytest.approx(e_up, rel=1e-6)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(examples_per_user=0), "examples_per_user"),
+    (dict(examples_per_user=2.5), "examples_per_user"),
+    (dict(examples_per_user=2, sampling="without-replacement"), "examples_per_user.*poisson"),
+])
+def test_bad_examples_per_user(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        dpsgd(0.01, 1.0, 10, **kwargs)
+
+
+def test_without_replacement_lower_end_from_the_attained_pair():
+    """Lebeda, Regehr, Kamath and Steinke (2024)'s example: at q = 0.002, unit-sensitivity noise
+    0.9 (DP-SGD noise 1.8, replace-one sensitivity 2 C), 20000 steps and delta 1e-6, a fixed
+    pair of datasets used at every step gives epsilon 2.056, below the dominating pair's
+    composition; that pair is the Poisson-subsampled Gaussian's."""
+    from autoacct.dpsgd import dpsgd_lower_run
+    run = dpsgd(0.002, 1.8, 20_000, sampling="without-replacement")
+    attained = dpsgd_lower_run(0.002, 1.8, 20_000, sampling="without-replacement")
+    assert attained is not None
+    assert attained.params["PoissonSubsample.q"] == 0.002
+    assert 0.9 <= attained.params["Gaussian.sigma"] <= 0.9 * (1 + 1e-14)  # never less noise
+    lower = attained.epsilon_bounds(1e-6)[0]
+    assert lower == pytest.approx(2.056, abs=1e-3)
+    assert lower < run.epsilon(1e-6) == pytest.approx(2.6758, abs=2e-3)
+    # One step, Poisson sampling and exact user-level runs certify their own lower ends.
+    assert dpsgd_lower_run(0.002, 1.8, 1, sampling="without-replacement") is None
+    assert dpsgd_lower_run(0.002, 1.8, 10) is None

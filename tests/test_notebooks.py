@@ -46,6 +46,9 @@ EXPORTS = {
                    "eps_resumed", "steps_left", "steps_done", "eps_final", "eps_final_bounds"],
     "risk": ["eps", "delta", "fpr", "tpr", "tpr_at_1e3", "from_eps_delta", "advantage", "target_tpr",
              "target_fpr", "sigma", "tpr_calibrated", "pair_fpr", "pair_tpr"],
+    "training": ["q", "sigma", "steps", "delta", "eps_poisson", "n", "batch_cap", "overflow_prob",
+                 "delta_truncated", "eps_without_replacement", "users", "eps_user", "eps_tuning_geometric",
+                 "eps_tuning_poisson", "tree_levels", "tree_noise", "eps_tree"],
     "discrete": ["eps_tilde", "n", "m", "ks", "exact", "default", "phi", "br_bound", "worst_case", "delta_b",
                  "n_one", "eps_one_bounds", "d", "ns", "brackets_binomial"],
 }
@@ -139,6 +142,7 @@ def two_outcome_delta(p_first: float, loss_first: float, loss_second: float, k: 
     return float(np.sum(w * np.where(loss > eps, -np.expm1(np.minimum(eps - loss, 0.0)), 0.0)))
 
 
+@functools.cache
 def dp_accounting_sgm(sigma: float, q: float, steps: int):
     """dp_accounting's pessimistic (connect-the-dots) PLD of DP-SGD, a peer upper bound."""
     pytest.importorskip("dp_accounting")
@@ -159,7 +163,7 @@ def dpsgd_mechanism(q: float, sigma: float, steps: int):
 def test_notebooks_are_present():
     names = {p.name for p in NOTEBOOKS}
     assert {"quickstart.ipynb", "dpsgd.ipynb", "accuracy.ipynb", "discrete.ipynb",
-            "accountant.ipynb", "risk.ipynb"} == names
+            "accountant.ipynb", "risk.ipynb", "training.ipynb"} == names
     assert set(EXPORTS) == {p.stem for p in NOTEBOOKS}
 
 
@@ -386,3 +390,60 @@ def test_risk_values():
     assert np.all(pair >= truth - 1e-14)
     # Its losses +-log 2.5 are not exact lattice points in floats: accurate to the default tol.
     np.testing.assert_allclose(pair, truth, atol=1e-6, rtol=1e-3)
+
+
+def tuning_geometric_rdp_integer(q: float, sigma: float, steps: int, mean: float, delta: float) -> float:
+    """Papernot and Steinke (2022), Theorem 2 for a geometric number of runs (eta = 1, gamma =
+    1 / mean), on the integer-order RDP of DP-SGD (Mironov, Talwar and Zhang 2019), converted by
+    Balle et al. (2020): a valid upper bound on a coarser grid of orders."""
+    orders = range(2, 257)
+    rdp = {a: steps * rdp_sgm_integer(q, sigma, a) for a in orders}
+    free = min((1 - 1 / a) * rdp[a] + math.log(mean) / a for a in orders)
+    return min(rdp[a] + math.log(mean) / (a - 1) + 2 * free + math.log((a - 1) / a)
+               - (math.log(delta) + math.log(a)) / (a - 1) for a in orders)
+
+
+def test_training_values():
+    """Each pipeline's epsilon against an independent computation: dp_accounting's PLDs (Poisson,
+    the two-example mixture, replace-one), mpmath's binomial tail, the integer-order RDP of
+    Papernot and Steinke's tuning bound and of the loose user-level pair, the Gaussian closed form."""
+    import mpmath
+
+    _, v = executed("training")
+    q, sigma, steps, delta = v["q"], v["sigma"], v["steps"], v["delta"]
+    lo, up = v["eps_poisson"]
+    peer = dp_accounting_sgm(sigma, q, steps).get_epsilon_for_delta(delta)
+    assert lo <= peer * (1 + 1e-9) and up >= peer * (1 - 1e-3) and up <= lo * (1 + 1e-3)
+    # Truncated Poisson: Pr(Binomial(n + 1, q) > cap) = I_q(cap + 1, n - cap), regularised beta.
+    tail = float(mpmath.betainc(v["batch_cap"] + 1, v["n"] + 1 - v["batch_cap"], 0, q, regularized=True))
+    assert v["overflow_prob"] == pytest.approx(steps * tail, rel=1e-6)
+    assert v["delta_truncated"] == pytest.approx(delta + (1 + math.exp(up)) * steps * tail, rel=1e-12)
+    # Without replacement: at most dp_accounting's replace-one accounting (a looser pair).
+    from dp_accounting import NeighboringRelation
+    from dp_accounting.pld import privacy_loss_distribution as pld
+    replace = pld.from_gaussian_mechanism(sigma, sensitivity=2.0, sampling_prob=q, value_discretization_interval=1e-3,
+                                          neighboring_relation=NeighboringRelation.REPLACE_ONE)
+    assert v["eps_without_replacement"][1] <= replace.self_compose(steps).get_epsilon_for_delta(delta)
+    # Its lower end is the attained Poisson-subsampled pair's at noise sigma / 2: below dp_accounting's
+    # pessimistic estimate of that pair, and within 0.2% of it.
+    attained = dp_accounting_sgm(sigma / 2, q, steps).get_epsilon_for_delta(delta)
+    assert attained * (1 - 2e-3) <= v["eps_without_replacement"][0] <= attained * (1 + 1e-9)
+    assert v["eps_without_replacement"][0] < v["eps_without_replacement"][1]
+    # User level: one example is the example level; two against dp_accounting's mixture of
+    # N(0), N(1), N(2) with binomial weights; five below the loose pair's integer-order RDP bound.
+    assert v["users"] == [1, 2, 5] and v["eps_user"][0] == [lo, up]
+    two = pld.from_mixture_gaussian_mechanism(sigma, [0.0, 1.0, 2.0], [(1 - q) ** 2, 2 * q * (1 - q), q * q],
+                                              value_discretization_interval=2e-3)
+    ref = two.self_compose(steps).get_epsilon_for_delta(delta)
+    assert v["eps_user"][1][0] <= ref * (1 + 1e-9) and v["eps_user"][1][1] >= ref * (1 - 2e-3)
+    q5 = 1 - (1 - q) ** 5
+    assert v["eps_user"][2][1] <= eps_sgm_rdp_integer(q5, sigma / 5, steps, delta)
+    assert up < v["eps_user"][1][0] and v["eps_user"][1][1] < v["eps_user"][2][0]
+    # Tuning: within the same theorem evaluated on integer orders only.
+    assert v["eps_tuning_geometric"] <= tuning_geometric_rdp_integer(q, sigma, steps, 10.0, delta) * (1 + 1e-9)
+    assert 0 < v["eps_tuning_poisson"] < math.inf
+    # Tree aggregation: ceil(log2(steps + 1)) levels, exactly sqrt(levels) / z-GDP, calibrated to Poisson's eps.
+    assert v["tree_levels"] == math.ceil(math.log2(steps + 1))
+    assert v["eps_tree"] == pytest.approx(gaussian_eps_closed(math.sqrt(v["tree_levels"]) / v["tree_noise"], delta),
+                                          rel=1e-6)
+    assert up * 0.99 <= v["eps_tree"] <= up

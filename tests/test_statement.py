@@ -12,6 +12,7 @@ from closed_forms import gaussian_eps_closed
 
 import autoacct
 from autoacct import PrivacyStatement, dpsgd, statement
+from autoacct.zoo import Composition, Gaussian, PoissonSubsample
 
 README_RUN = dict(noise_multiplier=1.1, delta=1e-5, sample_rate=0.01, steps=10_000)
 
@@ -53,7 +54,7 @@ def test_user_level_with_one_example_is_example_level():
     run = dict(noise_multiplier=1.1, delta=1e-5, sample_rate=0.02, steps=300)
     user, example = statement(**run, examples_per_user=1), statement(**run)
     assert (user.epsilon_lower, user.epsilon) == (example.epsilon_lower, example.epsilon)
-    assert user.level == "user" and "user-level" in user.text() and "upper bound" in user.text()
+    assert user.level == "user" and "user-level" in user.text() and "Exact" in user.text()
 
 
 def test_user_level_full_batches_against_closed_form():
@@ -64,7 +65,7 @@ def test_user_level_full_batches_against_closed_form():
                    examples_per_user=m)
     truth = gaussian_eps_closed(math.sqrt(k) * m / sigma, 1e-5)
     assert st.epsilon_lower <= truth * (1 + 1e-9) and truth <= st.epsilon <= truth * (1 + 1e-3)
-    assert st.user_sample_rate == 1.0 and st.user_noise_multiplier == 2.0
+    assert st.user_sample_rate == 1.0
 
 
 def test_user_level_json_and_its_step():
@@ -72,7 +73,9 @@ def test_user_level_json_and_its_step():
                    examples_per_user=4)
     q_u = 1 - (1 - 0.01) ** 4
     assert st.user_sample_rate == pytest.approx(q_u, rel=1e-14)
-    assert st.epsilon == dpsgd(st.user_sample_rate, 1.1 / 4, 200).epsilon(1e-5)
+    assert st.epsilon == dpsgd(0.01, 1.1, 200, examples_per_user=4).epsilon(1e-5)
+    # Exact, so below the old bound: the user joins with probability q_u and moves the sum by 4 C.
+    assert st.epsilon <= dpsgd(q_u, 1.1 / 4, 200).epsilon_bounds(1e-5)[0]
     data = json.loads(st.to_json())
     assert data["epsilon_bracket"] == [st.epsilon_lower, st.epsilon]
     assert data["examples_per_user"] == 4 and data["level"] == "user"
@@ -80,11 +83,23 @@ def test_user_level_json_and_its_step():
     assert st.epsilon > statement(noise_multiplier=1.1, delta=1e-5, sample_rate=0.01, steps=200).epsilon
 
 
+def test_user_level_with_a_cut_tail_keeps_a_certified_lower_end():
+    # 60 examples at q = 0.01: the binomial tail above ~20 is cut; the lower end comes from
+    # the dominated side and the bracket stays narrow.
+    st = statement(noise_multiplier=60.0, delta=1e-6, sample_rate=0.01, steps=100,
+                   examples_per_user=60)
+    assert 0.0 < st.epsilon_lower <= st.epsilon <= st.epsilon_lower * (1 + 2e-3)
+
+
 def test_without_replacement_statement():
     st = statement(noise_multiplier=2.0, delta=1e-5, sample_rate=0.05, steps=50,
                    sampling="without-replacement", tol=1e-2)
     assert st.neighboring == "replace-one"
     assert st.epsilon == dpsgd(0.05, 2.0, 50, sampling="without-replacement").epsilon(1e-5, tol=1e-2)
+    # The lower end is the attained pair's (PoissonSubsample(0.05)(Gaussian(1.0)), 50 times), certified.
+    attained = Composition()([PoissonSubsample(0.05)(Gaussian(1.0))], [50])
+    assert st.epsilon_lower <= attained.epsilon_bounds(1e-5, tol=1e-2)[1]
+    assert st.epsilon_lower >= attained.epsilon_bounds(1e-5, tol=1e-2)[0] * (1 - 1e-9)
     assert "replace-one" in st.text() and "not certify" in st.text()
 
 

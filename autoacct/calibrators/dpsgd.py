@@ -12,8 +12,10 @@ approximately mu-GDP with
     mu = q sqrt(k (e^{c^2/sigma^2} - 1)),
 
 c = 1 for add/remove and c = 2 for replace-one (whose pair is two mixtures
-shifted by 2 sensitivities). The approximation only chooses the first guess;
-every returned value is certified by the accountant.
+shifted by 2 sensitivities); at user level (m examples per user, Poisson) q is
+replaced by m q, the expected count of a user's examples in a batch. The
+approximation only chooses the first guess; every returned value is certified
+by the accountant.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ def _shape(sample_rate: float | None, steps: int | None, dataset_size: int | Non
 def _check_noise_needed(goal: Goal, q: float, k: float) -> None:
     """Raise ValueError when every noise multiplier meets the budget.
 
-    Each step uses a given record with probability q, so its pair is at total
-    variation distance at most q, and k steps at most tv = 1 - (1 - q)^k. When
+    Each step uses a given record (or some example of a given user) with probability
+    q, so its pair is at total variation distance at most q, and k steps at most
+    tv = 1 - (1 - q)^k. When
     tv <= delta, epsilon(delta) = 0 for every noise multiplier; the advantage is
     tv at most, and the TPR at fpr a at most a + tv. Then there is nothing to calibrate.
     """
@@ -81,17 +84,21 @@ def calibrate_dpsgd_result(epsilon: float | None = None, delta: float | None = N
                            dataset_size: int | None = None, batch_size: int | None = None,
                            epochs: int | None = None, tol: float | None = None,
                            rtol: float = DEFAULT_RTOL, tpr: float | None = None,
-                           fpr: float | None = None, advantage: float | None = None) -> CalibrationResult:
+                           fpr: float | None = None, advantage: float | None = None,
+                           examples_per_user: int = 1) -> CalibrationResult:
     """Like :func:`calibrate_dpsgd`, returning the full :class:`CalibrationResult`."""
     goal = goal_of(epsilon, delta, tpr, fpr, advantage)
     run: dict[str, Any] = dict(sample_rate=sample_rate, steps=steps, dataset_size=dataset_size,
-               batch_size=batch_size, epochs=epochs, sampling=sampling)
+               batch_size=batch_size, epochs=epochs, sampling=sampling,
+               examples_per_user=examples_per_user)
     dpsgd(noise_multiplier=1.0, **run)  # validates the run's description
     mu = _target_mu(goal)
     q, k = _shape(sample_rate, steps, dataset_size, batch_size, epochs)
-    _check_noise_needed(goal, q, k)
+    m = int(examples_per_user)
+    # A user takes part in a step with probability 1 - (1 - q)^m.
+    _check_noise_needed(goal, -math.expm1(m * math.log1p(-q)) if q < 1.0 else 1.0, k)
     c = scheme(sampling).sensitivity_factor
-    ratio = mu * mu / (q * q * k)
+    ratio = mu * mu / (min(m * q, float(m)) ** 2 * k)
     x0 = c / math.sqrt(math.log1p(ratio)) if ratio > 0 else 1.0
     return calibrate_result(lambda s: dpsgd(noise_multiplier=s, **run), epsilon, delta, tpr=tpr, fpr=fpr,
                             advantage=advantage, increasing=False, x0=x0, tol=tol, rtol=rtol,
@@ -104,14 +111,18 @@ def calibrate_dpsgd(epsilon: float | None = None, delta: float | None = None,
                     dataset_size: int | None = None, batch_size: int | None = None,
                     epochs: int | None = None, tol: float | None = None,
                     rtol: float = DEFAULT_RTOL, tpr: float | None = None,
-                    fpr: float | None = None, advantage: float | None = None) -> float:
+                    fpr: float | None = None, advantage: float | None = None,
+                    examples_per_user: int = 1) -> float:
     """Smallest noise multiplier sigma for which DP-SGD's certified epsilon(delta) <= epsilon.
 
     sigma is the noise std divided by the clipping norm. The run is given by
     ``sample_rate`` q in (0, 1] and ``steps`` k, or by ``dataset_size`` N,
     ``batch_size`` B and ``epochs`` E (q = B / N, k = E ceil(N / B), as in
     ``autoacct.dpsgd.dpsgd``). ``sampling``: "poisson" (add/remove
-    neighbouring) or "without-replacement" (replace-one).
+    neighbouring) or "without-replacement" (replace-one). ``examples_per_user``
+    m > 1 (Poisson only) calibrates the user-level guarantee of
+    ``dpsgd(..., examples_per_user=m)``: add/remove of a user with at most m
+    examples, each sampled independently with probability q.
 
     The result x_s satisfies ``dpsgd(q, x_s, k).epsilon(delta, tol=tol) <= epsilon``
     and is certified within a factor 1 + ``rtol`` (default 0.2%) of the smallest
@@ -132,7 +143,8 @@ def calibrate_dpsgd(epsilon: float | None = None, delta: float | None = None,
     """
     return calibrate_dpsgd_result(epsilon, delta, sample_rate, steps, sampling,
                                   dataset_size=dataset_size, batch_size=batch_size, epochs=epochs,
-                                  tol=tol, rtol=rtol, tpr=tpr, fpr=fpr, advantage=advantage).value
+                                  tol=tol, rtol=rtol, tpr=tpr, fpr=fpr, advantage=advantage,
+                                  examples_per_user=examples_per_user).value
 
 
 def calibrate_dpsgd_steps(epsilon: float, delta: float, sample_rate: float | None = None,

@@ -8,17 +8,28 @@ and the factor by which the relation scales the sensitivity of the sum:
 adding or removing a record moves it by at most C, replacing one by at most
 2 C. ``dpsgd``, the calibrators and the command line read the schemes from
 here, so a new scheme is its module in this package plus one entry.
+
+User level (Poisson only): a user has m examples, each joining the batch independently
+with probability q, and neighbouring datasets differ in all of one user's examples.
+:func:`user_step` gives the step of that relation.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from autoacct.mechanism import Mechanism, Neighboring
+import numpy as np
+from scipy import stats
+
+from autoacct import _validation as check
+from autoacct.losses.mixture import MixtureGaussianLoss
+from autoacct.mechanism import LossPart, Mechanism, Neighboring
 from autoacct.subsampling.poisson import PoissonSubsample
 from autoacct.subsampling.without_replacement import SampleWithoutReplacement
 from autoacct.zoo.mechanisms import Gaussian
+from autoacct.zoo.mixture import MixtureOfGaussians
 
 
 @dataclass(frozen=True)
@@ -69,3 +80,110 @@ def scheme(name: object) -> SamplingScheme:
     if not isinstance(name, str) or name not in SCHEMES:
         raise ValueError(f"sampling must be one of {tuple(SCHEMES)}, got {name!r}")
     return SCHEMES[name]
+
+
+# ----- user level -------------------------------------------------------------------------
+
+#: Binomial tail mass below which :func:`user_step` stops listing the counts one by one.
+USER_TAIL = 1e-30
+
+
+def binomial_counts(q: float, m: int) -> tuple[int, np.ndarray, float]:
+    """(J, (Pr(B = 0), ..., Pr(B = J)), Pr(B > J)) for B ~ Binomial(m, q).
+
+    J = m (nothing cut, tail 0) unless cutting pays: J is then the smallest count with
+    Pr(B > J) <= :data:`USER_TAIL`, taken when it drops at least half of the m + 1
+    counts, or when some probability is below 1e-280 (it could underflow to 0, which
+    would drop its count unsoundly).
+    """
+    j = np.arange(m + 1)
+    pmf = stats.binom.pmf(j, m, q)
+    if q >= 1.0:
+        return m, (j == m).astype(float), 0.0
+    # Pr(B > j) from the regularised incomplete beta, accurate to relative precision far
+    # into the tail (not 1 - cdf); it decreases in j.
+    sf = stats.binom.sf(j, m, q)
+    small = sf <= USER_TAIL
+    cut = int(np.argmax(small)) if np.any(small) else m
+    if cut < m and (2 * (m - cut) >= m + 1 or float(pmf.min()) < 1e-280):
+        return cut, pmf[:cut + 1], float(sf[cut])
+    return m, pmf, 0.0
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class _DominatingMixture(MixtureOfGaussians):
+    """A :class:`MixtureOfGaussians` that dominates the mechanism accounted without being its
+    own pair: its loss laws are not ``tight``, so no lower bound is read off them."""
+
+    def loss_parts(self) -> list[LossPart]:
+        def make() -> list[LossPart]:
+            shifts, probs = self._components()
+            laws = [MixtureGaussianLoss(shifts, probs, d) for d in ("remove", "add")]
+            for law in laws:
+                law.tight = False
+            return [LossPart(laws[0], laws[1], 1)]
+        return self.cached(("parts",), make)
+
+
+def user_step(q: float, sigma: float, m: int, *, dominated: bool = False) -> Mechanism:
+    """One Poisson DP-SGD step under add/remove of a user with at most m examples.
+
+    Each of the user's m examples joins the batch independently with probability q, so B of
+    them do, B ~ Binomial(m, q); the clipped gradient sum moves by at most B C. With noise
+    N(0, (sigma C)^2), the step's pair is
+
+        (P, Q) = (sum_b Pr(B = b) N(b, sigma^2), N(0, sigma^2))   (units of C),
+
+    ``MixtureOfGaussians(sigma, (0, 1, ..., m), Binomial(m, q) pmf)``, exact for independent
+    per-example sampling. A user with fewer examples has a Binomial count with fewer
+    trials, stochastically smaller: a coupling moves each of its counts up to this one's,
+    which dominates it (below). m = 1 is ``PoissonSubsample(q)(Gaussian(sigma))`` itself.
+
+    The divergence H_g(P || Q) = E_Q[(dP/dQ - g)_+] does not decrease when one component's
+    sensitivity s_b grows, for every g >= 0: {dP/dQ > g} is a half-line {x > c} (dP/dQ
+    increases in x), and the derivative in s_b is
+    Pr(B = b) E[(X - s_b) 1{X > c}] / sigma^2 = Pr(B = b) phi((c - s_b) / sigma) / sigma >= 0
+    for X ~ N(s_b, sigma^2). As this holds for every g, the larger pair dominates in the
+    tradeoff (Blackwell) order, which composition preserves.
+    So moving probability to a larger sensitivity gives a dominating pair, to a smaller one
+    a dominated pair. Counts beyond J, the smallest with Pr(B > J) <= :data:`USER_TAIL`,
+    are cut: their mass goes to sensitivity m (the default, a dominating pair, whose
+    loss laws are then not flagged ``tight``: it gives upper bounds only), or to J
+    (``dominated=True``: a pair dominated by the step, whose lower bounds are certified
+    lower bounds on the step and its compositions; its upper bounds are not bounds).
+    When nothing is cut both are the exact pair.
+
+    Parameters
+    ----------
+    q:
+        Per-example sampling probability in (0, 1].
+    sigma:
+        Noise multiplier, > 0 (noise std over the clipping norm C).
+    m:
+        Examples per user, a positive integer.
+    dominated:
+        Which side of a cut tail to take (above).
+    """
+    q = check.real("sample_rate", q, low=0.0, high=1.0, low_open=True)
+    sigma = check.real("noise_multiplier", sigma, low=0.0, low_open=True)
+    m = check.positive_int("examples_per_user", m)
+    if m == 1:
+        return _poisson_step(q, sigma)
+    cut, pmf, tail = binomial_counts(q, m)
+    sens = list(range(cut + 1))
+    probs = [float(x) for x in pmf]
+    if cut == m:
+        return MixtureOfGaussians(sigma, tuple(float(s) for s in sens), tuple(probs))
+    if dominated:
+        probs[-1] += tail
+        return MixtureOfGaussians(sigma, tuple(float(s) for s in sens), tuple(probs))
+    # The cut mass goes up to m; at least the smallest normal number, so that an
+    # underflowed tail still moves mass upward (any extra mass moved up only dominates more).
+    sens.append(m)
+    probs.append(max(tail, math.ulp(0.0) * 2 ** 52))
+    return _DominatingMixture(sigma, tuple(float(s) for s in sens), tuple(probs))
+
+
+def user_step_is_cut(q: float, m: int) -> bool:
+    """Whether :func:`user_step` cuts the binomial tail (its two sides then differ)."""
+    return m > 1 and binomial_counts(q, m)[0] < m
