@@ -24,7 +24,12 @@ from closed_forms import (
 from scipy import stats
 
 from autoacct.mechanism import Mechanism
-from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
+from autoacct.subsampling import (
+    PoissonSubsample,
+    SampleWithoutReplacement,
+    SampleWithReplacement,
+    TruncatedPoissonSubsample,
+)
 from autoacct.zoo import (
     ZCDP,
     ApproxDP,
@@ -130,6 +135,8 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("swor-gaussian", lambda: Composition()([SampleWithoutReplacement(0.02)(Gaussian(1.5))], [200]), None),
     ("swor-rr", lambda: SampleWithoutReplacement(0.1)(RandomizedResponse(0.75)), None),
     ("swr-gaussian", lambda: Composition()([SampleWithReplacement(50, 5000)(Gaussian(2.0))], [100]), None),
+    ("truncated-poisson-gaussian",
+     lambda: Composition()([TruncatedPoissonSubsample(0.05, 1000, 50)(Gaussian(2.0))], [10]), None),
 ]
 
 

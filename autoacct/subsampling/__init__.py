@@ -5,7 +5,8 @@ its transformer and its Renyi-DP bound:
 
 * :mod:`~autoacct.subsampling.poisson`: Poisson sampling, add/remove relation;
 * :mod:`~autoacct.subsampling.without_replacement`: fixed-size samples, replace-one;
-* :mod:`~autoacct.subsampling.with_replacement`: draws with replacement, replace-one.
+* :mod:`~autoacct.subsampling.with_replacement`: draws with replacement, replace-one;
+* :mod:`~autoacct.subsampling.truncated`: Poisson samples cut to a maximum size, add/remove.
 
 Shared parts: :mod:`~autoacct.subsampling.base` (the mechanism and transformer
 bases, the RDP table of general bases), :mod:`~autoacct.subsampling.represented`
@@ -18,9 +19,11 @@ DP-SGD can use it, an entry in :data:`~autoacct.subsampling.schemes.SCHEMES`.
 
 from autoacct.subsampling.base import SubsampledMechanism
 from autoacct.subsampling.poisson import PoissonSubsample, PoissonSubsampledMechanism
+from autoacct.subsampling.truncated import TruncatedPoissonSubsample, TruncatedPoissonSubsampledMechanism
 from autoacct.subsampling.with_replacement import SampledWithReplacementMechanism, SampleWithReplacement
 from autoacct.subsampling.without_replacement import SampledWithoutReplacementMechanism, SampleWithoutReplacement
 
 __all__ = ["PoissonSubsample", "PoissonSubsampledMechanism", "SampleWithReplacement",
            "SampleWithoutReplacement", "SampledWithReplacementMechanism",
-           "SampledWithoutReplacementMechanism", "SubsampledMechanism"]
+           "SampledWithoutReplacementMechanism", "SubsampledMechanism", "TruncatedPoissonSubsample",
+           "TruncatedPoissonSubsampledMechanism"]

@@ -1,6 +1,11 @@
 """The mechanism and transformer zoo."""
 
-from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
+from autoacct.subsampling import (
+    PoissonSubsample,
+    SampleWithoutReplacement,
+    SampleWithReplacement,
+    TruncatedPoissonSubsample,
+)
 from autoacct.zoo.composite import GaussianSVT, LaplaceSVT, NoisyGD, TreeAggregation
 from autoacct.zoo.continuous import ContinuousPair
 from autoacct.zoo.custom import DiscretePair
@@ -16,4 +21,5 @@ __all__ = ["ApproxDP", "BinaryCountingExponential", "Binomial", "ComposedMechani
            "ContinuousPair", "DiscreteGaussian", "DiscreteLaplace", "DiscretePair", "ExponentialMechanism", "Gaussian",
            "GaussianSVT", "Group", "GroupMechanism", "KaryRandomizedResponse", "Laplace", "LaplaceSVT",
            "MixtureOfGaussians", "NoisyGD", "PermuteAndFlip", "PoissonSubsample", "PureDP", "RandomizedResponse",
-           "RepeatAndSelect", "SampleWithReplacement", "SampleWithoutReplacement", "TreeAggregation", "ZCDP"]
+           "RepeatAndSelect", "SampleWithReplacement", "SampleWithoutReplacement", "TreeAggregation",
+           "TruncatedPoissonSubsample", "ZCDP"]
