@@ -17,7 +17,7 @@ from scipy import stats
 
 from autoacct import _validation as check
 from autoacct.losses import GaussianLoss, PrivacyLoss
-from autoacct.mechanism import LossPart, PairRdp, Neighboring
+from autoacct.mechanism import LossPart, Neighboring, PairRdp
 from autoacct.subsampling.base import DRAW_TAIL, Sampler, SubsampledMechanism
 from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss, PoissonSubsampledMechanism
 from autoacct.subsampling.with_replacement import MixtureLoss
