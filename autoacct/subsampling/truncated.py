@@ -10,6 +10,7 @@ module conditions on the number of sampled other records instead (below).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,13 +54,17 @@ def truncated_groups(q: float, n: int, b: int) -> tuple[float, np.ndarray, np.nd
     (1 - t, weights, rates) with t = P(s >= b) the sum of the weights.
     """
     s_lo = b
-    s_hi = n - 1
-    tail = stats.binom.sf(np.arange(s_lo, s_hi + 1), n - 1, q)
-    beyond = np.flatnonzero(tail <= DRAW_TAIL * max(float(stats.binom.sf(b - 1, n - 1, q)), 1e-300))
-    s_max = s_lo + int(beyond[0]) if beyond.size else s_hi
+    t = float(stats.binom.sf(b - 1, n - 1, q))
+    # s_max: where the upper tail falls below DRAW_TAIL t, searched in a window of 20 standard
+    # deviations (plus a margin) above max(B, mean); a window too short only moves more mass
+    # into the last group (sound, see below).
+    mean, sd = (n - 1) * q, math.sqrt((n - 1) * q * (1.0 - q))
+    top = int(min(n - 1, math.ceil(max(s_lo, mean) + 20.0 * sd + 200.0)))
+    window = np.arange(s_lo, top + 1)
+    beyond = np.flatnonzero(stats.binom.sf(window, n - 1, q) <= DRAW_TAIL * t)
+    s_max = int(window[beyond[0]]) if beyond.size else top
     s = np.arange(s_lo, s_max + 1)
     pmf = stats.binom.pmf(s, n - 1, q)
-    t = float(stats.binom.sf(b - 1, n - 1, q))
     half = TRUNCATED_GROUPS // 2
     # Cuts at equal steps of log(s + 1) (the rate's log) ...
     log_cuts = np.exp(np.linspace(np.log(s_lo + 1.0), np.log(s_max + 1.0), half + 1)[1:-1]) - 1.0
