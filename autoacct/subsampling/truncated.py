@@ -24,7 +24,7 @@ from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss, Pois
 from autoacct.subsampling.with_replacement import MixtureLoss
 
 #: Most groups of sampled-record counts s >= B, each accounted at the largest rate in it.
-TRUNCATED_GROUPS = 48
+TRUNCATED_GROUPS = 96
 
 
 class DominatingMixtureLoss(MixtureLoss):

@@ -16,7 +16,7 @@ from scipy import stats
 
 from autoacct import Composition, Gaussian, Laplace, PoissonSubsample
 from autoacct.subsampling import TruncatedPoissonSubsample, TruncatedPoissonSubsampledMechanism
-from autoacct.subsampling.truncated import truncated_groups
+from autoacct.subsampling.truncated import TRUNCATED_GROUPS, truncated_groups
 
 
 def _truncated(q: float, n: int, b: int, sigma: float, k: int = 1):
@@ -61,7 +61,7 @@ def test_groups_cover_the_truncated_part_at_larger_rates() -> None:
         t = stats.binom.sf(b - 1, n - 1, q)
         assert math.isclose(float(w.sum()), t, rel_tol=1e-12)
         assert math.isclose(untruncated, 1.0 - t, rel_tol=1e-12, abs_tol=1e-15)
-        assert len(w) <= 48 and np.all(np.diff(r) < 0)
+        assert len(w) <= TRUNCATED_GROUPS and np.all(np.diff(r) < 0)
         exact_mean = q * b * stats.binom.sf(b, n, q) / n
         assert float(np.dot(w, r)) >= exact_mean * (1.0 - 1e-12)
 
