@@ -30,6 +30,9 @@ Conventions, translated rather than guessed:
 * Poisson subsampling is accounted under add/remove (or replace-special);
   sampling with and without replacement under replace-one: the relations their
   analyses refer to (dp_accounting's RDP accountant asks the same).
+* ``TruncatedSubsampledGaussianDpEvent`` is :class:`TruncatedPoissonSubsample` under add/remove,
+  whose truncated part is the add/remove pair of a replaced record (dp_accounting accounts it
+  under replace-one, a larger pair), so its answers are at or below dp_accounting's.
 * ``NonPrivateDpEvent`` has no finite guarantee: ``from_dp_event`` raises
   :class:`NonPrivateEventError`, and the accountant reports epsilon inf and
   delta 1, as dp_accounting's accountants do. ``NoOpDpEvent`` (and an event
@@ -45,7 +48,12 @@ from typing import Any
 
 from autoacct.accountant import Accountant
 from autoacct.mechanism import MIN_DELTA, Mechanism, Neighboring
-from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
+from autoacct.subsampling import (
+    PoissonSubsample,
+    SampleWithoutReplacement,
+    SampleWithReplacement,
+    TruncatedPoissonSubsample,
+)
 from autoacct.zoo import (
     ZCDP,
     DiscreteLaplace,
@@ -195,6 +203,21 @@ def _tree(event: Any) -> Parts:
     return [(_make(event, lambda: TreeAggregation(event.noise_multiplier, max(counts))), 1)]
 
 
+def _truncated(event: Any, relation: Neighboring) -> Parts:
+    # dataset_size counts the differing record too (dp_accounting's truncation probability is
+    # that of the n - 1 others), as TruncatedPoissonSubsample's does.
+    if relation is not Neighboring.ADD_REMOVE:
+        raise UnsupportedDpEventError(event, "truncated Poisson subsampling is accounted under add/remove "
+                                      "(ADD_OR_REMOVE_ONE or REPLACE_SPECIAL)")
+    if event.sampling_probability == 0 or event.truncated_batch_size == 0 or event.dataset_size == 0:
+        return []
+    if event.noise_multiplier == 0:
+        raise NonPrivateEventError(event, "noise_multiplier 0 adds no noise")
+    return [(_make(event, lambda: TruncatedPoissonSubsample(
+        event.sampling_probability, event.dataset_size, event.truncated_batch_size)(
+            Gaussian(event.noise_multiplier))), 1)]
+
+
 def _subsampled(event: Any, relation: Neighboring, special: bool) -> Parts:
     dp = _events()
     inner = _single(event.event, _translate(event.event, relation, special))
@@ -254,6 +277,8 @@ def _translate(event: Any, relation: Neighboring, special: bool) -> Parts:
             raise UnsupportedDpEventError(event, "randomized response answers about one record's value: "
                                           "use REPLACE_ONE or REPLACE_SPECIAL, as in dp_accounting")
         return _randomized_response(event, special)
+    if isinstance(event, dp.TruncatedSubsampledGaussianDpEvent):
+        return _truncated(event, relation)
     if isinstance(event, dp.RepeatAndSelectDpEvent):
         inner = _single(event.event, _translate(event.event, relation, special))
         return [(_make(event, lambda: RepeatAndSelect(inner, event.mean, event.shape)), 1)]

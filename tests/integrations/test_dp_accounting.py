@@ -20,7 +20,11 @@ from autoacct.integrations.dp_accounting import (  # noqa: E402
     NonPrivateEventError,
     from_dp_event,
 )
-from autoacct.subsampling import SampleWithoutReplacement, SampleWithReplacement  # noqa: E402
+from autoacct.subsampling import (  # noqa: E402
+    SampleWithoutReplacement,
+    SampleWithReplacement,
+    TruncatedPoissonSubsample,
+)
 from autoacct.zoo import (  # noqa: E402
     ZCDP,
     DiscreteLaplace,
@@ -61,6 +65,9 @@ CASES = [
     # dp_accounting accounts tree aggregation under replace-special only; autoacct under add/remove too.
     ("tree", ev.SelfComposedDpEvent(ev.SingleEpochTreeAggregationDpEvent(2.0, [100, 37]), 3),
      NR.REPLACE_SPECIAL, False, True),
+    # At or below dp_accounting's: it accounts the truncated part under replace-one (see the module).
+    ("truncated", ev.SelfComposedDpEvent(ev.TruncatedSubsampledGaussianDpEvent(1000, 0.05, 50, 2.0), 10),
+     ADD, False, False),
     ("repeat-select", ev.RepeatAndSelectDpEvent(
         ev.SelfComposedDpEvent(ev.PoissonSampledDpEvent(0.01, ev.GaussianDpEvent(1.0)), 300), 5.0, 1.0),
      ADD, False, True),
@@ -133,6 +140,14 @@ def test_translations_are_the_mechanisms_they_name() -> None:
         assert ours.delta(0.5) == pytest.approx(mechanism.delta(0.5), rel=1e-12), event
 
 
+def test_truncated_poisson_is_at_most_dp_accountings() -> None:
+    event = ev.SelfComposedDpEvent(ev.TruncatedSubsampledGaussianDpEvent(1000, 0.05, 50, 2.0), 10)
+    ours = AutoacctAccountant().compose(event).get_epsilon(1e-6)
+    theirs = PLDAccountant(ADD, value_discretization_interval=1e-3).compose(event).get_epsilon(1e-6)
+    assert ours <= theirs * (1 + 1e-3)
+    assert ours == Composition()([TruncatedPoissonSubsample(0.05, 1000, 50)(Gaussian(2.0))], [10]).epsilon(1e-6)
+
+
 def test_with_replacement_is_accepted_under_replace_one() -> None:
     """dp_accounting's accountants take no SampledWithReplacementDpEvent; autoacct does (replace-one)."""
     event = ev.SelfComposedDpEvent(ev.SampledWithReplacementDpEvent(1000, 10, ev.GaussianDpEvent(1.0)), 50)
@@ -156,7 +171,7 @@ def test_replace_special_is_add_remove_for_sums() -> None:
 
 @pytest.mark.parametrize("event, relation, words", [
     (ev.UnsupportedDpEvent(), ADD, "UnsupportedDpEvent"),
-    (ev.TruncatedSubsampledGaussianDpEvent(1000, 0.01, 12, 1.0), ADD, "TruncatedSubsampledGaussianDpEvent"),
+    (ev.TruncatedSubsampledGaussianDpEvent(1000, 0.01, 12, 1.0), REPLACE, "add/remove"),
     (ev.PoissonSampledDpEvent(0.1, ev.GaussianDpEvent(1.0)), REPLACE, "add/remove"),
     (ev.SampledWithoutReplacementDpEvent(100, 10, ev.GaussianDpEvent(1.0)), ADD, "replace-one"),
     (ev.RandomizedResponseDpEvent(0.5, 2), ADD, "REPLACE_ONE"),
