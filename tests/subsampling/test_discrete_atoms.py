@@ -80,7 +80,8 @@ def _discrete_gaussian_truth(sigma: float, q: float, k: int, delta: float) -> fl
     return max(_epsilon_of(lambda e, d=d: _profile(*d, e), delta) for d in directions)
 
 
-@pytest.mark.parametrize("t, q, k, delta", [(0.5, 0.01, 100, 1e-6), (1.0, 0.05, 30, 1e-5), (0.25, 0.001, 400, 1e-8)])
+@pytest.mark.parametrize("t, q, k, delta", [(0.5, 0.01, 100, 1e-6), (1.0, 0.05, 30, 1e-5), (0.25, 0.001, 400, 1e-8),
+                                         (0.25, 0.001, 400, 1e-6)])
 def test_subsampled_discrete_laplace_bracket_contains_exact_enumeration(t: float, q: float, k: int,
                                                                          delta: float) -> None:
     truth = _discrete_laplace_truth(t, q, k, delta)
