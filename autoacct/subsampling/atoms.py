@@ -26,7 +26,16 @@ import numpy as np
 
 from autoacct.losses import DiscreteLoss, PrivacyLoss
 from autoacct.losses.atoms import AtomLoss
+from autoacct.losses.base import RandomizedResponseLoss
 from autoacct.subsampling.represented import PoissonLossMap, check_q
+
+
+def held_as_atoms(base: PrivacyLoss) -> bool:
+    """Whether the subsampled laws of ``base`` are made atom laws here: bases held as atoms,
+    except binary randomized response (PureDP, RandomizedResponse), whose subsampled laws
+    keep their earlier form, and with it the answers already given for them (its two
+    atoms are composed by the phi accountant's own lattice path)."""
+    return isinstance(base, DiscreteLoss) and not isinstance(base, RandomizedResponseLoss)
 
 
 class TwinnedAtomLoss(AtomLoss):

@@ -17,7 +17,7 @@ from autoacct import _validation as check
 from autoacct.losses import DiscreteLoss, PrivacyLoss
 from autoacct.mechanism import LossPart, Neighboring
 from autoacct.routes import max_divergence
-from autoacct.subsampling.atoms import poisson_atom_losses, symmetrized_atom_loss
+from autoacct.subsampling.atoms import held_as_atoms, poisson_atom_losses, symmetrized_atom_loss
 from autoacct.subsampling.base import RateSubsampledMechanism, Sampler
 from autoacct.subsampling.numerics import (
     UNIT_ROUNDOFF,
@@ -292,7 +292,7 @@ class SampledWithoutReplacementMechanism(RateSubsampledMechanism):
     _RDP_BOUND = staticmethod(swor_rdp_bound)
 
     def _subsampled_parts(self, loss: PrivacyLoss) -> list[LossPart]:
-        if isinstance(loss, DiscreteLoss):
+        if isinstance(loss, DiscreteLoss) and held_as_atoms(loss):
             # A base held as atoms gives an atom law (see :mod:`autoacct.subsampling.atoms`).
             atoms = self.cached(("atom-law",), lambda: self._atom_law(loss))
             return [LossPart(atoms, atoms, 1)]
