@@ -27,6 +27,10 @@ delta(gamma) = H_gamma(P || Q).
   cells), the values around it are lowered onto their greatest convex minorant,
   which lies below the segments and so below the profile; only where even that
   fails is a cell rounded down (Koskela et al. 2021, Lemma 6: first order, always valid).
+  A finite atom law flagged ``rounded_lower`` (a subsampled discrete law, whose atoms
+  stand apart at the grid's scale) has each atom rounded down instead
+  (:func:`rounded_down`): for an isolated atom no lattice law below the profile does
+  better, and it costs no rounds.
 
 Why these bounds survive composition: for masses w, w' with delta_w <= delta_w'
 pointwise in gamma, and any other nonnegative masses v,
