@@ -127,13 +127,14 @@ class FFTAccountant:
             for loss, k in parts:
                 j_lo, j_hi = index_range(loss, h, eta)
                 _afford_cells(j_hi - j_lo, lower is not LowerPld.LAZY)
+                atoms = loss.atoms if loss.rounded_lower else None
                 if lower is LowerPld.KEPT and len(parts) == 1:
-                    comps.append(Component(*discretize_lazy(loss, h, j_lo, j_hi), k))
+                    comps.append(Component(*discretize_lazy(loss, h, j_lo, j_hi), k, atoms))
                 elif lower is LowerPld.LAZY:
                     up = discretize_upper(loss, h, j_lo, j_hi)
-                    comps.append(Component(up, partial(_lower_of, loss, h, j_lo, j_hi), k))
+                    comps.append(Component(up, partial(_lower_of, loss, h, j_lo, j_hi), k, atoms))
                 else:
-                    comps.append(Component(*discretize(loss, h, j_lo, j_hi), k))
+                    comps.append(Component(*discretize(loss, h, j_lo, j_hi), k, atoms))
             self._memo[key] = Components(comps)
         return self._memo[key]
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+
+import numpy as np
 
 from autoacct.pld.discretize import DiscretePLD
 
@@ -20,6 +22,9 @@ class Component:
     upper: DiscretePLD
     lower_pld: DiscretePLD | Callable[[], DiscretePLD]
     count: int
+    #: For a law whose atoms are rounded to the grid (``rounded_lower``): its finite loss values
+    #: and their P-masses, from which the composed law's largest cell mass is estimated.
+    atoms: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False)
 
     @cached_property
     def lower(self) -> DiscretePLD:
@@ -29,4 +34,4 @@ class Component:
 
     def recounted(self, count: int) -> Component:
         """The same component taken ``count`` times (sharing its lower PLD if already made)."""
-        return Component(self.upper, self.__dict__.get("lower", self.lower_pld), count)
+        return Component(self.upper, self.__dict__.get("lower", self.lower_pld), count, self.atoms)

@@ -207,13 +207,44 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
         j = np.array([i - 1, i, i + 1])
         kk, tt = k(j), grid[j]
         curv = 2.0 * ((kk[2] - kk[1]) / (tt[2] - tt[1]) - (kk[1] - kk[0]) / (tt[1] - tt[0])) / (tt[2] - tt[0])
-        p_max = min(1.0, h / math.sqrt(2.0 * math.pi * max(float(curv), 1e-300)))
+        p_max = min(1.0, max(h / math.sqrt(2.0 * math.pi * max(float(curv), 1e-300)),
+                             _atom_peak(comps, lam)))
         geometric = n if lam <= 0 else min(n, 1.0 / -math.expm1(-lam * h))
         log_err = (float(k(np.array([i]))[0]) - lam * target
                    + math.log(k_tot * 8.0 * _U * (math.log2(max(n, 2)) + 2.0) * p_max * geometric))
         if log_err <= log_budget and n < width:
             choice, width = lam, n
     return choice
+
+
+def _atom_peak(comps: Components, lam: float) -> float:
+    """An estimate of the largest mass one composed atom has under the tilt lam, from the
+    components whose atoms are rounded to the grid (0 if there are none).
+
+    Such a law has a few atoms apart from each other, so its composition sits on few
+    points: k copies of a law whose atoms have (tilted) masses p_i put at most about
+    (2 pi k)^{-(a-1)/2} (prod p_i)^{-1/2} on one point (the multinomial's mode, by the
+    local limit theorem), over the a atoms with k p_i >= 1 (the others are rarely drawn
+    at all). The normal approximation of the whole composition, which spreads the mass
+    over every cell of the window, misses this by the ratio of the atoms' spacing to h
+    for a law of two or three atoms; a composition with other components only spreads
+    the mass further, so the largest estimate over the components is taken.
+    """
+    peak = 0.0
+    for c in comps:
+        if c.atoms is None or len(c.atoms[0]) == 0:
+            continue
+        v, p = c.atoms
+        w = np.log(np.maximum(p, 1e-300)) + lam * (v - float(v.max()))
+        w = np.exp(w - float(np.max(w)))
+        w = w / float(w.sum())
+        drawn = w[c.count * w >= 1.0]
+        if drawn.size == 0:
+            continue
+        log_peak = (-0.5 * (drawn.size - 1) * math.log(2.0 * math.pi * c.count)
+                    - 0.5 * float(np.sum(np.log(drawn))))
+        peak = max(peak, math.exp(min(log_peak, 0.0)))
+    return peak
 
 
 def _window_from(k: Cumulant, lam: float, h: float, log_eta: float) -> tuple[int, int]:

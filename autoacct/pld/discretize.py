@@ -27,6 +27,10 @@ delta(gamma) = H_gamma(P || Q).
   cells), the values around it are lowered onto their greatest convex minorant,
   which lies below the segments and so below the profile; only where even that
   fails is a cell rounded down (Koskela et al. 2021, Lemma 6: first order, always valid).
+  A finite atom law flagged ``rounded_lower`` (a subsampled discrete law, whose atoms
+  stand apart at the grid's scale) has each atom rounded down instead
+  (:func:`rounded_down`): for an isolated atom no lattice law below the profile does
+  better, and it costs no rounds.
 
 Why these bounds survive composition: for masses w, w' with delta_w <= delta_w'
 pointwise in gamma, and any other nonnegative masses v,
@@ -44,7 +48,7 @@ from functools import cached_property, partial
 import numpy as np
 
 from autoacct.limits import afford
-from autoacct.losses import PrivacyLoss
+from autoacct.losses import DiscreteLoss, PrivacyLoss
 
 
 @dataclass(frozen=True)
@@ -182,12 +186,29 @@ def _lower_from_cells(loss: PrivacyLoss, h: float, j_lo: int, g: np.ndarray, m_p
                       inner: np.ndarray, halves: tuple[np.ndarray, np.ndarray]) -> DiscretePLD:
     """The lower discrete PLD of :func:`discretize` from its connect-the-dots pieces."""
     n = len(g)
+    if loss.rounded_lower and isinstance(loss, DiscreteLoss):
+        return rounded_down(loss, h, j_lo, n)
     if loss.purely_atomic and m_p[0] == 0.0 and m_p[-1] == 0.0 and _atoms_on_grid(loss, h):
         # Every atom sits on a grid point: the split is exact and so is the PLD.
         return DiscretePLD(h, j_lo, inner.copy(), _attained_inf(loss))
 
     atoms_q = _atoms_q(loss, g[1:]) if loss.has_atoms else np.zeros(n - 1)
     return lower_from_cell_masses(g, h, j_lo, m_p, m_q, halves, atoms_q, _attained_inf(loss))
+
+
+def rounded_down(loss: DiscreteLoss, h: float, j_lo: int, n: int) -> DiscretePLD:
+    """The lower discrete PLD on the points (j_lo + i) h, i < n, that moves each atom of ``loss``
+    to the grid point at or below its value less ``loss.value_error`` (atoms below the grid
+    are dropped), with the mass at +inf the law attains.
+
+    Every loss only decreases (Koskela et al. 2021, Lemma 6), so the profile does; for an
+    atom alone in its cell no lattice law below the profile does better, since the profile's
+    kink at the atom lies between grid points."""
+    g = (j_lo + np.arange(n)) * h
+    idx = np.searchsorted(g, loss.values - loss.value_error, side="right") - 1
+    keep = idx >= 0
+    masses = np.bincount(idx[keep], weights=loss.p_mass[keep], minlength=n).astype(float)
+    return DiscretePLD(h, j_lo, masses, _attained_inf(loss))
 
 
 def lower_from_cell_masses(g: np.ndarray, h: float, j_lo: int, m_p: np.ndarray, m_q: np.ndarray,

@@ -18,8 +18,9 @@ from numpy.typing import ArrayLike
 
 from autoacct import _validation
 from autoacct import _validation as check
-from autoacct.losses import PROFILE_REL, PrivacyLoss
+from autoacct.losses import PROFILE_REL, DiscreteLoss, PrivacyLoss
 from autoacct.mechanism import LossPart, Neighboring
+from autoacct.subsampling.atoms import held_as_atoms, poisson_atom_losses
 from autoacct.subsampling.base import RateSubsampledMechanism, Sampler
 from autoacct.subsampling.numerics import (
     UNIT_ROUNDOFF,
@@ -418,6 +419,11 @@ class PoissonSubsampledMechanism(RateSubsampledMechanism):
     _EXACT_GAUSSIAN_RDP = True
 
     def _subsampled_parts(self, loss: PrivacyLoss) -> list[LossPart]:
+        if isinstance(loss, DiscreteLoss) and held_as_atoms(loss):
+            # A base held as atoms gives atom laws (see :mod:`autoacct.subsampling.atoms`).
+            laws = self.cached(("atom-laws",), lambda: poisson_atom_losses(
+                loss, self.q, (PoissonRemoveLoss(loss, self.q), PoissonAddLoss(loss, self.q))))
+            return [LossPart(*laws, 1)]
         return [LossPart(PoissonRemoveLoss(loss, self.q), PoissonAddLoss(loss, self.q), 1)]
 
     def _rdp_bound(self) -> Callable[..., np.ndarray]:

@@ -24,9 +24,10 @@ from numpy.typing import ArrayLike
 
 from autoacct import _validation
 from autoacct import _validation as check
-from autoacct.losses import PrivacyLoss
+from autoacct.losses import DiscreteLoss, PrivacyLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring
 from autoacct.routes import max_divergence
+from autoacct.subsampling.atoms import held_as_atoms, poisson_atom_losses, symmetrized_atom_loss
 from autoacct.subsampling.base import RateSubsampledMechanism, Sampler
 from autoacct.subsampling.numerics import (
     UNIT_ROUNDOFF,
@@ -39,7 +40,7 @@ from autoacct.subsampling.numerics import (
     lse,
     orders_needed,
 )
-from autoacct.subsampling.poisson import PoissonRemoveLoss
+from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss
 from autoacct.subsampling.represented import (
     Representation,
     RepresentedLoss,
@@ -333,8 +334,18 @@ class SampledWithoutReplacementMechanism(RateSubsampledMechanism):
     _RDP_BOUND = staticmethod(swor_rdp_bound)
 
     def _subsampled_parts(self, loss: PrivacyLoss) -> list[LossPart]:
+        if isinstance(loss, DiscreteLoss) and held_as_atoms(loss):
+            # A base held as atoms gives an atom law (see :mod:`autoacct.subsampling.atoms`).
+            atoms = self.cached(("atom-law",), lambda: self._atom_law(loss))
+            return [LossPart(atoms, atoms, 1)]
         law = SymmetrizedLoss(PoissonRemoveLoss(loss, self.q))
         return [LossPart(law, law, 1)]
+
+    def _atom_law(self, loss: DiscreteLoss) -> PrivacyLoss:
+        """The symmetrized removal law of a base held as atoms, as an atom law."""
+        removal = PoissonRemoveLoss(loss, self.q)
+        half = poisson_atom_losses(loss, self.q, (removal, PoissonAddLoss(loss, self.q)))[0]
+        return symmetrized_atom_loss(half, SymmetrizedLoss(removal))
 
     def _rdp_bound(self) -> Callable[..., np.ndarray]:
         mu = self.base.exact_gdp_mu()

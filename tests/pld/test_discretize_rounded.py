@@ -1,0 +1,67 @@
+"""The discretiser on atom laws whose lower PLD rounds atoms down (``rounded_lower``).
+
+Truth: the hockey-stick profile sum_i p_i (1 - e^{eps - x_i})_+ + p_inf of the atoms,
+summed here from the pmf of a Poisson-subsampled discrete Gaussian written down with
+numpy (not autoacct). The upper PLD's profile must lie above it, the lower one's below,
+at every eps, and the lower one must move no atom by a cell or more.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import special
+
+from autoacct.pld.discretize import discretize, rounded_down
+from autoacct.pld.grid import index_range
+from autoacct.subsampling import PoissonSubsample
+from autoacct.zoo import DiscreteGaussian, DiscreteLaplace
+
+
+def _profile(x: np.ndarray, w: np.ndarray, p_inf: float, eps: np.ndarray) -> np.ndarray:
+    x, w = x[w > 0], w[w > 0]
+    terms = -np.expm1(np.minimum(eps[:, None] - x[None, :], 0.0))
+    return (terms * w[None, :]).sum(axis=1) + p_inf
+
+
+def _subsampled_dg_atoms(sigma: float, q: float) -> tuple[np.ndarray, np.ndarray]:
+    """Loss values and masses of the removal pair ((1-q) Q + q P, Q), P = N_Z(1, sigma^2)."""
+    x = np.arange(-60, 62, dtype=float)
+    log_q = -x * x / (2 * sigma ** 2)
+    log_q -= special.logsumexp(log_q)
+    log_p = -(x - 1) ** 2 / (2 * sigma ** 2)
+    log_p -= special.logsumexp(log_p)
+    log_mixed = np.logaddexp(math.log1p(-q) + log_q, math.log(q) + log_p)
+    return log_mixed - log_q, np.exp(log_mixed)
+
+
+@pytest.mark.parametrize("sigma, q, h", [(2.0, 0.01, 1e-4), (2.0, 0.01, 3.3e-6), (0.8, 0.1, 1e-3)])
+def test_rounded_atom_law_is_bracketed_by_its_discretisations(sigma: float, q: float, h: float) -> None:
+    (removal, _, _), = PoissonSubsample(q)(DiscreteGaussian(sigma)).loss_parts()
+    assert removal.rounded_lower
+    j_lo, j_hi = index_range(removal, h, 1e-20)
+    upper, lower = discretize(removal, h, j_lo, j_hi)
+    x, w = _subsampled_dg_atoms(sigma, q)
+    eps = np.concatenate((np.linspace(-0.02, 0.3, 400), x[(x > -0.02) & (x < 3.0)]))
+    truth = _profile(x, w, 0.0, eps)
+    up = _profile(upper.losses, upper.masses, upper.p_inf, eps)
+    low = _profile(lower.losses, lower.masses, lower.p_inf, eps)
+    slack = 1e-12 * np.maximum(truth, 1e-300) + 1e-30
+    assert np.all(up >= truth - slack)
+    assert np.all(low <= truth + slack)
+    # Rounded down by less than a cell: its profile at eps is at least the truth's at eps + h.
+    assert np.all(low >= _profile(x, w, 0.0, eps + h) - slack - 1e-18)
+
+
+def test_rounded_down_keeps_atoms_on_grid_points_and_drops_those_below() -> None:
+    (removal, _, _), = PoissonSubsample(0.05)(DiscreteLaplace(1.0)).loss_parts()
+    v = removal.values
+    h = float(v[1]) / 7.0     # the top atom a few ulps above a grid point, so one cell down
+    pld = rounded_down(removal, h, 0, 12)
+    # The lower atom (negative loss) lies below the grid and is dropped; the upper one,
+    # less its rounding allowance, lands on the grid point at or below it.
+    assert pld.masses.sum() == pytest.approx(float(removal.p_mass[1]), rel=1e-15)
+    at = int(np.flatnonzero(pld.masses)[0])
+    assert pld.losses[at] <= v[1] - removal.value_error < pld.losses[at] + h
