@@ -13,6 +13,10 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+#: The spacing of floats at 1 (2^-52): every error bound in the package that counts roundoffs
+#: counts them in this unit, defined here once.
+MACHINE_EPSILON = 2.0 ** -52
+
 
 class ExactFloat(float):
     """A float equal to the quantity it bounds; :func:`~autoacct.routes.outward` keeps it."""

@@ -35,6 +35,7 @@ from autoacct import _validation as check
 from autoacct import routes
 from autoacct.converters.rdp import rdp_to_delta
 from autoacct.errors import BudgetExceeded, RouteUnavailableError
+from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld.profiles import DiscreteProfile
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ _GDP_PROBES = 24
 #: Largest mu :func:`gdp_mu` certifies; beyond it the mechanism is reported as not mu-GDP (inf).
 _MU_MAX = 1e3
 #: Unit roundoff.
-_EPS = float(np.finfo(float).eps)
+_EPS = MACHINE_EPSILON
 #: Relative safety applied to the closed-form GDP profile, well above its floating-point error.
 _GDP_SAFETY = 1e-9
 

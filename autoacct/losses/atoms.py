@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import special
 
+from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import ATOM_MASS_ULPS, ContinuousLoss, DiscreteLoss
 
 #: P-mass of each truncated tail of an infinite support; it is moved to L = +inf.
@@ -93,7 +94,7 @@ class AtomLoss(DiscreteLoss):
         # Atoms above eps have e^eps q <= p <= 1: the product only overflows where q = 0.
         with np.errstate(over="ignore", invalid="ignore"):
             mass = self._sp[idx] + np.where(sq > 0, np.exp(np.minimum(eps, 700.0)) * sq, 0.0) + self.p_inf
-        return (4.0 * len(self.values) + ATOM_MASS_ULPS) * float(np.finfo(float).eps) * np.minimum(mass, 2.0)
+        return (4.0 * len(self.values) + ATOM_MASS_ULPS) * MACHINE_EPSILON * np.minimum(mass, 2.0)
 
     def profile(self, eps: np.ndarray) -> np.ndarray:
         eps = np.asarray(eps, dtype=float)

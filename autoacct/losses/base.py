@@ -24,6 +24,8 @@ from functools import cache, cached_property
 import numpy as np
 from scipy import optimize, special
 
+from autoacct.exactness import MACHINE_EPSILON
+
 #: Exponents at which :attr:`PrivacyLoss.sizing_cgf` is tabulated: 0, then 1/8 to 2^7 in steps of
 #: a factor sqrt(2) (so that each exponent is twice the one two places before it).
 SIZING_TILTS = np.concatenate(([0.0], 2.0 ** np.arange(-3.0, 7.5, 0.5)))
@@ -60,7 +62,7 @@ def segment_sums(masses: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return out
 
 
-_EPS = float(np.finfo(float).eps)
+_EPS = MACHINE_EPSILON
 #: Relative accuracy of the profile of a law flagged ``exact_profile`` (closed forms).
 PROFILE_REL = 1e-12
 #: Roundoffs an atom's mass may carry when it is the exponential of a logarithm of size up

@@ -20,6 +20,7 @@ from functools import cached_property
 import numpy as np
 from scipy import special
 
+from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses.base import ContinuousLoss, _standard_normal_cells, sizing_cgf_of
 
 #: Newton iterations allowed; the start is within a few units of the root and convergence
@@ -100,7 +101,7 @@ class MixtureGaussianLoss(ContinuousLoss):
             # (outputs far below every shifted component, loss within ulps of log w_0) stops.
             step = np.where(np.isfinite(step), np.maximum(step, 0.0), 0.0)
             x[todo] = xt - step
-            moving = step > 4.0 * np.finfo(float).eps * (np.abs(xt) + 1.0)
+            moving = step > 4.0 * MACHINE_EPSILON * (np.abs(xt) + 1.0)
             todo = todo[moving]
             if todo.size == 0:
                 break

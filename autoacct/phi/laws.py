@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
+from autoacct.exactness import MACHINE_EPSILON
 from autoacct.limits import afford
 from autoacct.losses import LaplaceLoss, PrivacyLoss
 from autoacct.pld.discretize import discretize_upper
@@ -42,7 +43,7 @@ M_MAX = 1 << 18
 _SPECTRUM_BYTES = 48.0
 #: Discrete laws with at most this many atoms keep their exact closed form.
 _EXACT_ATOMS = 256
-UNIT_ROUNDOFF = np.finfo(float).eps
+UNIT_ROUNDOFF = MACHINE_EPSILON
 #: Longest lattice period summed by one FFT (a few tens of MB of complex values).
 _MAX_PERIOD = 1 << 22
 

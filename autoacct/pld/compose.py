@@ -46,6 +46,7 @@ import numpy as np
 from scipy import fft as sfft
 
 from autoacct.errors import AccuracyWarning
+from autoacct.exactness import MACHINE_EPSILON
 from autoacct.limits import afford, max_points
 from autoacct.pld.components import Component
 from autoacct.pld.cumulants import (
@@ -70,7 +71,7 @@ N_MAX = 1 << 22
 #: to the memory budget and predict a step's time (see :mod:`autoacct.limits`).
 POINT_BYTES = 40.0
 POINT_SECONDS = 4e-7
-_U = np.finfo(float).eps
+_U = MACHINE_EPSILON
 
 
 def max_window() -> int:

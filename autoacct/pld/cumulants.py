@@ -25,6 +25,7 @@ from functools import cached_property
 
 import numpy as np
 
+from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import DiscretePLD, log_mgfs
 
@@ -33,7 +34,7 @@ from autoacct.pld.discretize import DiscretePLD, log_mgfs
 THETAS = np.concatenate(([0.0], np.logspace(-3.0, 4.0, 25)))
 #: Exponents in units of 1/h: they bound the mass of the last few lattice points.
 _LATTICE_THETAS = np.logspace(0.0, 4.0, 5)
-_U = np.finfo(float).eps
+_U = MACHINE_EPSILON
 
 def side_pld(c: Component, side: str) -> DiscretePLD:
     return c.upper if side == "upper" else c.lower

@@ -47,6 +47,7 @@ from functools import cached_property, partial
 
 import numpy as np
 
+from autoacct.exactness import MACHINE_EPSILON
 from autoacct.limits import afford
 from autoacct.losses import DiscreteLoss, PrivacyLoss
 
@@ -454,12 +455,12 @@ def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, 
     sp, sq = _suffix_sums(cell_p, above_p, cell_q, above_q)
     f = np.maximum(sp - gam * sq, 0.0)
     e = _tangent_gaps(gam, dgam, mode, (cell_p, cell_q, cell_atoms), (left_p, left_q))
-    e += 8 * np.finfo(float).eps * f
+    e += 8 * _UNIT * f
     e[0] = max(e[0], e[1])
     v = f - e
     # Values at rounding level of the profile count as zero (an atom on the
     # last grid point leaves f = 1e-17 there rather than 0).
-    nonpos = v <= 16 * np.finfo(float).eps * max(float(f[0]), 1e-300)
+    nonpos = v <= 16 * _UNIT * max(float(f[0]), 1e-300)
     first = int(np.argmax(nonpos))
     top = first if nonpos[first] else n - 1
     if top < 2:
@@ -529,7 +530,7 @@ def _convex_near(gam: np.ndarray, v: np.ndarray, bad: np.ndarray, top: int) -> n
 
 def _gap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a - b for nonnegative a and b, plus a bound on the rounding of the difference."""
-    return (a - b) + 4 * np.finfo(float).eps * (a + b)
+    return (a - b) + 4 * _UNIT * (a + b)
 
 
 def _suffix_sums(cells_p: np.ndarray, above_p: float, cells_q: np.ndarray,
@@ -643,7 +644,7 @@ def _grid_points(loss: PrivacyLoss, h: float, j_lo: int, n: int) -> np.ndarray:
 
 #: Roundoffs by which a connect-the-dots ratio of masses is lowered (see _left_share).
 _RATIO_ULPS = 16.0
-_UNIT = float(np.finfo(float).eps)
+_UNIT = MACHINE_EPSILON
 
 
 def _left_share(m_p: np.ndarray, m_q: np.ndarray, g_left: np.ndarray, h: float) -> np.ndarray:

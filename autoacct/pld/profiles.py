@@ -28,10 +28,11 @@ from functools import cached_property
 
 import numpy as np
 
+from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld.components import Component
 from autoacct.pld.cumulants import Cumulant, as_components, best_index
 
-_EPS = float(np.finfo(float).eps)
+_EPS = MACHINE_EPSILON
 _ULP = 8 * _EPS
 #: Points of the coarse scan that brackets a crossing before bisection.
 _SCAN = 257

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import DiscreteLoss, PrivacyLoss
 from autoacct.losses.atoms import AtomLoss
 from autoacct.losses.base import RandomizedResponseLoss
@@ -67,7 +68,7 @@ def _value_error(values: np.ndarray, log_q: float) -> float:
     """A bound on the rounding of phi(L) = logaddexp(log(1-q), log q + L) at the atoms: a few
     roundoffs of the largest term, |L| + |log q|."""
     top = float(np.max(np.abs(values), initial=0.0))
-    return 8.0 * float(np.finfo(float).eps) * (top + abs(log_q) + 1.0)
+    return 8.0 * MACHINE_EPSILON * (top + abs(log_q) + 1.0)
 
 
 def poisson_atom_losses(base: DiscreteLoss, q: float, twins: tuple[PrivacyLoss, PrivacyLoss]

@@ -24,8 +24,10 @@ from collections.abc import Callable
 import mpmath
 import numpy as np
 
+from autoacct.exactness import MACHINE_EPSILON
+
 #: Bound on the relative error of one correctly rounded double operation (with slack).
-UNIT_ROUNDOFF = float(np.finfo(float).eps)
+UNIT_ROUNDOFF = MACHINE_EPSILON
 #: Relative accuracy below which the double-precision result is accepted.
 REL_TOL = 1e-10
 #: Convergence base of the Cohen-Rodriguez Villegas-Zagier acceleration.

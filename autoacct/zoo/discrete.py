@@ -26,7 +26,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from autoacct import _validation as check
-from autoacct.exactness import rational_up
+from autoacct.exactness import MACHINE_EPSILON, rational_up
 from autoacct.losses import DiscreteLoss, PrivacyLoss
 from autoacct.losses.atoms import MAX_ATOMS, TAIL_MASS, AtomLoss, atoms
 from autoacct.mechanism import LossPart, Mechanism, PairRdp
@@ -285,7 +285,7 @@ class DiscreteGaussian(Mechanism):
 
 
 #: Unit roundoff of doubles.
-_EPS = float(np.finfo(float).eps)
+_EPS = MACHINE_EPSILON
 
 
 # ----- discrete Laplace ----------------------------------------------------------------------
