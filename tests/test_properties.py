@@ -36,7 +36,6 @@ import pytest
 from closed_forms import (
     mp_bounded_range_delta,
     mp_gaussian_delta,
-    mp_gaussian_eps,
     mp_gaussian_tradeoff,
     mp_laplace_delta,
     mp_leaky_rr_delta,
@@ -245,19 +244,18 @@ def gaussian_mechanism(steps: list[tuple[float, int]]) -> tuple[Mechanism, mp.mp
     return Composition()([Gaussian(s) for s, _ in steps], [k for _, k in steps]), mu
 
 
-@budget(600)
+@budget(400)
 @given(steps=gaussian_steps, d=deltas, frac=st.floats(0.0, 2.0), alpha=alphas)
 @collecting
 def test_gaussian_compositions_bracket_the_analytic_truth(steps, d, frac, alpha):
     m, mu = gaussian_mechanism(steps)
     lo, up = call(lambda: m.epsilon_bounds(d))
-    a, b = mp_gaussian_eps(mu, d)  # bisection in mpmath: a <= eps_true <= b, b - a <= 1e-14 b
-    assert mpf(up) >= a and mpf(lo) <= b, f"eps bracket ({lo!r}, {up!r}) misses the truth [{a}, {b}]"
+    # Through the monotone inverse (module docstring): no root of the truth is needed.
     check_eps_against_delta_truth(lo, up, d, lambda e: mp_gaussian_delta(mu, e))
     assert call(lambda: m.epsilon(d)) == up
     assert call(lambda: m.delta(up)) <= d, f"delta(epsilon({d!r})) > {d!r}"
-    # delta at an eps drawn around the truth.
-    e = float(frac * b)
+    # delta at an eps drawn around the answer.
+    e = float(frac * up) if math.isfinite(up) else float(frac)
     dlo, dup = call(lambda: m.delta_bounds(e))
     check_delta_bracket(dlo, dup, mp_gaussian_delta(mu, e))
     # The tradeoff is a lower bound on Phi(Phi^-1(1 - alpha) - mu), and at most 1 - alpha.
@@ -275,7 +273,7 @@ _route_sigma = log_uniform(1e-2, 1e4) if LONG else log_uniform(0.3, 100.0)
 _route_k = log_int(1, 10**7) if LONG else log_int(1, 10**4)
 
 
-@budget(60)
+@budget(250)
 @given(sigma=_route_sigma, k=_route_k, d=deltas, via=st.sampled_from(["pld", "phi", "rdp"]))
 @collecting
 def test_gaussian_other_routes_are_upper_bounds(sigma, k, d, via):
@@ -314,7 +312,7 @@ def gaussian_family(draw: st.DrawFn) -> tuple[Mechanism, mp.mpf]:
         return m, mp.sqrt(k * mu2)
 
 
-@budget(100)
+@budget(200)
 @given(case=gaussian_family(), d=deltas, frac=st.floats(0.0, 2.0), alpha=alphas)
 @collecting
 def test_gaussian_family_brackets_the_analytic_truth(case, d, frac, alpha):
@@ -330,18 +328,23 @@ def test_gaussian_family_brackets_the_analytic_truth(case, d, frac, alpha):
 
 # ----- 2. Two-outcome laws against exact binomial sums --------------------------------------------
 
-# k <= 500 keeps each binomial sum in mpmath to ~50 ms; the long run goes to 2000. (k = 1, one
-# step, had rounding failures of a few ulps; test_former_failures keeps those cases.)
-_two_point_k = log_int(1, 2000 if LONG else 500)
+# k <= 200 keeps each case near 0.1 s (binomial sums in mpmath, a PLD for pairs); the long run
+# goes to 2000. (k = 1, one step, had rounding failures of a few ulps; test_former_failures
+# keeps those cases.)
+_two_point_k = log_int(1, 2000 if LONG else 200)
 
 
-@budget(300)
+@budget(200)
 @given(kind=st.sampled_from(["rr", "pure", "approx", "group", "pair"]), eps0=log_uniform(1e-4, 20.0),
        k=_two_point_k, delta0=log_uniform(1e-300, 0.5), d=deltas, frac=st.floats(0.0, 1.2),
        g=st.integers(1, 5), b=st.floats(0.0, 1.0))
 @collecting
 def test_two_point_compositions_bracket_the_binomial_sum(kind, eps0, k, delta0, d, frac, g, b):
     slack = 0.0
+    if kind == "pair" and not LONG:
+        # Two outcomes with incommensurate losses run the PLD accountant on a fine grid: composed
+        # 282 to 500 times, 12 to 19 s a case; the CI budget keeps k <= 10.
+        k = min(k, 10)
     if kind == "pair":
         # DiscretePair on two outcomes, P = (a, 1 - a), Q = (b, 1 - b): both directions count.
         a = 1.0 / (1.0 + math.exp(-eps0))
@@ -360,8 +363,9 @@ def test_two_point_compositions_bracket_the_binomial_sum(kind, eps0, k, delta0, 
     elif kind == "group":
         # Group(g) of eps0-DP is g eps0-DP, dominated by randomized response with log-odds g eps0.
         base = Group(g)(PureDP(eps0))
+        eps0_group = g * mpf(eps0)  # exact: g is a small integer
         def truth(e: float) -> mp.mpf:
-            return mp_rr_delta(g * mpf(eps0), k, e)
+            return mp_rr_delta(eps0_group, k, e)
         eps0 = g * eps0
     elif kind == "rr":
         p = 1.0 / (1.0 + math.exp(-eps0))
@@ -390,8 +394,8 @@ def test_two_point_compositions_bracket_the_binomial_sum(kind, eps0, k, delta0, 
     lo, up = call(lambda: m.epsilon_bounds(d))
     if math.isfinite(up):
         check_eps_against_delta_truth(lo, up, d, truth, slack)
-    else:  # inf is only right where delta never reaches d (the leak's mass is above d)
-        assert kind == "approx"
+    else:  # inf is only right where delta never reaches d (a mass where Q has none is above d)
+        assert kind in ("approx", "pair") and truth(1e300) > d
 
 
 # Poisson-subsampled randomized response runs the PLD accountant on a represented law: seconds per
@@ -422,7 +426,7 @@ def test_poisson_rr_brackets_the_binomial_sum(q, p, k, frac, d):
 
 # The whole range, eps = 1/b (frac = 1) on purpose: just below it the lower bound was above the
 # truth, and at eps = fl(1/b) the upper bound was 0 (test_former_failures).
-@budget(450)
+@budget(500)
 @given(b=log_uniform(1e-3, 1e4), frac=st.one_of(st.just(1.0), st.floats(0.0, 1.5)), d=deltas)
 @collecting
 def test_laplace_step_matches_its_closed_form(b, frac, d):
@@ -453,7 +457,7 @@ _sub_sigma = log_uniform(0.05, 1e3) if LONG else log_uniform(1.0, 1e3)
 _sub_deltas = deltas if LONG else st.one_of(st.sampled_from([1e-12, 0.5, 0.999999]), log_uniform(1e-12, 0.999999))
 
 
-@budget(60)
+@budget(50)
 @given(scheme=st.sampled_from(["poisson", "swor"]),
        q=_sub_q, sigma=_sub_sigma, frac=st.floats(0.0, 1.5), d=_sub_deltas)
 @collecting
@@ -561,7 +565,7 @@ def mechanisms(draw: st.DrawFn) -> Mechanism:
 
 
 def _zoo_case(m: Mechanism, ds: list[float], es: list[float]) -> None:
-    if not LONG and ("Sample" in repr(m) or "Mixture" in repr(m)):
+    if not LONG and any(name in repr(m) for name in ("Subsample", "Sample", "Mixture")):
         # A subsampled mechanism or a mixture of Gaussians at delta 1e-30 takes 2 to 70 s a query
         # (PoissonSubsample(1e-4)(Gaussian(1.0)): 7 s of CPU; MixtureOfGaussians(100.0, (0.01,
         # 0.291, 0.760), (1/3, 1/3, 1/3)): 31 s): the CI budget keeps their deltas >= 1e-12.
@@ -615,14 +619,15 @@ def extra_mechanisms(draw: st.DrawFn) -> Mechanism:
     if kind in ("pair", "kary") and draw(st.booleans()):  # pure DP; Group rejects the RDP-only ones
         m = Group(2)(m)
     # Composed 10 times, DiscretePair((0.76, 0.24), (1e-6, 1 - 1e-6)) takes 8 s a query at delta
-    # 1e-30 and a mixture 20 s: the CI budget keeps pairs and mixtures uncomposed.
-    k = 1 if kind in ("pair", "mixture") and not LONG else draw(_k_extra)
+    # 1e-30 and a mixture 20 s, and Binomial(229, 0.837, 2) composed 3 times 6 to 10 s: the CI
+    # budget keeps pairs, mixtures and binomials uncomposed.
+    k = 1 if kind in ("pair", "mixture", "binomial") and not LONG else draw(_k_extra)
     if k > 1 or draw(st.booleans()):
         m = Composition()([m], [k])
     return m
 
 
-@budget(150)
+@budget(100)
 @given(m=extra_mechanisms(), ds=st.lists(_zoo_deltas, min_size=3, max_size=3),
        es=st.lists(st.one_of(st.just(0.0), log_uniform(1e-6, 1e3)), min_size=3, max_size=3))
 @collecting
@@ -630,7 +635,7 @@ def test_extra_zoo_invariants(m, ds, es):
     _zoo_case(m, ds, es)
 
 
-@budget(300)
+@budget(180)
 @given(m=mechanisms(), ds=st.lists(_zoo_deltas, min_size=3, max_size=3),
        es=st.lists(st.one_of(st.just(0.0), log_uniform(1e-6, 1e3)), min_size=3, max_size=3))
 @collecting
