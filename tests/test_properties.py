@@ -7,11 +7,13 @@ lower <= upper, delta(epsilon(d)) <= d, curves monotone, scalar queries equal th
 entries, no warning but AccuracyWarning.
 
 Budget. The draws are derandomised (the same cases on every run). The CI budget (default) draws
-2,015 cases (sum of max_examples, plus 13 explicit known-failure examples) in 99 to 134 s
-wall time on a 2-core machine. ``AUTOACCT_PROPERTY_SCALE=N`` multiplies
-every test's number of examples by N and, for N > 1, opens the slow draw regions that the CI
-budget leaves out (each is named where it is restricted); ``AUTOACCT_PROPERTY_RANDOM=1`` draws
-fresh cases (then ``--hypothesis-seed=S`` reproduces a run). See README, Development.
+2,045 cases (the sum of max_examples; plus the former and known failures' explicit cases) in
+1 min 59 s wall time on a shared 2-core machine (load 3 to 4). ``AUTOACCT_PROPERTY_SCALE=N`` multiplies every
+test's number of examples by N and, for N > 1, opens the slow draw regions that the CI budget
+leaves out (each is named where it is restricted); ``AUTOACCT_PROPERTY_RANDOM=1`` draws fresh
+cases (then ``--hypothesis-seed=S`` reproduces a run); ``AUTOACCT_PROPERTY_COLLECT=path`` logs
+every failing or slow case and goes on; ``AUTOACCT_PROPERTY_TIME_LIMIT`` is the per-query limit
+in seconds (30). See README, Development.
 
 Exact-truth comparisons use the monotone inverse where a root would be needed: the true
 delta(eps) is continuous and non-increasing, strictly decreasing where positive, so for d > 0
