@@ -8,12 +8,12 @@ entries, no warning but AccuracyWarning.
 
 Budget. The draws are derandomised (the same cases on every run). The CI budget (default) draws
 2,075 cases (the sum of max_examples; plus the former and known failures' explicit cases) in
-1 min 30 s wall time on a shared 2-core machine (load average 2.5 to 3). ``AUTOACCT_PROPERTY_SCALE=N`` multiplies every
-test's number of examples by N and, for N > 1, opens the slow draw regions that the CI budget
-leaves out (each is named where it is restricted); ``AUTOACCT_PROPERTY_RANDOM=1`` draws fresh
-cases (then ``--hypothesis-seed=S`` reproduces a run); ``AUTOACCT_PROPERTY_COLLECT=path`` logs
-every failing or slow case and goes on; ``AUTOACCT_PROPERTY_TIME_LIMIT`` is the per-query limit
-in seconds (30). See README, Development.
+1 min 30 s wall time on a shared 2-core machine (load average 2.5 to 3).
+``AUTOACCT_PROPERTY_SCALE=N`` multiplies every test's number of examples by N and, for N > 1,
+opens the slow draw regions that the CI budget leaves out (each is named where it is restricted);
+``AUTOACCT_PROPERTY_RANDOM=1`` draws fresh cases (then ``--hypothesis-seed=S`` reproduces a run);
+``AUTOACCT_PROPERTY_COLLECT=path`` logs every failing or slow case and goes on;
+``AUTOACCT_PROPERTY_TIME_LIMIT`` is the per-query limit in seconds (30). See README, Development.
 
 Exact-truth comparisons use the monotone inverse where a root would be needed: the true
 delta(eps) is continuous and non-increasing, strictly decreasing where positive, so for d > 0
