@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import mpmath as mp
 import numpy as np
@@ -145,45 +144,6 @@ def mp_gaussian_delta(mu: float | mp.mpf, eps: float | mp.mpf) -> mp.mpf:
     with mp.workdps(MP_DPS):
         mu, eps = mp.mpf(mu), mp.mpf(eps)
         return mp.ncdf(-eps / mu + mu / 2) - mp.exp(eps) * mp.ncdf(-eps / mu - mu / 2)
-
-
-def mp_bisect_decreasing(f: Callable[[mp.mpf], mp.mpf], target: float, hi: mp.mpf,
-                         rel: float = 1e-18, guess: float | None = None) -> tuple[mp.mpf, mp.mpf]:
-    """A bracket [a, b] of the root eps of f(eps) = target, for f non-increasing on [0, inf),
-    f(a) > target >= f(b), b - a <= rel * b; (0, 0) when f(0) <= target. Plain bisection; a
-    float ``guess`` only narrows the starting bracket after both ends are checked."""
-    with mp.workdps(MP_DPS):
-        t = mp.mpf(target)
-        if f(mp.mpf(0)) <= t:
-            return mp.mpf(0), mp.mpf(0)
-        lo, hi = mp.mpf(0), mp.mpf(hi)
-        if guess is not None and math.isfinite(guess) and guess > 0:
-            g_lo, g_hi = mp.mpf(guess) * (1 - mp.mpf("1e-9")), mp.mpf(guess) * (1 + mp.mpf("1e-9"))
-            if f(g_lo) > t >= f(g_hi):
-                lo, hi = g_lo, g_hi
-        while f(hi) > t:
-            lo, hi = hi, 2 * hi
-        while hi - lo > rel * hi:
-            mid = (lo + hi) / 2
-            if f(mid) > t:
-                lo = mid
-            else:
-                hi = mid
-        return lo, hi
-
-
-def mp_gaussian_eps(mu: float | mp.mpf, delta: float) -> tuple[mp.mpf, mp.mpf]:
-    """A bracket of eps(delta) of mu-GDP (the root of mp_gaussian_delta), by bisection from a
-    starting bracket around the float closed form's root when that one is right."""
-    with mp.workdps(MP_DPS):
-        mu = mp.mpf(mu)
-        # Start near the true scale: the loss is N(mu^2/2, mu^2).
-        start = mu * mu / 2 + mu * mp.sqrt(2 * mp.log(1 / mp.mpf(delta))) + mp.mpf("1e-300")
-        try:
-            guess: float | None = gaussian_eps_closed(float(mu), delta)
-        except (ValueError, OverflowError, ZeroDivisionError, RuntimeError):
-            guess = None
-        return mp_bisect_decreasing(lambda e: mp_gaussian_delta(mu, e), delta, start, rel=1e-14, guess=guess)
 
 
 def mp_gaussian_tradeoff(mu: float | mp.mpf, alpha: float) -> mp.mpf:
