@@ -57,6 +57,10 @@ REFERENCE_DELTA = 1e-6
 #: The type II error at type I error a is rounded down by this much for the Gaussian
 #: closed form (a few ulps of 1, the rounding of ndtr and ndtri).
 EXACT_TRADEOFF_MARGIN = 1e-15
+#: Relative error allowed for the argument Phi^-1(1 - a) - mu of the Gaussian tradeoff, as a
+#: share of |Phi^-1(a)| + mu: 32 machine epsilons, for ndtri's (3.3) and mu's (half an ulp for a
+#: Gaussian, about one per child for a composition's sum of squares).
+EXACT_TRADEOFF_ARG_REL = 32 * float(np.finfo(float).eps)
 
 Bounds = tuple[float, float]
 ArrayBounds = tuple[np.ndarray, np.ndarray]
@@ -227,7 +231,17 @@ class ExactRoute(Route):
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
         # Phi(Phi^-1(1 - a) - mu) written as Phi(-Phi^-1(a) - mu): 1 - a would round a small a away.
-        return special.ndtr(-special.ndtri(fpr) - self._mu(m)) - EXACT_TRADEOFF_MARGIN
+        # The argument is moved down by EXACT_TRADEOFF_ARG_REL of its parts' sizes: ndtri's
+        # relative error (Cephes: 7.2e-16 peak) and mu's own rounding (1/sigma, sums of squares)
+        # are relative to |Phi^-1(a)| and mu, which reach 37 at a = 1e-300, where an ulp of the
+        # argument (7e-15) is above the absolute margin: Gaussian(0.027428794482378425)
+        # .tradeoff(1e-300) was 2.4e-16 above the true 0.72208930268138914 without it. Phi is
+        # increasing, so a smaller argument gives a lower value. (At a = 0 or 1, z is infinite
+        # and exact: no slack, which would make inf - inf.)
+        z, mu = special.ndtri(fpr), self._mu(m)
+        slack = np.where(np.isfinite(z), EXACT_TRADEOFF_ARG_REL * (np.abs(z) + mu), 0.0)
+        arg = -z - mu - slack
+        return special.ndtr(arg) - EXACT_TRADEOFF_MARGIN
 
 
 class _LawRoute(Route):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import mpmath as mp
 import numpy as np
 from scipy import optimize, stats
 from scipy.special import gammaln, xlogy
@@ -142,3 +143,163 @@ def composed_pair_tpr(p, q, k: int, fpr: np.ndarray) -> np.ndarray:
     lq = log_m + (c * np.log(q)).sum(axis=1)
     P, Q = np.exp(lp), np.exp(lq)
     return 1.0 - np.minimum(neyman_pearson_tradeoff(P, Q, fpr), neyman_pearson_tradeoff(Q, P, fpr))
+
+
+# ----- High-precision truths (mpmath), for the property suite ------------------------------------
+# Every function below works at MP_DPS significant digits and takes float parameters exactly (a
+# float converts to an mpf without rounding), so its value differs from the mathematical truth by
+# far less than one double ulp. They use only textbook formulas, nothing from autoacct.
+
+MP_DPS = 60
+
+
+def mp_gaussian_delta(mu: float | mp.mpf, eps: float | mp.mpf) -> mp.mpf:
+    """delta(eps) of mu-GDP, Balle and Wang (2018), Theorem 8:
+    Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
+    with mp.workdps(MP_DPS):
+        mu, eps = mp.mpf(mu), mp.mpf(eps)
+        return mp.ncdf(-eps / mu + mu / 2) - mp.exp(eps) * mp.ncdf(-eps / mu - mu / 2)
+
+
+def mp_gaussian_tradeoff(mu: float | mp.mpf, alpha: float) -> mp.mpf:
+    """The mu-GDP tradeoff function of Dong, Roth and Su (2022): Phi(Phi^-1(1 - alpha) - mu)."""
+    with mp.workdps(MP_DPS):
+        a = mp.mpf(alpha)
+        if a == 0:
+            return mp.mpf(1)
+        if a == 1:
+            return mp.mpf(0)
+        # Phi^-1(1 - a) = -Phi^-1(a), which keeps small alpha accurate.
+        return mp.ncdf(-mp_norm_ppf(a) - mp.mpf(mu))
+
+
+def mp_norm_ppf(a: mp.mpf) -> mp.mpf:
+    """Phi^-1(a) for a in (0, 1), by Newton's method from erfinv's value."""
+    with mp.workdps(MP_DPS):
+        x = mp.sqrt(2) * mp.erfinv(2 * a - 1) if a > mp.mpf("1e-10") else -mp.sqrt(-2 * mp.log(a))
+        for _ in range(100):
+            step = (mp.ncdf(x) - a) / mp.npdf(x)
+            x -= step
+            if abs(step) <= mp.mpf(10) ** (-MP_DPS + 10) * (1 + abs(x)):
+                break
+        return x
+
+
+def mp_two_point_delta(p: tuple, q: tuple, k: int, eps: float | mp.mpf,
+                       log_ratio: tuple | None = None) -> mp.mpf:
+    """delta(eps) of (P^k, Q^k) for P, Q on two outcomes, as an exact binomial sum
+    sum_j C(k, j) max(p0^j p1^(k-j) - e^eps q0^j q1^(k-j), 0), in mpmath.
+
+    ``log_ratio = (log(p0/q0), log(p1/q1))``, when the caller knows it exactly (randomized
+    response with log-odds eps0: (eps0, -eps0)), gives each term as P_j (1 - e^(eps - loss_j))
+    with the exact loss: at eps equal to a loss (pure DP composed k times, at eps = k eps0) the
+    difference of the masses is then exactly 0, where it is otherwise a 60-digit rounding of
+    ~1e-60 P_j, far above a compared delta like 1e-300."""
+    with mp.workdps(MP_DPS):
+        p0, p1, q0, q1 = (mp.mpf(x) for x in (*p, *q))
+        eps = mp.mpf(eps)
+        ee = mp.exp(eps)
+        total = mp.mpf(0)
+        c = mp.mpf(1)
+        for j in range(k + 1):
+            if log_ratio is None:
+                gap = c * (p0 ** j * p1 ** (k - j) - ee * q0 ** j * q1 ** (k - j))
+            else:
+                loss = j * mp.mpf(log_ratio[0]) + (k - j) * mp.mpf(log_ratio[1])
+                gap = c * p0 ** j * p1 ** (k - j) * -mp.expm1(eps - loss) if loss > eps else mp.mpf(0)
+            if gap > 0:
+                total += gap
+            c = c * (k - j) / (j + 1)
+        return total
+
+
+def mp_rr_delta(eps0: float | mp.mpf, k: int, eps: float | mp.mpf) -> mp.mpf:
+    """k-fold randomized response with log-odds eps0 (the pure eps0-DP pair), with exact losses
+    eps0 (2j - k) (mp_two_point_delta's log_ratio)."""
+    with mp.workdps(MP_DPS):
+        e0 = mp.mpf(eps0)
+        pp, qq = mp_rr_masses(e0)
+        return mp_two_point_delta(pp, qq, k, eps, log_ratio=(e0, -e0))
+
+
+def mp_rr_masses(eps0: float) -> tuple[tuple, tuple]:
+    """Randomized response with log-odds eps0: P = (p, 1-p), Q = (1-p, p), p = e^eps0/(1+e^eps0)."""
+    with mp.workdps(MP_DPS):
+        p = 1 / (1 + mp.exp(-mp.mpf(eps0)))
+        return (p, 1 - p), (1 - p, p)
+
+
+def mp_leaky_rr_delta(eps0: float, delta0: float, k: int, eps: float) -> mp.mpf:
+    """k-fold leaky randomized response (the (eps0, delta0)-DP pair): the P-only atom (mass delta0)
+    is hit by some coordinate with probability 1 - (1 - delta0)^k and contributes all its mass; the
+    Q-only atom has no P-mass and contributes nothing; the rest is (1 - delta0)^k times the k-fold
+    randomized response pair. So delta = 1 - (1-d0)^k + (1-d0)^k delta_RR^k(eps)."""
+    with mp.workdps(MP_DPS):
+        log_keep = k * mp.log1p(-mp.mpf(delta0))  # 1 - (1 - d0)^k loses a tiny d0 otherwise
+        return -mp.expm1(log_keep) + mp.exp(log_keep) * mp_rr_delta(eps0, k, eps)
+
+
+def mp_poisson_two_point_delta(q: float, p: tuple, base: tuple, k: int, eps: float) -> mp.mpf:
+    """k Poisson-subsampled (rate q) uses of the two-outcome pair (P, Q) = (p, base) under
+    add/remove: the larger of the removal pair ((1-q) Q + q P, Q) and the addition pair
+    (Q, (1-q) Q + q P), each an exact binomial sum."""
+    with mp.workdps(MP_DPS):
+        qq = mp.mpf(q)
+        mix = tuple((1 - qq) * b + qq * a for a, b in zip(p, base))
+        return max(mp_two_point_delta(mix, base, k, eps), mp_two_point_delta(base, mix, k, eps))
+
+
+def mp_laplace_delta(b: float, eps: float) -> mp.mpf:
+    """One Laplace step, pair (Lap(1, b), Lap(0, b)): the loss is (|x| - |x - 1|)/b, and
+    integrating P - e^eps Q over {x > (1 + b eps)/2} gives delta = 1 - e^{(eps - 1/b)/2} for
+    eps < 1/b, 0 beyond (the pair is symmetric, so both directions agree)."""
+    with mp.workdps(MP_DPS):
+        b, eps = mp.mpf(b), mp.mpf(eps)
+        return -mp.expm1((eps - 1 / b) / 2) if eps < 1 / b else mp.mpf(0)
+
+
+def mp_poisson_gaussian_delta(q: float, sigma: float, eps: float) -> mp.mpf:
+    """One Poisson-subsampled Gaussian step (rate q, P = N(1, s^2), Q = N(0, s^2), M = (1-q)Q + qP).
+    P/Q(x) = exp((x - 1/2)/s^2) is increasing, so
+    removal (M vs Q): M/Q > e^eps iff x > x1 = s^2 log((e^eps - 1 + q)/q) + 1/2, and
+      delta = (1-q) Qbar(x1) + q Pbar(x1) - e^eps Qbar(x1);
+    addition (Q vs M): Q/M > e^eps iff x < x2 = s^2 log((e^-eps - 1 + q)/q) + 1/2 (empty when
+      e^-eps <= 1 - q), and delta = Q(x < x2) - e^eps ((1-q) Q(x < x2) + q P(x < x2)).
+    The answer is the larger (add/remove)."""
+    with mp.workdps(MP_DPS):
+        q, s, eps = mp.mpf(q), mp.mpf(sigma), mp.mpf(eps)
+        if q == 0:
+            return mp.mpf(0)
+        ee = mp.exp(eps)
+        x1 = s * s * mp.log((ee - 1 + q) / q) + mp.mpf(1) / 2
+        qbar, pbar = mp.ncdf(-x1 / s), mp.ncdf(-(x1 - 1) / s)
+        remove = (1 - q) * qbar + q * pbar - ee * qbar
+        add = mp.mpf(0)
+        if 1 / ee - 1 + q > 0:
+            x2 = s * s * mp.log((1 / ee - 1 + q) / q) + mp.mpf(1) / 2
+            qcdf, pcdf = mp.ncdf(x2 / s), mp.ncdf((x2 - 1) / s)
+            add = qcdf - ee * ((1 - q) * qcdf + q * pcdf)
+        return max(remove, add, mp.mpf(0))
+
+
+def mp_bounded_range_delta(eps0: float, eps: float, grid: int = 64) -> mp.mpf:
+    """A lower bound on the largest delta(eps) over eps0-bounded-range pairs: the maximum over a
+    grid of t in [0, eps0] of the two-outcome pair with losses t and t - eps0 (P-masses
+    p_t = (e^eps0 - e^t)/(e^eps0 - 1) and 1 - p_t; Q-masses p_t e^-t and (1 - p_t) e^(eps0 - t)).
+    Each such pair is eps0-BR, so any sound upper bound on the class is above it."""
+    with mp.workdps(MP_DPS):
+        e0 = mp.mpf(eps0)
+        best = mp.mpf(0)
+        for i in range(grid + 1):
+            t = e0 * i / grid
+            # p_t and 1 - p_t each as one nonnegative product: 1 - p_t at t = 0 was a rounding
+            # of +-1e-61, which made a term of an impossible sign count.
+            pt = mp.exp(t) * mp.expm1(e0 - t) / mp.expm1(e0)
+            qt = mp.expm1(t) / mp.expm1(e0)
+            # Each term as mass * (1 - e^(eps - loss)): its sign is then exact (eps >= t gives 0
+            # exactly; pt - ee pt e^-t was a 60-digit rounding of ~1e-61 there, which a delta
+            # upper bound of exactly 0 beyond eps0 was compared against).
+            d = (max(pt * -mp.expm1(mp.mpf(eps) - t), 0)
+                 + max(qt * -mp.expm1(mp.mpf(eps) - (t - e0)), 0))
+            best = max(best, d)
+        return best

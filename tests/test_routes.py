@@ -13,6 +13,7 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from closed_forms import mp_gaussian_tradeoff
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -222,6 +223,16 @@ def test_gaussian_tradeoff_at_tiny_fpr_is_not_above_the_exact_curve():
         exact = mp.ncdf(-mp.sqrt(2) * mp.erfinv(2 * mp.mpf(a) - 1) - 1 / mp.mpf(sigma))
         got = Gaussian(sigma).tradeoff(a)
         assert got <= exact and got >= float(exact) * (1 - 1e-12) - 1e-15
+
+
+def test_gaussian_tradeoff_at_fpr_1e_300_is_not_above_the_exact_curve():
+    # Phi^-1(1e-300) = -37.05: an ulp of the argument Phi^-1(1 - a) - mu (7e-15) is above the
+    # absolute margin. Gaussian(0.027428794482378425).tradeoff(1e-300) was 0.7220893026813894,
+    # 2.4e-16 above the truth 0.72208930268138914 (mpmath at 60 digits, Phi^-1 by Newton).
+    for sigma, a in [(0.027428794482378425, 1e-300), (0.0274, 1e-280), (0.05, 1e-250)]:
+        exact = mp_gaussian_tradeoff(1 / mp.mpf(sigma), a)
+        got = Gaussian(sigma).tradeoff(a)
+        assert got <= exact and got >= float(exact) * (1 - 1e-9) - 1e-15
 
 
 def test_gaussian_delta_far_in_the_tail_keeps_its_lower_bound_below_the_truth():

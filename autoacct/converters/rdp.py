@@ -33,9 +33,20 @@ ALPHAS = np.unique(np.concatenate((1.0 + np.logspace(-4, -0.05, 12), np.arange(2
 DELTA_FLOOR = 1e-300
 
 
+#: Rounding allowance of the conversion, in machine epsilons of the sum of its terms' sizes.
+_EPS_ROUNDING = 16 * float(np.finfo(float).eps)
+
+
 def _eps_at(rdp_vals: np.ndarray, alpha: np.ndarray, delta: float) -> np.ndarray:
+    # The terms are summed in floating point and rounded up by _EPS_ROUNDING of their sizes:
+    # where the conversion is nearly tight the rounding alone put it below the truth
+    # (200 runs of randomized response with log-odds 20 at delta 0.5: 3999.306852407208 at
+    # order 2, with the true delta there 0.5000000000004676; the exact conversion there is
+    # 3999.3068524072093, still valid).
     with np.errstate(divide="ignore", invalid="ignore"):
-        val = rdp_vals + np.log1p(-1.0 / alpha) - (np.log(delta) + np.log(alpha)) / (alpha - 1.0)
+        terms = (rdp_vals, np.log1p(-1.0 / alpha), -(np.log(delta) + np.log(alpha)) / (alpha - 1.0))
+        val = terms[0] + terms[1] + terms[2]
+        val = val + _EPS_ROUNDING * (np.abs(terms[0]) + np.abs(terms[1]) + np.abs(terms[2]))
     return np.where(np.isfinite(val), val, np.inf)
 
 

@@ -42,3 +42,16 @@ def test_delta_is_sound_and_consistent_with_epsilon(sigma):
 
 def test_infinite_curve_gives_no_guarantee():
     assert rdp_to_epsilon(lambda a: np.full(np.shape(a), np.inf), 1e-5) == math.inf
+
+
+def test_epsilon_is_not_rounded_below_a_nearly_tight_conversion():
+    # 200 runs of randomized response with log-odds 20: at delta 0.5 the conversion at order 2 is
+    # tight to 1e-13 (the law is nearly a point mass). It returned 3999.306852407208, where the
+    # true delta (exact binomial sum, mpmath at 60 digits) is 0.5000000000004676 > 0.5.
+    from closed_forms import mp_rr_delta
+
+    from autoacct.zoo.mechanisms import rr_rdp
+
+    eps = rdp_to_epsilon(lambda a: 200 * rr_rdp(20.0, np.asarray(a, dtype=float)), 0.5)
+    assert mp_rr_delta(20.0, 200, eps) <= 0.5
+    assert eps <= 4000.0 + math.log(0.5) + 1e-9

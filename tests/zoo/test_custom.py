@@ -10,6 +10,7 @@ profiles summed directly in numpy/mpmath from the definitions; dp_accounting's P
 from __future__ import annotations
 
 import math
+import warnings
 
 import mpmath
 import numpy as np
@@ -110,6 +111,20 @@ def test_zero_masses_give_infinite_loss_mass():
     assert delta0 <= 0.05 * (1 + 1e-12) and eps0 <= math.log(0.6 / 0.5) * (1 + 1e-12)
     # Past the largest finite loss the profile is exactly the infinite-loss mass.
     assert m.delta(0.2) == pytest.approx(0.05, rel=1e-12)
+
+
+def test_subnormal_mass_gives_no_overflow_warning():
+    # DiscretePair((0.6322, 0.3678), (2.225073858507203e-309, 1.0)) warned "overflow encountered
+    # in divide" (a discarded branch of the log ratio; found by tests/test_properties.py). The
+    # loss of the first outcome is log(0.6322 / 2.225073858507203e-309) = 710.6 (its P-mass at
+    # a finite loss: delta(eps) >= 0.6322 (1 - e^(eps - 710.6)) below it).
+    m = DiscretePair((0.6322, 0.3678), (2.225073858507203e-309, 1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        d = m.delta(700.0)
+        eps = m.epsilon(0.5)
+    truth = 0.6322 * -math.expm1(700.0 - math.log(0.6322) + math.log(2.225073858507203e-309))
+    assert truth <= d <= 1.0 and math.isfinite(eps) and 700.0 < eps
 
 
 def test_pure_dp_guarantee_of_a_full_support_pair():
