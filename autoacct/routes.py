@@ -37,7 +37,7 @@ from autoacct import _validation as check
 from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_profile
 from autoacct.converters.rdp import rdp_to_delta, rdp_to_epsilon
 from autoacct.errors import AccuracyWarning, RouteUnavailableError
-from autoacct.exactness import ExactFloat
+from autoacct.exactness import MACHINE_EPSILON, ExactFloat
 from autoacct.limits import current as current_limits
 from autoacct.losses import PrivacyLoss, gaussian_delta_with_error
 from autoacct.phi import PhiAccountant
@@ -60,11 +60,11 @@ EXACT_TRADEOFF_MARGIN = 1e-15
 #: Relative error allowed for the argument Phi^-1(1 - a) - mu of the Gaussian tradeoff, as a
 #: share of |Phi^-1(a)| + mu: 32 machine epsilons, for ndtri's (3.3) and mu's (half an ulp for a
 #: Gaussian, about one per child for a composition's sum of squares).
-EXACT_TRADEOFF_ARG_REL = 32 * float(np.finfo(float).eps)
+EXACT_TRADEOFF_ARG_REL = 32 * MACHINE_EPSILON
 
 Bounds = tuple[float, float]
 ArrayBounds = tuple[np.ndarray, np.ndarray]
-_UNIT = float(np.finfo(float).eps)
+_UNIT = MACHINE_EPSILON
 
 
 def outward(val: Any, *, upper: bool, cap: float = math.inf, exact: Any = False) -> Any:
@@ -216,7 +216,7 @@ class ExactRoute(Route):
         # delta(eps) <= Phi(-eps/mu + mu/2), so mu^2/2 - mu Phi^-1(delta) is always an upper
         # bound: it is the answer where mu is so large that the profile's own rounding
         # (eps/mu - mu/2 cancels) leaves the bisection nothing to certify.
-        closed = (mu * mu / 2 - mu * float(special.ndtri(delta))) * (1 + 8 * np.finfo(float).eps)
+        closed = (mu * mu / 2 - mu * float(special.ndtri(delta))) * (1 + 8 * _UNIT)
         return (epsilon_from_profile(low_fn, delta, guess, upper=False),
                 min(epsilon_from_profile(up_fn, delta, guess, upper=True), closed))
 

@@ -20,6 +20,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy import optimize
 
+from autoacct.exactness import MACHINE_EPSILON
+
 RdpCurve = Callable[[np.ndarray], np.ndarray]
 
 #: Orders searched: a few fractional orders near 1 (where large deltas want them), then
@@ -34,7 +36,7 @@ DELTA_FLOOR = 1e-300
 
 
 #: Rounding allowance of the conversion, in machine epsilons of the sum of its terms' sizes.
-_EPS_ROUNDING = 16 * float(np.finfo(float).eps)
+_EPS_ROUNDING = 16 * MACHINE_EPSILON
 
 
 def _eps_at(rdp_vals: np.ndarray, alpha: np.ndarray, delta: float) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 from scipy import special
 
 from autoacct import _validation as check
+from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import DiscreteLoss
 from autoacct.mechanism import LossPart, Mechanism, PairRdp
 from autoacct.zoo.mechanisms import _log_g
@@ -26,7 +27,7 @@ __all__ = ["DiscretePair", "finite_pair_dp", "finite_pair_losses", "finite_pair_
 
 #: How far from 1 the sums of the given probability vectors may be.
 SUM_TOL = 1e-9
-_EPS = float(np.finfo(float).eps)
+_EPS = MACHINE_EPSILON
 
 
 def _log_ratio(p: np.ndarray, q: np.ndarray) -> np.ndarray:
