@@ -837,9 +837,14 @@ def _known_pair_loss_above_709() -> None:
     truth = a * -math.expm1(720.0 - math.log(a) + math.log(1e-322))
     lo, up = m.delta_bounds(720.0)
     assert lo <= truth <= up, (lo, up, truth)
+    # eps(0.5): a (1 - e^(eps - L)) = 0.5 with L = log(a / 1e-322), the second outcome's loss negative.
+    eps_truth = math.log(a) - math.log(1e-322) + math.log1p(-0.5 / a)
+    lo, up = m.epsilon_bounds(0.5)
+    assert lo <= eps_truth <= up, (lo, up, eps_truth)
 
 
 FORMER_FAILURES: dict[str, Callable[[], None]] = {
+    "pair-loss-above-709": _known_pair_loss_above_709,
     "rr-delta-upper-below-truth": _known_rr_upper_below_truth,
     "rr-delta-lower-above-truth": _known_rr_lower_above_truth,
     "approxdp-delta-upper-below-truth": _known_approxdp_upper_below_truth,
@@ -856,11 +861,6 @@ FORMER_FAILURES: dict[str, Callable[[], None]] = {
 }
 
 KNOWN_FAILURES: dict[str, tuple[Callable[[], None], str]] = {
-    "pair-loss-above-709": (
-        _known_pair_loss_above_709,
-        "soundness: DiscretePair((0.7310585786300049, 0.2689414213699951), (1e-322, 1 - 1e-322)).delta_bounds(720.0)"
-        " = (0.0, 1.675e-13) against the true 0.7310585786 (a finite loss 741.13 above log of the largest float);"
-        " epsilon_bounds(0.5) = 709.78 against the true 739.98"),
     "scalar-delta-not-array-entry": (
         _known_scalar_delta_not_array_entry,
         "invariant, not soundness: on fresh instances Composition()([PureDP(1.9132162975296686e-06)], [10])"

@@ -25,6 +25,8 @@ from autoacct.zoo.mechanisms import _log_g
 
 __all__ = ["DiscretePair", "finite_pair_dp", "finite_pair_losses", "finite_pair_rdp"]
 
+#: Largest finite loss kept finite; beyond it, the outcome counts as revealing (see _direction).
+LOSS_CAP = 700.0
 #: How far from 1 the sums of the given probability vectors may be.
 SUM_TOL = 1e-9
 _EPS = MACHINE_EPSILON
@@ -52,8 +54,16 @@ def _direction(p: np.ndarray, q: np.ndarray, tight: bool) -> DiscreteLoss:
     L = -inf (``q_ninf``); outcomes where both vanish are left out.
     """
     shared = (p > 0) & (q > 0)
-    ps, qs = p[shared], q[shared]
-    values = _log_ratio(ps, qs)
+    values = _log_ratio(p[shared], q[shared])
+    # A finite loss above LOSS_CAP is accounted as infinite: its P-mass goes to +inf and its
+    # Q-mass (below e^-LOSS_CAP of it) to -inf, which can only raise every hockey-stick
+    # divergence (max(p - e^eps q, 0) <= p), so upper bounds stay sound; lower bounds do not
+    # count that mass (``p_inf_truncated``). Past log of the largest float (709.78) the
+    # profiles' e^eps overflows, and the PLD route's upper delta collapsed to about 0 where the
+    # truth was P's whole mass there (0.731 at eps 720 for p = (0.731, 0.269), q = (1e-322, 1)).
+    capped = values > LOSS_CAP
+    moved = math.fsum(p[shared][capped])
+    ps, qs, values = p[shared][~capped], q[shared][~capped], values[~capped]
     # A lattice when every loss is an exact integer multiple of the smallest nonzero one
     # (randomized responses: -eps0, 0, eps0): the accountant then keeps the atoms on grid points.
     nonzero = np.abs(values[values != 0.0])
@@ -62,8 +72,11 @@ def _direction(p: np.ndarray, q: np.ndarray, tight: bool) -> DiscreteLoss:
         r = values / float(nonzero.min())
         if np.all(r == np.round(r)):
             lattice = float(nonzero.min())
-    return DiscreteLoss(values, ps, qs, p_inf=math.fsum(p[(p > 0) & (q == 0)]),
-                        q_ninf=math.fsum(q[(q > 0) & (p == 0)]), lattice=lattice, tight=tight)
+    loss = DiscreteLoss(values, ps, qs, p_inf=math.fsum([*p[(p > 0) & (q == 0)], moved]),
+                        q_ninf=math.fsum([*q[(q > 0) & (p == 0)], *q[shared][capped]]), lattice=lattice,
+                        tight=tight)
+    loss.p_inf_truncated = moved
+    return loss
 
 
 def finite_pair_losses(p: np.ndarray, q: np.ndarray, tight: bool = True) -> tuple[DiscreteLoss, DiscreteLoss]:
