@@ -39,6 +39,38 @@ __all__ = ["SAMPLINGS", "dpsgd", "dpsgd_lower_run", "dpsgd_schedule"]
 SAMPLINGS = tuple(SCHEMES)
 
 
+def _run_shape(sample_rate: float | None, steps: int | None, dataset_size: int | None,
+               batch_size: int | None, epochs: int | None) -> tuple[float, int]:
+    """(q, k) of a run given by a rate or n and B, and by steps or epochs (see :func:`dpsgd`)."""
+    n = None if dataset_size is None else check.positive_int("dataset_size", dataset_size)
+    b = None if batch_size is None else check.positive_int("batch_size", batch_size)
+    if (n is None) != (b is None):
+        raise ValueError("dataset_size and batch_size must be given together, got "
+                         f"dataset_size={dataset_size!r}, batch_size={batch_size!r}")
+    if n is not None and b is not None and b > n:
+        raise ValueError(f"batch_size must not exceed dataset_size ({n}), got {batch_size!r}")
+    if sample_rate is not None and n is not None:
+        raise ValueError("give either sample_rate or dataset_size and batch_size, not both")
+    if sample_rate is not None:
+        q = check.real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
+    elif n is not None and b is not None:
+        q = b / n
+    else:
+        raise ValueError("sample_rate (or dataset_size and batch_size) must be given")
+    if steps is not None and epochs is not None:
+        raise ValueError("give either steps or epochs, not both")
+    if steps is not None:
+        k = check.positive_int("steps", steps)
+    elif epochs is not None:
+        e = check.positive_int("epochs", epochs)
+        if n is None or b is None:
+            raise ValueError("epochs needs dataset_size and batch_size")
+        k = e * math.ceil(n / b)
+    else:
+        raise ValueError("steps (or epochs with dataset_size and batch_size) must be given")
+    return q, k
+
+
 def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = None,
           steps: int | None = None, *, dataset_size: int | None = None,
           batch_size: int | None = None, epochs: int | None = None,
@@ -93,34 +125,7 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
     if noise_multiplier is None:
         raise ValueError("noise_multiplier must be given")
     sigma = check.real("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
-    n = None if dataset_size is None else check.positive_int("dataset_size", dataset_size)
-    b = None if batch_size is None else check.positive_int("batch_size", batch_size)
-    if (n is None) != (b is None):
-        raise ValueError("dataset_size and batch_size must be given together, got "
-                         f"dataset_size={dataset_size!r}, batch_size={batch_size!r}")
-    if n is not None and b is not None and b > n:
-        raise ValueError(f"batch_size must not exceed dataset_size ({n}), got {batch_size!r}")
-
-    if sample_rate is not None and n is not None:
-        raise ValueError("give either sample_rate or dataset_size and batch_size, not both")
-    if sample_rate is not None:
-        q = check.real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
-    elif n is not None and b is not None:
-        q = b / n
-    else:
-        raise ValueError("sample_rate (or dataset_size and batch_size) must be given")
-
-    if steps is not None and epochs is not None:
-        raise ValueError("give either steps or epochs, not both")
-    if steps is not None:
-        k = check.positive_int("steps", steps)
-    elif epochs is not None:
-        e = check.positive_int("epochs", epochs)
-        if n is None or b is None:
-            raise ValueError("epochs needs dataset_size and batch_size")
-        k = e * math.ceil(n / b)
-    else:
-        raise ValueError("steps (or epochs with dataset_size and batch_size) must be given")
+    q, k = _run_shape(sample_rate, steps, dataset_size, batch_size, epochs)
     step = mode.step(q, sigma) if users == 1 else user_step(q, sigma, users)
     return Composition()([step], [k])
 
