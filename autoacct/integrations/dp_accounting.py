@@ -388,7 +388,7 @@ class AutoacctAccountant(_accountant_base()):  # type: ignore[misc]
             return 1.0
         if not self._parts:
             return 0.0
-        # delta(eps) decreases in eps, so its bound at the largest float is one at infinity.
+        # delta(eps) does not increase with eps, so a bound at eps = 1e300 holds at any larger eps.
         return float(self.mechanism().delta(min(target_epsilon, _LARGE_EPSILON), tol=self._tol))
 
     def epsilon_bounds(self, target_delta: float) -> tuple[float, float]:
