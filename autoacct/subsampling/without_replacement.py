@@ -306,6 +306,8 @@ class SampledWithoutReplacementMechanism(RateSubsampledMechanism):
     """
 
     _SAMPLER = "SampleWithoutReplacement"
+    _RELATION = Neighboring.REPLACE_ONE
+    _RDP_BOUND = staticmethod(swor_rdp_bound)
 
     def attained_step(self) -> Mechanism | None:
         """A step pair attained by one fixed pair of neighbouring datasets, for a Gaussian
@@ -330,8 +332,6 @@ class SampledWithoutReplacementMechanism(RateSubsampledMechanism):
         # 1 / mu may round below the base's noise by an ulp or two; a little more noise only
         # lowers the attained pair's epsilon, so its lower bounds stay lower bounds.
         return PoissonSubsample(self.q)(Gaussian((1.0 / mu) * (1.0 + 8.0 * UNIT_ROUNDOFF)))
-    _RELATION = Neighboring.REPLACE_ONE
-    _RDP_BOUND = staticmethod(swor_rdp_bound)
 
     def _subsampled_parts(self, loss: PrivacyLoss) -> list[LossPart]:
         if isinstance(loss, DiscreteLoss) and held_as_atoms(loss):
