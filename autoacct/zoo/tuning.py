@@ -102,6 +102,10 @@ class RepeatAndSelect(Mechanism):
         if "rdp" not in base.routes:
             raise ValueError(f"mechanism {base.name!r} has no Renyi-DP representation; "
                              "RepeatAndSelect's bounds need one")
+        if not math.isfinite(float(base.rdp(1.0))):
+            # Renyi divergences do not decrease with the order: an infinite KL makes all infinite.
+            raise ValueError(f"mechanism {base.name!r} has infinite Renyi DP at every order (an "
+                             "approximate-DP guarantee, say): RepeatAndSelect's bounds need a finite one")
         mean = check.real("mean", self.mean, low=1.0)
         shape = check.real("shape", self.shape, low=0.0, allow_inf=True)
         self._set(mean=mean, shape=shape, neighboring=self.neighboring or base.neighboring,
@@ -120,7 +124,10 @@ class RepeatAndSelect(Mechanism):
 
             def term(lam_hat: np.ndarray) -> np.ndarray:
                 eps_hat = np.asarray(self.mechanism.rdp(lam_hat), dtype=float)
-                return (1.0 - 1.0 / lam_hat) * eps_hat - log_gamma / lam_hat
+                # At lambda-hat = 1 the divergence's factor is 0 (0 * inf would be NaN where the
+                # base's KL is infinite; then every order's is, and the bound is inf anyway).
+                weighted = np.where(lam_hat == 1.0, 0.0, (1.0 - 1.0 / lam_hat) * eps_hat)
+                return weighted - log_gamma / lam_hat
             terms = term(_FREE_ORDERS)
             i = int(np.argmin(terms))
             best = float(terms[i])

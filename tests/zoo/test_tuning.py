@@ -89,6 +89,12 @@ def test_bad_parameters_name_themselves(kwargs: dict, words: str) -> None:
         RepeatAndSelect(Gaussian(1.0), **kwargs)
 
 
+def test_a_base_with_infinite_renyi_dp_is_refused() -> None:
+    from autoacct import ApproxDP
+    with pytest.raises(ValueError, match="mechanism 'ApproxDP' has infinite Renyi DP"):
+        RepeatAndSelect(ApproxDP(1.0, 1e-6), 5.0, 1.0)
+
+
 def test_mechanism_must_be_a_mechanism() -> None:
     with pytest.raises(TypeError, match="mechanism"):
         RepeatAndSelect(1.0, 2.0, 1.0)  # type: ignore[arg-type]
