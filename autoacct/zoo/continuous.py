@@ -126,6 +126,8 @@ class ContinuousPair(Mechanism):
             try:
                 v = np.asarray(fn(_PROBES.copy()), dtype=float)
             except Exception as err:
+                # The user's own function: whatever it raises is reported against its parameter
+                # name at construction, not from deep inside a later query.
                 raise ValueError(f"{name} failed on an array of loss values: {err}") from err
             if v.shape != _PROBES.shape or not np.all(np.isfinite(v)):
                 raise ValueError(f"{name} must map an array of loss values to finite probabilities of its "
