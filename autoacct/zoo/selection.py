@@ -10,18 +10,17 @@ import math
 from dataclasses import dataclass
 
 from autoacct import _validation as check
-from autoacct.exactness import ExactFloat
-from autoacct.zoo.mechanisms import RandomizedResponse, RandomizedResponsePair
+from autoacct.zoo.mechanisms import PureDP, RandomizedResponse
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class PermuteAndFlip(RandomizedResponsePair):
+class PermuteAndFlip(PureDP):
     """Permute-and-flip selection (McKenna and Sheldon 2020), i.e. report-noisy-max with
     exponential noise of scale 2 Delta / eps (Ding, Kifer, Saravanan and others 2021).
 
     Candidates r with utilities u(D, r) of sensitivity Delta are visited in a random
     order and r is released with probability exp(eps (u(D, r) - max u) / (2 Delta)). The
-    mechanism is eps-DP (McKenna and Sheldon 2020, Theorem 1), so it is dominated by
+    mechanism is eps-DP (McKenna and Sheldon 2020, Theorem 1): a :class:`PureDP` mechanism, dominated by
     randomized response with log-odds eps (the pure-DP pair, the only published
     dominating pair for it). That pair is not attained, so the PLD's lower bound is not
     reported; instead the lower end is that of an instance the mechanism does run: two
@@ -38,18 +37,10 @@ class PermuteAndFlip(RandomizedResponsePair):
 
     attained = False
 
-    eps: float
-
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._set(eps=check.real("eps", self.eps, low=0.0, high=700.0, low_open=True))
-
-    @property
-    def eps0(self) -> float:
-        return self.eps
-
-    def exact_eps0(self) -> ExactFloat | None:
-        return ExactFloat(self.eps)
+        # PureDP's own check admits eps = 0; the selection probabilities need eps > 0.
+        check.real("eps", self.eps, low=0.0, high=700.0, low_open=True)
 
     def attained_log_odds(self) -> float:
         """log(2 e^{eps/2} - 1), the log-odds of the two-candidate instance, rounded down."""
