@@ -160,7 +160,8 @@ class SampledWithReplacementMechanism(SubsampledMechanism):
             return GaussianLoss(float(times) * mu)
         eps = _pure_eps(self.base)
         assert eps is not None
-        return randomized_response_loss(float(times) * eps, tight=False)
+        # times * eps is within half an ulp of the product: one ulp up keeps it above.
+        return randomized_response_loss(math.nextafter(float(times) * eps, math.inf), tight=False)
 
     def _law(self) -> PrivacyLoss:
         b, n = self.batch_size, self.dataset_size
