@@ -7,7 +7,7 @@ import math
 
 import mpmath as mp
 import numpy as np
-from scipy import optimize, stats
+from scipy import integrate, optimize, special, stats
 from scipy.special import gammaln, xlogy
 
 
@@ -303,3 +303,38 @@ def mp_bounded_range_delta(eps0: float, eps: float, grid: int = 64) -> mp.mpf:
                  + max(qt * -mp.expm1(mp.mpf(eps) - (t - e0)), 0))
             best = max(best, d)
         return best
+
+
+def poisson_gaussian_two_step_delta(q: float, sigma: float, eps: float) -> float:
+    """delta(eps) of two runs of the Poisson-subsampled Gaussian's remove pair
+    P = (1 - q) N(0, s^2) + q N(1, s^2), Q = N(0, s^2), by one-dimensional quadrature.
+
+    Each step's loss l(x) = log(1 - q + q e^{(2x - 1) / (2 s^2)}) is increasing in x, so
+    for the first output y the second one's loss exceeds t = eps - l(y) exactly when x > x*(t),
+    x*(t) = s^2 log((e^t - 1 + q) / q) + 1/2 (every x when e^t <= 1 - q), and
+    delta(eps) = int p(y) [S_P(x*) - e^t S_Q(x*)] dy with S the survival functions: closed
+    forms inside, scipy's adaptive quadrature on 160 pieces of [-40 s, 1 + 40 s] outside
+    (agrees with mpmath at 30 digits on 200 pieces to 1e-6 relatively, down to delta 1e-13).
+    """
+    s = sigma
+
+    def surv(x: float, centre: float) -> float:
+        return 0.5 * float(special.erfc((x - centre) / (s * math.sqrt(2.0))))
+
+    def dens(y: float, centre: float) -> float:
+        return math.exp(-0.5 * ((y - centre) / s) ** 2) / (s * math.sqrt(2.0 * math.pi))
+
+    def inner(y: float) -> float:
+        t = eps - math.log1p(q * math.expm1((2.0 * y - 1.0) / (2.0 * s * s)))
+        arg = math.expm1(t) + q
+        if arg <= 0:
+            return -math.expm1(t)
+        x = s * s * math.log(arg / q) + 0.5
+        return (1.0 - q) * surv(x, 0.0) + q * surv(x, 1.0) - math.exp(t) * surv(x, 0.0)
+
+    def integrand(y: float) -> float:
+        return ((1.0 - q) * dens(y, 0.0) + q * dens(y, 1.0)) * inner(y)
+
+    edges = np.linspace(-40.0 * s, 1.0 + 40.0 * s, 161)
+    return float(sum(integrate.quad(integrand, a, b, epsabs=0.0, epsrel=1e-11, limit=200)[0]
+                     for a, b in zip(edges[:-1], edges[1:])))

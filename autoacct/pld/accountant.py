@@ -27,7 +27,8 @@ import numpy as np
 from autoacct.errors import AccuracyWarning, BudgetExceeded, BudgetWarning
 from autoacct.limits import afford, query_clock
 from autoacct.losses import GaussianLoss, PrivacyLoss
-from autoacct.pld import levels
+from autoacct.losses.restricted import RestrictedLoss
+from autoacct.pld import jumps, levels
 from autoacct.pld.components import Component
 from autoacct.pld.compose import compose, max_window
 from autoacct.pld.cumulants import Components, choose_tilt, window_points
@@ -48,7 +49,7 @@ from autoacct.pld.query import PldQuery
 _UNAIMED = PldQuery()
 
 #: A profile the accountant answers from.
-Profile = DiscreteProfile | ChernoffProfile
+Profile = DiscreteProfile | ChernoffProfile | jumps.MixtureProfile
 
 #: Default relative accuracy of epsilon: the certified upper bound is within
 #: 0.1% of the certified lower bound, hence of the truth.
@@ -174,6 +175,83 @@ class FFTAccountant:
             assert isinstance(up, DiscreteProfile)  # composed profiles are discrete
             out.append((up, low))
         return out
+
+    def aimed_profiles(self, h: float, log_eta: float, query: PldQuery, directions: Sequence[int],
+                       lower: bool = True) -> list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]]:
+        """The profiles of :meth:`profiles` for an eps(delta) query, where a direction's law is
+        split into bulk and tail when that applies (:meth:`_split`; both profiles then)."""
+        out: list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]] = []
+        for d in directions:
+            split = self._split(d, h, log_eta, query)
+            out.extend([split] if split is not None else self.profiles(h, log_eta, query, [d], lower))
+        return out
+
+    def _split(self, d: int, h: float, log_eta: float, query: PldQuery
+               ) -> tuple[jumps.MixtureProfile, jumps.MixtureProfile] | None:
+        """Direction d's profiles for an eps(delta) query by splitting its one law into bulk
+        and tail (see :mod:`jumps`), or None where the split does not apply or pay: a law
+        without atoms composed more than once whose range at the accuracy of spacing h
+        needs at least jumps.MIN_CELLS cells while all but a share jumps.TAIL_RATE / k of
+        its mass lies in the first (or last) jumps.MAX_BULK_SHARE of that range."""
+        if query.delta is None or query.target is None or query.tol is None:
+            return None
+        key = ("split", h, log_eta, d, *query.tilt_key)
+        if key not in self._memo:
+            profs = None
+            law = self._split_law(d, h, log_eta)
+            if law is not None:
+                (_, k), = self._directions[d]
+                budget = query.log_rounding_budget
+                assert budget is not None  # a query with a delta has one
+                profs = jumps.split_profiles(law, k, log_eta, query.target, budget,
+                                             jumps.OMITTED_SHARE * query.tol * query.delta)
+                if profs is not None:
+                    self._made[d].append(profs)
+            self._memo[key] = profs
+        return self._memo[key]
+
+    def _split_law(self, d: int, h: float, log_eta: float) -> jumps.SplitLaw | None:
+        """Direction d's one law split at its threshold and discretised (see :meth:`_split`)."""
+        key = ("split-law", h, log_eta, d)
+        if key not in self._memo:
+            self._memo[key] = None
+            parts = self._directions[d]
+            if len(parts) != 1:
+                return None
+            (loss, k), = parts
+            if k < 2 or loss.has_atoms or loss.lattice is not None:
+                return None
+            eta = self._eta(log_eta)
+            a, b = loss.quantile_range(eta)
+            low, high = loss.quantile_range(jumps.TAIL_RATE / k)
+            if b - a < jumps.MIN_CELLS * h:
+                return None
+            ratio = jumps.coarse_ratio(k)
+            coarse = ratio * h
+            # The threshold on the coarse lattice (hence on the fine one): each lattice's cells
+            # then hold only bulk or only tail. The tail is on the side where the law reaches
+            # far beyond its bulk: the right for the remove pair of a subsampled law, the left
+            # for its add pair (the one large loss of a rarely sampled record lowers it there).
+            if high - a <= jumps.MAX_BULK_SHARE * (b - a) and high - a <= b - low:
+                tau = math.ceil(high / coarse) * coarse
+                bulk, tail = RestrictedLoss(loss, -math.inf, tau), RestrictedLoss(loss, tau, math.inf)
+            elif b - low <= jumps.MAX_BULK_SHARE * (b - a):
+                tau = math.floor(low / coarse) * coarse
+                bulk, tail = RestrictedLoss(loss, tau, math.inf), RestrictedLoss(loss, -math.inf, tau)
+            else:
+                return None
+            j_lo, j_hi = index_range(bulk, h, eta)
+            _afford_cells(j_hi - j_lo, True)
+            bulk_fine = Component(*discretize(bulk, h, j_lo, j_hi), k)
+            c_lo, c_hi = index_range(bulk, coarse, eta)
+            _afford_cells(c_hi - c_lo, False)
+            bulk_coarse = Component(discretize_upper(bulk, coarse, c_lo, c_hi),
+                                    partial(_lower_of, bulk, coarse, c_lo, c_hi), k)
+            t_lo, t_hi = index_range(tail, coarse, eta)
+            _afford_cells(t_hi - t_lo, True)
+            tail_coarse = Component(*discretize(tail, coarse, t_lo, t_hi), k)
+            self._memo[key] = jumps.split_law(bulk_fine, bulk_coarse, tail_coarse, ratio)
+        return self._memo[key]
 
     def _tilt(self, d: int, h: float, log_eta: float, query: PldQuery, comps: Components) -> float:
         """Direction d's tilt for the query at the accuracy of spacing h, chosen once: on the
@@ -375,9 +453,10 @@ class FFTAccountant:
         order = sorted(range(len(self._directions)), key=lambda d: -scales[d])
         grid_tol = tol
 
-        def fine_profiles(query: PldQuery, directions: list[int]) -> list[tuple[DiscreteProfile, Profile]]:
+        def fine_profiles(query: PldQuery, directions: list[int]
+                          ) -> list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]]:
             # Each direction's grid is sized by its own laws at the answer's scale.
-            return [self.profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, query, [d])[0]
+            return [self.aimed_profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, query, [d])[0]
                     for d in directions]
 
         for i in range(_MAX_REFINE + 1):
@@ -391,7 +470,7 @@ class FFTAccountant:
                     self._chernoff(d, coarse, log_eta)
                 if not self._settled(d, delta):
                     # Only its upper profile can settle it: the lower one is not composed.
-                    self.profiles(coarse, log_eta, query, [d], lower=False)
+                    self.aimed_profiles(coarse, log_eta, query, [d], lower=False)
                 if not self._settled(d, delta):
                     on_fine_grid.append(d)
             profs = fine_profiles(query, on_fine_grid)
@@ -533,9 +612,15 @@ def _lower_short(c: Component, query: PldQuery) -> bool:
     return c.count * gap > 2.0 * query.tol * max(query.target, 1e-300)
 
 
-def _inside(profs: list[tuple[DiscreteProfile, Profile]], eps: float) -> bool:
-    """Whether ``eps`` lies well inside the window of every direction's tilted profile."""
-    return all(u.x[0] + 2 * u.h < eps < u.x[-1] - 2 * u.h or u.lam == 0.0 for u, _ in profs)
+def _inside(profs: list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]], eps: float) -> bool:
+    """Whether ``eps`` lies well inside the window of every direction's tilted profile (a
+    split law's terms are each tilted for their own part, see :mod:`jumps`)."""
+    return all(abs(u.target - eps) <= _AIM * eps if isinstance(u, jumps.MixtureProfile)
+               else u.lam == 0.0 or u.x[0] + 2 * u.h < eps < u.x[-1] - 2 * u.h for u, _ in profs)
+
+
+#: A split law's terms are aimed again when the answer is this far (relatively) from their target.
+_AIM = 0.25
 
 
 def _log_eta(delta: float, tol: float) -> float:

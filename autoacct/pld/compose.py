@@ -72,6 +72,12 @@ N_MAX = 1 << 22
 POINT_BYTES = 40.0
 POINT_SECONDS = 4e-7
 _U = MACHINE_EPSILON
+#: Components of at least this total mass are laws (their discretisation drops at most
+#: tiny tails); below it, parts of laws.
+_LAW_MASS = 0.5
+#: Relative rounding of the products of a sub-probability composition's mass at +inf
+#: (a few logarithms and exponentials of sums of at most a few hundred terms), rounded up.
+_SUB_REL = 1e-12
 
 
 def max_window() -> int:
@@ -146,11 +152,23 @@ class Convolution:
         return math.expm1(total)
 
     def inf_mass(self, row: int) -> float:
-        """Mass of the composed row at +inf."""
+        """Mass of the composed row at +inf: prod_i m_i^k_i - prod_i (m_i - p_i)^k_i for
+        components of total mass m_i and mass p_i at +inf. For laws (m_i = 1, up to the
+        mass their discretisation dropped) 1 - prod_i (1 - p_i)^k_i. For parts of laws
+        (sub-probability measures, see :mod:`jumps`), whose products are far below 1, the
+        products themselves, rounded outward (up for the upper row, down for the lower)."""
         side = ("upper", "lower")[row]
-        log_fin = sum(c.count * (math.log1p(-side_pld(c, side).p_inf) if side_pld(c, side).p_inf < 1.0
-                                 else -math.inf) for c in self.comps)
-        return -math.expm1(log_fin)
+        plds = [(side_pld(c, side), c.count) for c in self.comps]
+        if all(pld.total >= _LAW_MASS for pld, _ in plds):
+            log_fin = sum(k * (math.log1p(-pld.p_inf) if pld.p_inf < 1.0 else -math.inf) for pld, k in plds)
+            return -math.expm1(log_fin)
+        if all(pld.p_inf == 0.0 for pld, _ in plds):
+            return 0.0
+        log_all = sum(k * math.log(pld.total) if pld.total > 0 else -math.inf for pld, k in plds)
+        share = sum(k * (math.log1p(-pld.p_inf / pld.total) if pld.p_inf < pld.total else -math.inf)
+                    for pld, k in plds if pld.total > 0)
+        value = math.exp(log_all) * -math.expm1(share)
+        return value * (1.0 + _SUB_REL) if row == 0 else value * (1.0 - _SUB_REL)
 
     def clipped(self) -> float:
         """Mass the lower row's steps added by clipping rounding-level negatives, compounded."""

@@ -85,6 +85,11 @@ class DiscretePLD:
         return float((self.masses * self.losses).sum())
 
     @cached_property
+    def total(self) -> float:
+        """The total mass, finite masses and the mass at +inf."""
+        return float(self.masses.sum()) + self.p_inf
+
+    @cached_property
     def support(self) -> tuple[int, int] | None:
         """Indices of the first and last positive masses (None when there is none)."""
         m = self.masses

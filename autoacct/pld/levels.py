@@ -236,11 +236,11 @@ def self_compose(step: Components, p: Plan, log_eta: float, lam: float, lower: b
         # Tail masses left outside a window end up in the final bounds once per copy of the
         # level's result and, in the lower ones, once per window point.
         level_eta = log_eta - math.log(4.0 * _POINTS * (k // block ** (j + 1)))
-        new_chain = _coarsen(convolve(chain.recounted(block), h, level_eta, lam, limit, lower), coarse)
+        new_chain = coarsen(convolve(chain.recounted(block), h, level_eta, lam, limit, lower), coarse)
         parts = Components(([acc] if acc is not None else []) + ([chain[0].recounted(d)] if d else []))
         if acc is None and d:
             parts = chain.recounted(d)
-        new_acc = _coarsen(convolve(parts, h, level_eta, lam, limit, lower), coarse) if parts else None
+        new_acc = coarsen(convolve(parts, h, level_eta, lam, limit, lower), coarse) if parts else None
         if new_chain is None or (parts and new_acc is None):
             return None
         chain, acc, h = Components([new_chain]), new_acc, coarse
@@ -257,7 +257,7 @@ def extra_copies(upper: DiscretePLD, count: int) -> Component:
     return Component(upper, DiscretePLD(upper.h, 0, np.ones(1), 0.0), count)
 
 
-def _coarsen(conv: Convolution | None, coarse: float) -> Component | None:
+def coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     """Upper and lower discrete PLDs on the lattice ``coarse`` (a multiple of conv.h) that
     bound the composition ``conv`` computed, with count 1 (None without a convolution).
 

@@ -1,0 +1,78 @@
+"""A privacy-loss law restricted to a range of losses: a part of a law, not a law.
+
+For a pair (P, Q) with loss L and lo < hi, the restriction keeps the P- and Q-mass
+of L in (lo, hi] (and the mass at +inf when hi is +inf) and drops the rest. It is a
+sub-probability measure on the losses, and every quantity the PLD accountant reads
+from a law is linear in the measure: the profile
+
+    H(eps) = P(max(lo, eps) < L <= hi) - e^eps Q(max(lo, eps) < L <= hi) (+ p_inf),
+
+the cell masses, and the profile of a composition with other measures. So the law of
+L is the sum of its restrictions to (-inf, tau] and (tau, inf], and k-fold
+composition expands binomially over them (see :mod:`autoacct.pld.jumps`). The
+discretiser's bounds hold for any nonnegative measure (see :mod:`autoacct.pld.discretize`),
+so the restriction is discretised like any law.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from autoacct.losses.base import PrivacyLoss
+
+
+class RestrictedLoss(PrivacyLoss):
+    """The part of ``base`` with loss in (lo, hi] (with +inf when ``hi`` is +inf).
+
+    Parameters
+    ----------
+    base:
+        The law of L = log(dP/dQ) of a pair (P, Q), without atoms.
+    lo, hi:
+        The range kept, lo < hi (lo may be -inf, hi +inf).
+    """
+
+    def __init__(self, base: PrivacyLoss, lo: float, hi: float) -> None:
+        if not lo < hi:
+            raise ValueError(f"a restriction needs lo < hi, got lo={lo!r}, hi={hi!r}")
+        if base.has_atoms:
+            raise ValueError("only laws without atoms are restricted (an atom at a range end "
+                             "would need a share of its own)")
+        self.base, self.lo, self.hi = base, float(lo), float(hi)
+        keeps_inf = math.isinf(self.hi)
+        self.p_inf = base.p_inf if keeps_inf else 0.0
+        self.p_inf_truncated = base.p_inf_truncated if keeps_inf else 0.0
+        self.q_ninf = base.q_ninf if math.isinf(self.lo) else 0.0
+        self.tight = base.tight
+
+    @property
+    def key(self) -> tuple:
+        return ("restricted", self.lo, self.hi, self.base.key)
+
+    def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # Clipping the edges to [lo, hi] gives the cells (max(e_i, lo), min(e_(i+1), hi)],
+        # empty outside the range; the base's cell masses accept repeated edges.
+        return self.base.cell_masses(np.clip(np.asarray(edges, dtype=float), self.lo, self.hi))
+
+    def quantile_range(self, eta: float) -> tuple[float, float]:
+        a, b = self.base.quantile_range(eta)
+        a, b = max(a, self.lo), min(b, self.hi)
+        return (a, b) if a <= b else (b, b)
+
+    def profile(self, eps: np.ndarray) -> np.ndarray:
+        eps = np.asarray(eps, dtype=float)
+        flat = eps.ravel()
+        order = np.argsort(flat)
+        starts = np.clip(np.maximum(flat[order], self.lo), None, self.hi)
+        # The cells between consecutive sorted starts and hi; suffix sums give the mass in
+        # (max(lo, eps), hi] for each eps (sums of the cells themselves: no cancellation).
+        m_p, m_q = self.base.cell_masses(np.append(starts, self.hi))
+        above_p = np.cumsum(m_p[::-1])[::-1]
+        above_q = np.cumsum(m_q[::-1])[::-1]
+        with np.errstate(over="ignore", invalid="ignore"):
+            val = np.maximum(above_p - np.exp(flat[order]) * above_q, 0.0) + self.p_inf
+        out = np.empty(flat.size)
+        out[order] = np.where(np.isfinite(val), val, self.p_inf)
+        return out.reshape(eps.shape)

@@ -1,0 +1,283 @@
+"""Rare large losses: one law composed k times, split into its bulk and its tail.
+
+Where large-scale training lives (sampling rates of 1e-5 to 1e-3, deltas of 1e-8 to
+1e-12), the loss of a Poisson-subsampled step is almost always within a few
+thousandths of 0, but a small delta is decided by the rare steps where it is large
+(the record was sampled and its noise was large). One lattice then serves neither
+part: the k copies of the bulk need a spacing of about 1e-5, the tail a range of
+several units, and no single exponential tilt makes both the window short and the
+FFT rounding small relative to delta (the tilt that suits the bulk puts the tilted
+mass on the tail, whose window then runs to k times its range).
+
+Split the law's P-measure w at a threshold tau into its bulk b (losses <= tau) and
+its tail t (losses > tau, with the mass at +inf). Composition convolves measures and
+is bilinear, so
+
+    w^{*k} = sum_j C(k, j) b^{*(k - j)} * t^{*j},
+
+and the profile is linear in the measure, so delta(eps) of the composition is the
+same sum of the terms' profiles. With tau so high that k t(all) is below 1, the
+terms fall like (k t(all))^j / j!: the terms j > J are bounded by their total mass,
+at most (k t)^(J+1) / (J+1)! / (1 - k t / (J + 2)), added to the upper bound and
+left out of the lower one. Each term is computed where it is cheap:
+
+* b^{*(k - j)} on the fine lattice h, whose window the bulk's short range keeps
+  short at any tilt;
+* for j >= 1 that composition is discretised again on a lattice R h (upper and
+  lower, as :mod:`levels` does for its blocks), and composed there with j copies of
+  the tail discretised on R h: j is small, so the coarse spacing costs as little as
+  the fine one does over k copies (R about sqrt(k / J));
+* each term has its own tilt, chosen for its own composition: the term of one
+  large step is tilted at the tail's rate, not at the bulk's.
+
+Every term's upper and lower profiles are the composer's (:func:`compose.compose`,
+with the re-discretisation's errors carried as the coarse upper PLD's leak and the
+lower PLD's deficit, see :func:`levels.coarsen`), so each is certified; the sum
+with weights rounded outward is certified too. Ordered profiles stay ordered under
+composition for sub-probability measures as for laws (see :mod:`discretize`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autoacct.exactness import MACHINE_EPSILON
+from autoacct.pld.components import Component
+from autoacct.pld.compose import compose, convolve
+from autoacct.pld.cumulants import Components, choose_tilt
+from autoacct.pld.levels import coarsen
+from autoacct.pld.profiles import DiscreteProfile
+
+#: The tail keeps at most this P-mass times 1/k: k t(all) <= TAIL_RATE.
+TAIL_RATE = 0.25
+#: The split is taken when the bulk's range is at most this share of the law's.
+MAX_BULK_SHARE = 0.05
+#: ... and the law's range needs at least this many cells of the fine lattice.
+MIN_CELLS = 1 << 12
+#: The terms left out may cost at most this share of tol * delta.
+OMITTED_SHARE = 1e-3
+#: Most terms composed (beyond, the split is not taken).
+MAX_TERMS = 40
+#: Relative rounding a term's weight and the sum of the terms may carry, rounded up.
+_SUM_ULPS = 64.0 * MACHINE_EPSILON
+
+
+def omitted_mass(kt: float, terms: int) -> float:
+    """A bound on sum_{j > J} C(k, j) (1 - t)^{k - j} t^j <= sum_{j > J} (k t)^j / j!,
+    J = ``terms``, for kt = k t < J + 2: the first omitted term times the geometric
+    series of the ratios (k t / (j + 1) <= k t / (J + 2))."""
+    ratio = kt / (terms + 2.0)
+    if ratio >= 1.0:
+        return math.inf
+    log_first = (terms + 1) * math.log(kt) - math.lgamma(terms + 2.0) if kt > 0 else -math.inf
+    return math.exp(log_first) / (1.0 - ratio) * (1.0 + _SUM_ULPS)
+
+
+def terms_needed(kt: float, budget: float) -> int | None:
+    """The fewest terms J >= 1 whose omitted mass is at most ``budget`` (None past MAX_TERMS)."""
+    for terms in range(1, MAX_TERMS + 1):
+        if omitted_mass(kt, terms) <= budget:
+            return terms
+    return None
+
+
+@dataclass(frozen=True)
+class MixtureProfile:
+    """delta(eps) = sum_j c_j delta_j(eps) + extra: the profile of a weighted sum of measures
+    from their profiles; ``upper`` says which side of the truth it bounds (each delta_j is
+    on that side, the weights c_j and the sum are rounded that way, and ``extra`` bounds
+    what the terms leave out, 0 for a lower profile)."""
+
+    weights: tuple[float, ...]
+    terms: tuple[DiscreteProfile, ...]
+    extra: float
+    upper: bool
+    #: The eps the terms' tilts aim at.
+    target: float
+    #: eps(delta) already solved, by delta.
+    _solved: dict[float, float] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def delta(self, eps: np.ndarray) -> np.ndarray:
+        eps = np.asarray(eps, dtype=float)
+        total = np.full(eps.shape, self.extra)
+        for c, prof in zip(self.weights, self.terms):
+            total = total + c * np.asarray(prof.delta(eps), dtype=float)
+        if self.upper:
+            return np.minimum(total * (1.0 + _SUM_ULPS), 1.0)
+        return np.maximum(total * (1.0 - _SUM_ULPS), 0.0)
+
+    def floor(self, eps: np.ndarray) -> np.ndarray:
+        """The part of the bound a finer grid does not shrink (the terms' floors, and what the
+        terms leave out)."""
+        eps = np.asarray(eps, dtype=float)
+        total = np.full(eps.shape, self.extra)
+        for c, prof in zip(self.weights, self.terms):
+            total = total + c * np.asarray(prof.floor(eps), dtype=float)
+        return total
+
+    def epsilon(self, delta: float | np.ndarray) -> np.ndarray:
+        """Upper profile: a safe eps >= 0 with delta(eps) <= delta (inf if none is found).
+        Lower profile: an eps at which the bounded delta still exceeds ``delta`` (0 if none)."""
+        delta = np.asarray(delta, dtype=float)
+        out = np.array([self._solve(float(d)) for d in np.atleast_1d(delta).ravel()])
+        return out.reshape(delta.shape) if delta.shape else out[0]
+
+    def _solve(self, target: float) -> float:
+        if target not in self._solved:
+            self._solved[target] = self._solve_once(target)
+        return self._solved[target]
+
+    def _solve_once(self, target: float) -> float:
+        """Bisection on eps: the profile is a sum of non-increasing profiles, so it is
+        non-increasing; the upper answer is the right end of the bracket (delta there is at
+        most the target) and the lower one its left end (delta there exceeds it)."""
+        def f(e: float) -> float:
+            return float(self.delta(np.array(e)))
+
+        top = max(float(p.x[-1]) for p in self.terms)
+        if self.upper:
+            if f(0.0) <= target:
+                return 0.0
+            hi = max(top, 1e-12)
+            while f(hi) > target:
+                if hi > 1e6:
+                    return math.inf
+                hi *= 2.0
+            lo = 0.0
+        else:
+            if f(0.0) <= target:
+                return 0.0
+            lo, hi = 0.0, max(top, 1e-12)
+            if f(hi) > target:
+                return hi
+        for _ in range(_BISECTIONS):
+            if hi - lo <= _REL * hi:
+                break
+            mid = 0.5 * (lo + hi)
+            if f(mid) > target:
+                lo = mid
+            else:
+                hi = mid
+        return hi if self.upper else lo
+
+
+_BISECTIONS = 200
+_REL = 1e-13
+
+
+@dataclass(frozen=True)
+class SplitLaw:
+    """A law's bulk discretised on the fine lattice and on the coarse one, and its tail on
+    the coarse one, with the tail's total P-mass (an upper bound on it)."""
+
+    bulk_fine: Component
+    bulk_coarse: Component
+    tail_coarse: Component
+    tail_mass: float
+    #: The bulk's total P-mass on the fine lattice (upper PLD), rounded up.
+    bulk_mass: float
+    ratio: int
+
+
+def coarse_ratio(count: int) -> int:
+    """R: the coarse lattice's spacing over the fine one's. The fine lattice is sized for
+    ``count`` copies; the coarse one composes the terms' j <= about 16 tail copies and one
+    re-discretised bulk, so R^2 = count / 64 keeps their spacing error at most a quarter
+    of the fine lattice's."""
+    return max(1, int(math.sqrt(count / 64.0)))
+
+
+def split_law(bulk_fine: Component, bulk_coarse: Component, tail_coarse: Component, ratio: int) -> SplitLaw:
+    """The :class:`SplitLaw` of these discretisations; the tail's P-mass is that of its upper
+    PLD (which keeps each cell's P-mass), rounded up, and at least the lower PLD's."""
+    up, low = tail_coarse.upper, tail_coarse.lower
+    mass = max(up.total, low.total)
+    bulk = bulk_fine.upper.total * (1.0 + _SUM_ULPS)
+    return SplitLaw(bulk_fine, bulk_coarse, tail_coarse, mass * (1.0 + _SUM_ULPS), bulk, ratio)
+
+
+def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
+                   log_budget: float, omitted_budget: float
+                   ) -> tuple[MixtureProfile, MixtureProfile] | None:
+    """(upper, lower) profiles of ``count`` copies of the split law (module docstring), or
+    None when a re-discretisation fails (a mass out of the floating-point range) or more
+    than MAX_TERMS terms would be needed.
+
+    ``log_budget`` is the log of the delta that FFT rounding may cost over all terms (each
+    term's tilt is chosen for its share), ``omitted_budget`` the delta the terms left out
+    may cost.
+    """
+    terms = terms_needed(count * law.tail_mass, omitted_budget)
+    if terms is None or terms >= count:
+        if count > MAX_TERMS:
+            return None
+        # Every term: the expansion is exact and leaves nothing out.
+        terms = count
+    h_fine = law.bulk_fine.upper.h
+    h_coarse = law.tail_coarse.upper.h
+    fine = Components([law.bulk_fine])
+    ups, lows, weights_up, weights_low = [], [], [], []
+    share = math.log(terms + 1.0)
+    for j in range(terms + 1):
+        # C(k, j) exactly as an integer, rounded to the nearest float: within half an ulp.
+        weight = float(math.comb(count, j))
+        log_w = math.log(weight)
+        budget = log_budget - share - log_w
+
+        def tilt(comps: Components, h: float, budget: float = budget) -> float:
+            return choose_tilt(comps, target, h, log_eta, budget)
+
+        made = _term(law, fine, count, j, h_fine, h_coarse, log_eta, tilt)
+        if made is None:
+            return None
+        up, low = made
+        ups.append(up)
+        lows.append(low)
+        weights_up.append(weight * (1.0 + _SUM_ULPS))
+        weights_low.append(weight * (1.0 - _SUM_ULPS))
+    extra = omitted_mass(count * law.tail_mass, terms) if terms < count else 0.0
+    # The bulk's discretised mass may exceed 1 by rounding: (1 - t)^(k - j) <= 1 then needs
+    # its k-th power.
+    extra *= max(law.bulk_mass, 1.0) ** count
+    return (MixtureProfile(tuple(weights_up), tuple(ups), extra, True, target),
+            MixtureProfile(tuple(weights_low), tuple(lows), 0.0, False, target))
+
+
+def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_coarse: float,
+          log_eta: float, tilt: Callable[[Components, float], float]
+          ) -> tuple[DiscreteProfile, DiscreteProfile] | None:
+    """Profiles of b^{*(count - j)} * t^{*j} (not weighted by C(count, j))."""
+    if j == 0:
+        comps = fine.recounted(count)
+        lam = tilt(comps, h_fine)
+        up, low = compose(comps, h_fine, log_eta, lam)
+        assert low is not None
+        return up, low
+    if j == count:
+        comps = Components([law.tail_coarse.recounted(count)])
+        lam = tilt(comps, h_coarse)
+        up, low = compose(comps, h_coarse, log_eta, lam)
+        assert low is not None
+        return up, low
+    # The tilt of the coarse composition, chosen on the bulk's coarse discretisation (a
+    # tilt is only a choice: any tilt gives valid bounds); the fine composition of the
+    # bulk is tilted alike, as the leak it hands over must be.
+    probe = Components([law.bulk_coarse.recounted(count - j), law.tail_coarse.recounted(j)])
+    lam = tilt(probe, h_coarse)
+    # Tail mass a window leaves out ends up in the final bounds (once here, and once per
+    # point in the lower one): left out far below the final composition's share.
+    level_eta = log_eta - math.log(4.0 * _POINTS)
+    bulk = coarsen(convolve(fine.recounted(count - j), h_fine, level_eta, lam), law.ratio * h_fine)
+    if bulk is None:
+        return None
+    up, low = compose(Components([bulk, law.tail_coarse.recounted(j)]), h_coarse, log_eta, lam)
+    assert low is not None
+    return up, low
+
+
+#: Window length assumed when choosing the tail mass a re-discretised window may leave out.
+_POINTS = 1 << 15
