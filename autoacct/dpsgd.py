@@ -136,35 +136,26 @@ def dpsgd_lower_run(sample_rate: float, noise_multiplier: float, steps: int, *,
     steps, sampling=..., examples_per_user=...)`` where that run's own are not; None when
     its own are.
 
-    * Without replacement, two steps or more: the composition of the symmetrised
-      dominating pair need not be attained (Lebeda, Regehr, Kamath and Steinke 2024), so
-      ``dpsgd``'s lower end bounds that pair only. This run composes the pair that one
-      fixed pair of datasets attains at every step,
-      ``PoissonSubsample(q)(Gaussian(noise_multiplier / 2))``
-      (:meth:`~autoacct.subsampling.SampledWithoutReplacementMechanism.attained_step`);
-      its lower end can be well below the upper bound (at q = 0.002, noise 1.8, 20000
-      steps, delta 1e-6: 2.055 against 2.676).
     * User level with a cut binomial tail: ``dpsgd`` moves the tail up to m (a
       dominating pair, no lower bounds); this run moves it down to the largest count
       kept, a pair dominated by the true step
       (:func:`~autoacct.subsampling.schemes.user_step`).
 
+    Every other run certifies its own lower ends: Poisson's pair is attained, and a
+    composition without replacement reads its lower ends off the pair one fixed pair of
+    datasets attains at every step
+    (:meth:`~autoacct.subsampling.SampledWithoutReplacementMechanism.attained_parts`).
+
     Arguments are those of :func:`dpsgd` (q, sigma, K, sampling, m).
     """
-    mode = scheme(sampling)
+    scheme(sampling)  # validated: a name it does not know is refused, as by dpsgd
     q = check.real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
     sigma = check.real("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
     k = check.positive_int("steps", steps)
     m = check.positive_int("examples_per_user", examples_per_user)
-    if m > 1:
-        if not user_step_is_cut(q, m):
-            return None
-        return Composition()([user_step(q, sigma, m, dominated=True)], [k])
-    step = mode.step(q, sigma)
-    attained = getattr(step, "attained_step", None)
-    if k == 1 or attained is None:
-        return None  # Poisson's pair, and one step of any scheme, is attained
-    return Composition()([attained()], [k])
+    if m == 1 or not user_step_is_cut(q, m):
+        return None
+    return Composition()([user_step(q, sigma, m, dominated=True)], [k])
 
 
 def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
