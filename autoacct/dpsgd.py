@@ -174,6 +174,10 @@ def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
         sigma_i > 0, steps_i >= 1).
     sampling:
         "poisson" or "without-replacement", as in :func:`dpsgd`.
+    examples_per_user:
+        m, a positive integer (default 1, example level); for m > 1 (Poisson only) the
+        guarantee is user level, every phase's step that of :func:`dpsgd` at that level
+        (:func:`~autoacct.subsampling.schemes.user_step` at q_i, sigma_i, m).
 
     Returns
     -------
@@ -181,6 +185,10 @@ def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
         ``Composition()([step_1, step_2, ...], [steps_1, steps_2, ...])``.
     """
     mode = scheme(sampling)
+    users = check.positive_int("examples_per_user", examples_per_user)
+    if users != 1 and mode.name != "poisson":
+        raise ValueError(f"examples_per_user={examples_per_user!r} needs sampling='poisson' "
+                         f"(user-level accounting is for Poisson sampling), got sampling={sampling!r}")
     if isinstance(phases, (str, bytes)) or not isinstance(phases, Sequence):
         raise TypeError(f"phases must be a sequence of (sample_rate, noise_multiplier, steps), "
                         f"got {type(phases).__name__}")
@@ -194,6 +202,6 @@ def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
         q = check.real(f"phases[{i}].sample_rate", phase[0], low=0.0, high=1.0, low_open=True)
         sigma = check.real(f"phases[{i}].noise_multiplier", phase[1], low=0.0, low_open=True)
         k = check.positive_int(f"phases[{i}].steps", phase[2])
-        steps_list.append(mode.step(q, sigma))
+        steps_list.append(mode.step(q, sigma) if users == 1 else user_step(q, sigma, users))
         counts.append(k)
     return Composition()(steps_list, counts)

@@ -201,6 +201,26 @@ def test_two_examples_per_user_against_dp_accounting(dp_accounting_two_examples)
         assert lower <= ref * (1 + 1e-9)  # dp_accounting's is pessimistic: above the truth
 
 
+def test_user_level_schedule_against_dp_accounting(dp_accounting_two_examples):
+    """Two phases at two examples per user: the fixture's 30 steps, then 3 full batches (q = 1:
+    both examples in every batch, the Gaussian of sensitivity 2); one phase is dpsgd's run, and
+    other samplings refuse user level."""
+    pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    phases = [(0.05, 1.5, 30), (1.0, 8.0, 3)]
+    m = dpsgd_schedule(phases, examples_per_user=2)
+    full = pld.from_gaussian_mechanism(8.0 / 2.0, value_discretization_interval=1e-3).self_compose(3)
+    expected = dp_accounting_two_examples.compose(full).get_epsilon_for_delta(1e-6)
+    lower, upper = m.epsilon_bounds(1e-6)
+    assert upper == pytest.approx(expected, rel=2e-3)
+    assert lower <= expected * (1 + 1e-9)  # dp_accounting's is pessimistic: above the truth
+    one = dpsgd_schedule(phases[:1], examples_per_user=2)
+    assert one.epsilon_bounds(1e-6) == dpsgd(0.05, 1.5, 30, examples_per_user=2).epsilon_bounds(1e-6)
+    with pytest.raises(ValueError, match="examples_per_user"):
+        dpsgd_schedule(phases, examples_per_user=2, sampling="without-replacement")
+    with pytest.raises(ValueError, match="examples_per_user"):
+        dpsgd_schedule(phases, examples_per_user=0)
+
+
 @pytest.mark.parametrize("m", [2, 5])
 def test_user_level_between_example_level_and_the_loose_bound(m):
     q, sigma, k, d = 0.01, 1.1 * m, 200, 1e-5
