@@ -57,6 +57,12 @@ class ComposedMechanism(Mechanism):
     RDP adds (per order of the pair), and Gaussians merge
     exactly into one Gaussian with mu = sqrt(sum_i k_i mu_i^2). The name is
     derived from the children's; the relation is the one they declare.
+
+    Lower ends: a child whose pair one run attains but a composition of runs need
+    not (``Mechanism.attained_parts``: sampling without replacement) has its laws
+    marked not ``tight`` when the composition holds more than one run; the lower
+    ends then come from composing every child's attained pairs (its loss parts for
+    a child without them), certified where all of those are ``tight``.
     """
 
     children: tuple[Mechanism, ...]
