@@ -136,35 +136,26 @@ def dpsgd_lower_run(sample_rate: float, noise_multiplier: float, steps: int, *,
     steps, sampling=..., examples_per_user=...)`` where that run's own are not; None when
     its own are.
 
-    * Without replacement, two steps or more: the composition of the symmetrised
-      dominating pair need not be attained (Lebeda, Regehr, Kamath and Steinke 2024), so
-      ``dpsgd``'s lower end bounds that pair only. This run composes the pair that one
-      fixed pair of datasets attains at every step,
-      ``PoissonSubsample(q)(Gaussian(noise_multiplier / 2))``
-      (:meth:`~autoacct.subsampling.SampledWithoutReplacementMechanism.attained_step`);
-      its lower end can be well below the upper bound (at q = 0.002, noise 1.8, 20000
-      steps, delta 1e-6: 2.055 against 2.676).
     * User level with a cut binomial tail: ``dpsgd`` moves the tail up to m (a
       dominating pair, no lower bounds); this run moves it down to the largest count
       kept, a pair dominated by the true step
       (:func:`~autoacct.subsampling.schemes.user_step`).
 
+    Every other run certifies its own lower ends: Poisson's pair is attained, and a
+    composition without replacement reads its lower ends off the pair one fixed pair of
+    datasets attains at every step
+    (:meth:`~autoacct.subsampling.SampledWithoutReplacementMechanism.attained_parts`).
+
     Arguments are those of :func:`dpsgd` (q, sigma, K, sampling, m).
     """
-    mode = scheme(sampling)
+    scheme(sampling)  # validated: a name it does not know is refused, as by dpsgd
     q = check.real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
     sigma = check.real("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
     k = check.positive_int("steps", steps)
     m = check.positive_int("examples_per_user", examples_per_user)
-    if m > 1:
-        if not user_step_is_cut(q, m):
-            return None
-        return Composition()([user_step(q, sigma, m, dominated=True)], [k])
-    step = mode.step(q, sigma)
-    attained = getattr(step, "attained_step", None)
-    if k == 1 or attained is None:
-        return None  # Poisson's pair, and one step of any scheme, is attained
-    return Composition()([attained()], [k])
+    if m == 1 or not user_step_is_cut(q, m):
+        return None
+    return Composition()([user_step(q, sigma, m, dominated=True)], [k])
 
 
 def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
@@ -183,6 +174,10 @@ def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
         sigma_i > 0, steps_i >= 1).
     sampling:
         "poisson" or "without-replacement", as in :func:`dpsgd`.
+    examples_per_user:
+        m, a positive integer (default 1, example level); for m > 1 (Poisson only) the
+        guarantee is user level, every phase's step that of :func:`dpsgd` at that level
+        (:func:`~autoacct.subsampling.schemes.user_step` at q_i, sigma_i, m).
 
     Returns
     -------
@@ -190,6 +185,10 @@ def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
         ``Composition()([step_1, step_2, ...], [steps_1, steps_2, ...])``.
     """
     mode = scheme(sampling)
+    users = check.positive_int("examples_per_user", examples_per_user)
+    if users != 1 and mode.name != "poisson":
+        raise ValueError(f"examples_per_user={examples_per_user!r} needs sampling='poisson' "
+                         f"(user-level accounting is for Poisson sampling), got sampling={sampling!r}")
     if isinstance(phases, (str, bytes)) or not isinstance(phases, Sequence):
         raise TypeError(f"phases must be a sequence of (sample_rate, noise_multiplier, steps), "
                         f"got {type(phases).__name__}")
@@ -203,6 +202,6 @@ def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
         q = check.real(f"phases[{i}].sample_rate", phase[0], low=0.0, high=1.0, low_open=True)
         sigma = check.real(f"phases[{i}].noise_multiplier", phase[1], low=0.0, low_open=True)
         k = check.positive_int(f"phases[{i}].steps", phase[2])
-        steps_list.append(mode.step(q, sigma))
+        steps_list.append(mode.step(q, sigma) if users == 1 else user_step(q, sigma, users))
         counts.append(k)
     return Composition()(steps_list, counts)

@@ -112,6 +112,14 @@ class Mechanism:
         A certified lower bound on eps(delta) for mechanisms whose routes give
         none (no tight loss law): the phi and RDP routes report it as their
         lower end. None (the default) means 0.
+    ``attained_parts() -> list[LossPart] | None``
+        For a mechanism whose ``loss_parts`` are attained by one run but whose
+        composition need not be (sampling without replacement: Lebeda, Regehr,
+        Kamath and Steinke 2024): pairs, as loss laws with counts, that one fixed
+        pair of neighbouring datasets attains at every run. A composition of
+        several runs marks the mechanism's own laws not ``tight`` and reads its
+        lower ends off the composition of these (where their laws are ``tight``).
+        None (the default): ``loss_parts`` serve for both.
     ``params`` (property)
         Override only when a parameter is not a field: by default it lists
         every init field other than ``name`` and ``neighboring``, sequences as
@@ -226,6 +234,11 @@ class Mechanism:
 
     def epsilon_lower(self, delta: float) -> float | None:
         """A certified lower bound on eps(delta) where no route gives one, or None (meaning 0)."""
+        return None
+
+    def attained_parts(self) -> list[LossPart] | None:
+        """Pairs attained at every run by one fixed pair of datasets, where ``loss_parts`` are
+        attained by one run only; None when ``loss_parts`` serve for lower bounds too."""
         return None
 
     # ----- capabilities -----------------------------------------------------------

@@ -25,9 +25,11 @@ in between.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -286,6 +288,16 @@ def _single_profile(laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any, upper: bool
     return np.maximum(best, 0.0) if tight else np.zeros(np.shape(best))
 
 
+@contextlib.contextmanager
+def _quiet_accuracy() -> Iterator[None]:
+    """A context in which accuracy warnings are not shown: those of an accountant whose lower
+    end only is read, below an upper end that is not within tol of it by design (the attained
+    pairs of :meth:`PldRoute.attained`); its lower end is certified however coarse its grid."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        yield
+
+
 class PldRoute(_LawRoute):
     """The certified FFT accountant (:mod:`autoacct.pld`); one run of a pair with a closed-form
     profile is answered from that profile (:func:`single_step`)."""
@@ -295,6 +307,17 @@ class PldRoute(_LawRoute):
     def accountant(self, m: Mechanism) -> FFTAccountant:
         """The mechanism's accountant; it keeps every PLD it composed for later queries."""
         return m.cached(("pld",), lambda: FFTAccountant(self._parts(m)))
+
+    def attained(self, m: Mechanism) -> FFTAccountant | None:
+        """The accountant of the pairs ``m`` attains (hook ``attained_parts``), which gives the
+        lower ends where those of ``m``'s own pairs are not certified; None where they are, or
+        where the attained pairs are not all ``tight`` either (the lower end is then 0)."""
+        def make() -> FFTAccountant | None:
+            parts = m.attained_parts()
+            if self.accountant(m).tight or parts is None or not all(f.tight and b.tight for f, b, _ in parts):
+                return None
+            return FFTAccountant(parts)
+        return m.cached(("pld-attained",), make)
 
     def epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
         laws = single_step(m)
@@ -306,14 +329,24 @@ class PldRoute(_LawRoute):
                 return float(_single_profile(laws, e, upper=False))
             return (epsilon_from_profile(low, delta, upper=False), epsilon_from_profile(up, delta, upper=True))
         acc = self.accountant(m)
-        return acc.epsilon(delta, acc.eps_scale(delta), tol)
+        lower, upper = acc.epsilon(delta, acc.eps_scale(delta), tol)
+        below = self.attained(m)
+        if below is not None:
+            with _quiet_accuracy():
+                lower = max(lower, below.epsilon(delta, below.eps_scale(delta), tol)[0])
+        return lower, upper
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         laws = single_step(m)
         if laws is not None:
             return _single_profile(laws, eps, upper=False), _single_profile(laws, eps, upper=True)
         acc = self.accountant(m)
-        return acc.delta(eps, acc.eps_scale(REFERENCE_DELTA), tol)
+        lower, upper = acc.delta(eps, acc.eps_scale(REFERENCE_DELTA), tol)
+        below = self.attained(m)
+        if below is not None:
+            with _quiet_accuracy():
+                lower = np.maximum(lower, below.delta(eps, below.eps_scale(REFERENCE_DELTA), tol)[0])
+        return lower, upper
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
         acc = self.accountant(m)

@@ -201,6 +201,26 @@ def test_two_examples_per_user_against_dp_accounting(dp_accounting_two_examples)
         assert lower <= ref * (1 + 1e-9)  # dp_accounting's is pessimistic: above the truth
 
 
+def test_user_level_schedule_against_dp_accounting(dp_accounting_two_examples):
+    """Two phases at two examples per user: the fixture's 30 steps, then 3 full batches (q = 1:
+    both examples in every batch, the Gaussian of sensitivity 2); one phase is dpsgd's run, and
+    other samplings refuse user level."""
+    pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    phases = [(0.05, 1.5, 30), (1.0, 8.0, 3)]
+    m = dpsgd_schedule(phases, examples_per_user=2)
+    full = pld.from_gaussian_mechanism(8.0 / 2.0, value_discretization_interval=1e-3).self_compose(3)
+    expected = dp_accounting_two_examples.compose(full).get_epsilon_for_delta(1e-6)
+    lower, upper = m.epsilon_bounds(1e-6)
+    assert upper == pytest.approx(expected, rel=2e-3)
+    assert lower <= expected * (1 + 1e-9)  # dp_accounting's is pessimistic: above the truth
+    one = dpsgd_schedule(phases[:1], examples_per_user=2)
+    assert one.epsilon_bounds(1e-6) == dpsgd(0.05, 1.5, 30, examples_per_user=2).epsilon_bounds(1e-6)
+    with pytest.raises(ValueError, match="examples_per_user"):
+        dpsgd_schedule(phases, examples_per_user=2, sampling="without-replacement")
+    with pytest.raises(ValueError, match="examples_per_user"):
+        dpsgd_schedule(phases, examples_per_user=0)
+
+
 @pytest.mark.parametrize("m", [2, 5])
 def test_user_level_between_example_level_and_the_loose_bound(m):
     q, sigma, k, d = 0.01, 1.1 * m, 200, 1e-5
@@ -257,16 +277,26 @@ def test_without_replacement_lower_end_from_the_attained_pair():
     """Lebeda, Regehr, Kamath and Steinke (2024)'s example: at q = 0.002, unit-sensitivity noise
     0.9 (DP-SGD noise 1.8, replace-one sensitivity 2 C), 20000 steps and delta 1e-6, a fixed
     pair of datasets used at every step gives epsilon 2.056, below the dominating pair's
-    composition; that pair is the Poisson-subsampled Gaussian's."""
+    composition (2.6758). That pair is the Poisson-subsampled Gaussian's, whose epsilon
+    dp_accounting's pessimistic PLD bounds from above: the run's own lower end must not exceed
+    it, and it is no longer the dominating pair's lower end (2.6753)."""
+    pytest.importorskip("dp_accounting")
+    logging.getLogger().setLevel(logging.ERROR)
+    from dp_accounting.pld import privacy_loss_distribution as dpa_pld
+
     from autoacct.dpsgd import dpsgd_lower_run
     run = dpsgd(0.002, 1.8, 20_000, sampling="without-replacement")
-    attained = dpsgd_lower_run(0.002, 1.8, 20_000, sampling="without-replacement")
-    assert attained is not None
-    assert attained.params["PoissonSubsample.q"] == 0.002
-    assert 0.9 <= attained.params["Gaussian.sigma"] <= 0.9 * (1 + 1e-14)  # never less noise
-    lower = attained.epsilon_bounds(1e-6)[0]
-    assert lower == pytest.approx(2.056, abs=1e-3)
-    assert lower < run.epsilon(1e-6) == pytest.approx(2.6758, abs=2e-3)
-    # One step, Poisson sampling and exact user-level runs certify their own lower ends.
-    assert dpsgd_lower_run(0.002, 1.8, 1, sampling="without-replacement") is None
+    lower, upper = run.epsilon_bounds(1e-6)
+    attained = dpa_pld.from_gaussian_mechanism(0.9, sampling_prob=0.002, value_discretization_interval=1e-4,
+                                               pessimistic_estimate=True).self_compose(20_000)
+    above = attained.get_epsilon_for_delta(1e-6)  # 2.0565, within 1e-4 per step of the truth
+    assert above * (1 - 2e-3) <= lower <= above
+    assert upper == pytest.approx(2.6758, abs=2e-3)
+    d_lower, d_upper = run.delta_bounds(1.0)
+    assert 0.0 < d_lower <= attained.get_delta_for_epsilon(1.0) <= d_upper
+    # One step certifies the symmetrised pair's own lower end, within tol of its upper end.
+    one_lo, one_up = dpsgd(0.002, 1.8, 1, sampling="without-replacement").epsilon_bounds(1e-6)
+    assert 0.0 < one_up - one_lo <= 1e-3 * one_up
+    # No separate lower run is needed any more, but for a user-level cut tail.
+    assert dpsgd_lower_run(0.002, 1.8, 20_000, sampling="without-replacement") is None
     assert dpsgd_lower_run(0.002, 1.8, 10) is None

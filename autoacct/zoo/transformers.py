@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ import numpy as np
 
 from autoacct import _validation as check
 from autoacct.exactness import rational_up
-from autoacct.losses import randomized_response_loss
+from autoacct.losses import PrivacyLoss, randomized_response_loss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, Transformer
 from autoacct.zoo.mechanisms import rr_rdp
 
@@ -39,6 +40,15 @@ def merge_params(children: Sequence[Mechanism]) -> dict[str, float]:
     return out
 
 
+def not_attained(law: PrivacyLoss) -> PrivacyLoss:
+    """``law`` flagged not ``tight`` (a copy; laws may be shared between mechanisms)."""
+    if not law.tight:
+        return law
+    out = copy.copy(law)
+    out.tight = False
+    return out
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class ComposedMechanism(Mechanism):
     """Adaptive composition of ``counts[i]`` runs of ``children[i]``.
@@ -47,6 +57,12 @@ class ComposedMechanism(Mechanism):
     RDP adds (per order of the pair), and Gaussians merge
     exactly into one Gaussian with mu = sqrt(sum_i k_i mu_i^2). The name is
     derived from the children's; the relation is the one they declare.
+
+    Lower ends: a child whose pair one run attains but a composition of runs need
+    not (``Mechanism.attained_parts``: sampling without replacement) has its laws
+    marked not ``tight`` when the composition holds more than one run; the lower
+    ends then come from composing every child's attained pairs (its loss parts for
+    a child without them), certified where all of those are ``tight``.
     """
 
     children: tuple[Mechanism, ...]
@@ -77,8 +93,29 @@ class ComposedMechanism(Mechanism):
 
     def loss_parts(self) -> list[LossPart] | None:
         out: list[LossPart] = []
+        once: list[bool] = []
         for child, k in zip(self.children, self.counts):
             parts = child.loss_parts()
+            if parts is None:
+                return None
+            out.extend(LossPart(f, b, k * n) for f, b, n in parts)
+            once.extend([child.attained_parts() is not None] * len(parts))
+        if sum(part.times for part in out) <= 1:
+            return out  # one run of one pair: the child's own, attained where it says so
+        # The pairs of a child with attained pairs of its own are attained by one run, not by
+        # compositions of runs (``Mechanism.attained_parts``).
+        return [LossPart(not_attained(f), not_attained(b), n) if alone else LossPart(f, b, n)
+                for (f, b, n), alone in zip(out, once)]
+
+    def attained_parts(self) -> list[LossPart] | None:
+        # One fixed pair of datasets attains every child's attained pairs at every run (each
+        # child's query is chosen for that pair), hence their composition; a child without
+        # its own attained pairs contributes its loss parts, whose ``tight`` flags decide.
+        if all(child.attained_parts() is None for child in self.children):
+            return None
+        out: list[LossPart] = []
+        for child, k in zip(self.children, self.counts):
+            parts = child.attained_parts() or child.loss_parts()
             if parts is None:
                 return None
             out.extend(LossPart(f, b, k * n) for f, b, n in parts)

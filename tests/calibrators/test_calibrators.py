@@ -199,10 +199,19 @@ def test_dpsgd_noise_multiplier(eps, delta, q, k):
 
 
 def test_dpsgd_without_replacement():
+    """The calibrated noise meets the budget. Its optimality is certified only as far as the
+    lower ends reach: those of the pair one fixed pair of datasets attains at every step (the
+    composed dominating pair need not be attained; Lebeda, Regehr, Kamath and Steinke 2024),
+    well below the upper ends, so the certified gap is wider than rtol and the calibrator says so;
+    less noise by that gap provably misses the budget."""
+    from autoacct.errors import AccuracyWarning
     eps, delta, q, k = 2.0, 1e-5, 0.01, 500
-    sigma = calibrate_dpsgd(eps, delta, q, k, sampling="without-replacement")
+    with pytest.warns(AccuracyWarning, match="certified within"):
+        res = calibrate_dpsgd_result(eps, delta, q, k, sampling="without-replacement")
+    sigma = res.value
     assert dpsgd_mech(q, sigma, k, "without-replacement").epsilon(delta) <= eps
-    assert misses_budget(dpsgd_mech(q, sigma * (1 - RTOL), k, "without-replacement"), delta, eps)
+    assert not res.certified and RTOL < res.optimality_gap < 0.3
+    assert misses_budget(dpsgd_mech(q, sigma / (1 + res.optimality_gap), k, "without-replacement"), delta, eps)
 
 
 def test_dpsgd_steps_largest():
