@@ -11,6 +11,7 @@ a case past it is reported as such. Not run in CI.
 
     python benchmarks/sweep.py                       # 60 random cases and the named ones
     python benchmarks/sweep.py --cases 10 --no-named --json sweep.json
+    python benchmarks/sweep.py --reuse-others sweep.json   # dp_accounting's rows from an earlier run
 """
 
 from __future__ import annotations
@@ -88,10 +89,13 @@ def run(name: str, case: tuple, timeout: float) -> dict[str, Any]:
     return out.get() if not out.empty() else {"error": f"exit code {proc.exitcode}"}
 
 
-def row(case: tuple, timeout: float, others: bool) -> dict[str, Any]:
+def row(case: tuple, timeout: float, others: bool, reused: dict[tuple, dict[str, Any]] | None = None
+        ) -> dict[str, Any]:
     q, sigma, k, delta = case
     res: dict[str, Any] = {"q": q, "sigma": sigma, "k": k, "delta": delta, "autoacct": run("autoacct", case, timeout)}
-    if others:
+    if reused is not None and tuple(case) in reused:
+        res["dp_accounting"] = reused[tuple(case)]
+    elif others:
         res["dp_accounting"] = run("dp_accounting", case, timeout)
     a, d = res["autoacct"], res.get("dp_accounting", {})
     if "upper" in a:
@@ -126,11 +130,18 @@ def main() -> None:
     parser.add_argument("--no-others", action="store_true", help="autoacct only")
     parser.add_argument("--timeout", type=float, default=300.0, help="wall seconds per call")
     parser.add_argument("--json", help="write the rows to this file")
+    parser.add_argument("--reuse-others", help="take dp_accounting's rows of the same cases from this "
+                        "file (written by --json), running autoacct only")
     args = parser.parse_args()
     cases = random_cases(args.cases, args.seed) + ([] if args.no_named else NAMED)
+    reused = None
+    if args.reuse_others:
+        with open(args.reuse_others) as fh:
+            reused = {(r["q"], r["sigma"], r["k"], r["delta"]): r["dp_accounting"]
+                      for r in json.load(fh) if "dp_accounting" in r}
     rows = []
     for i, case in enumerate(cases):
-        r = row(case, args.timeout, not args.no_others)
+        r = row(case, args.timeout, not args.no_others, reused)
         rows.append(r)
         a, d = r["autoacct"], r.get("dp_accounting", {})
         print(f"{i:3d} q={case[0]:.3g} sigma={case[1]:.3g} k={case[2]} delta={case[3]:.3g}: "

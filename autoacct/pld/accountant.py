@@ -177,16 +177,18 @@ class FFTAccountant:
         return out
 
     def aimed_profiles(self, h: float, log_eta: float, query: PldQuery, directions: Sequence[int],
-                       lower: bool = True) -> list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]]:
+                       grid_tol: float, lower: bool = True
+                       ) -> list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]]:
         """The profiles of :meth:`profiles` for an eps(delta) query, where a direction's law is
-        split into bulk and tail when that applies (:meth:`_split`; both profiles then)."""
+        split into bulk and tail when that applies (:meth:`_split`, its tail's lattice sized
+        for the accuracy ``grid_tol``; both profiles then)."""
         out: list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]] = []
         for d in directions:
-            split = self._split(d, h, log_eta, query)
+            split = self._split(d, h, log_eta, query, grid_tol)
             out.extend([split] if split is not None else self.profiles(h, log_eta, query, [d], lower))
         return out
 
-    def _split(self, d: int, h: float, log_eta: float, query: PldQuery
+    def _split(self, d: int, h: float, log_eta: float, query: PldQuery, grid_tol: float
                ) -> tuple[jumps.MixtureProfile, jumps.MixtureProfile] | None:
         """Direction d's profiles for an eps(delta) query by splitting its one law into bulk
         and tail (see :mod:`jumps`), or None where the split does not apply or pay: a law
@@ -195,10 +197,10 @@ class FFTAccountant:
         its mass lies in the first (or last) jumps.MAX_BULK_SHARE of that range."""
         if query.delta is None or query.target is None or query.tol is None:
             return None
-        key = ("split", h, log_eta, d, *query.tilt_key)
+        key = ("split", h, log_eta, d, grid_tol, *query.tilt_key)
         if key not in self._memo:
             profs = None
-            law = self._split_law(d, h, log_eta)
+            law = self._split_law(d, h, log_eta, query.target, grid_tol, query.tol * query.delta)
             if law is not None:
                 (_, k), = self._directions[d]
                 budget = query.log_rounding_budget
@@ -210,36 +212,60 @@ class FFTAccountant:
             self._memo[key] = profs
         return self._memo[key]
 
-    def _split_law(self, d: int, h: float, log_eta: float) -> jumps.SplitLaw | None:
-        """Direction d's one law split at its threshold and discretised (see :meth:`_split`)."""
-        key = ("split-law", h, log_eta, d)
+    def _tail_side(self, d: int, log_eta: float) -> tuple[int, float] | None:
+        """Where direction d's one law reaches far beyond its bulk: (+1, tau) when all but a
+        share jumps.TAIL_RATE / k of its mass lies below tau, in the first
+        jumps.MAX_BULK_SHARE of its range; (-1, tau) for the mirror image (mass above tau,
+        in the last share); None for a law that does not, for several laws, laws with
+        atoms (they sit on lattices) and one run. The remove pair of a subsampled law has
+        its tail on the right, its add pair on the left (the one large loss of a rarely
+        sampled record lowers it there)."""
+        key = ("tail-side", log_eta, d)
         if key not in self._memo:
-            self._memo[key] = None
+            side = None
             parts = self._directions[d]
-            if len(parts) != 1:
-                return None
-            (loss, k), = parts
-            if k < 2 or loss.has_atoms or loss.lattice is not None:
-                return None
-            eta = self._eta(log_eta)
-            a, b = loss.quantile_range(eta)
-            low, high = loss.quantile_range(jumps.TAIL_RATE / k)
-            if b - a < jumps.MIN_CELLS * h:
-                return None
-            ratio = jumps.coarse_ratio(k)
+            (loss, k), = parts if len(parts) == 1 else [(None, 0)]
+            if loss is not None and k >= 2 and not loss.has_atoms and loss.lattice is None:
+                a, b = loss.quantile_range(self._eta(log_eta))
+                low, high = jumps.quantiles(loss, jumps.TAIL_RATE / k, a, b)
+                if high - a <= jumps.MAX_BULK_SHARE * (b - a) and high - a <= b - low:
+                    side = (1, high)
+                elif b - low <= jumps.MAX_BULK_SHARE * (b - a):
+                    side = (-1, low)
+            self._memo[key] = side
+        return self._memo[key]
+
+    def _split_law(self, d: int, h: float, log_eta: float, scale: float, tol: float,
+                   omitted: float) -> jumps.SplitLaw | None:
+        """Direction d's one law split at its threshold (:meth:`_tail_side`) and discretised:
+        the bulk on hZ, the tail on a lattice R h with R at least jumps.coarse_ratio(k) and
+        such that the few tail copies the terms compose (as many as an omitted mass
+        ``omitted`` leaves) meet ``tol`` at the answer's ``scale`` (:func:`choose_spacing`).
+        None when the law's range at the spacing h has fewer than jumps.MIN_CELLS cells (one
+        lattice is cheap enough)."""
+        side = self._tail_side(d, log_eta)
+        if side is None:
+            return None
+        (loss, k), = self._directions[d]
+        eta = self._eta(log_eta)
+        a, b = loss.quantile_range(eta)
+        if b - a < jumps.MIN_CELLS * h:
+            return None
+        copies = min(jumps.terms_needed(jumps.TAIL_RATE, omitted) or jumps.MAX_TERMS, k) + 1
+        tail_law = (RestrictedLoss(loss, side[1], math.inf) if side[0] > 0
+                    else RestrictedLoss(loss, -math.inf, side[1]))
+        ratio = max(jumps.coarse_ratio(k), int(choose_spacing([(tail_law, copies)], scale, tol) / h))
+        key = ("split-law", h, log_eta, d, ratio)
+        if key not in self._memo:
             coarse = ratio * h
             # The threshold on the coarse lattice (hence on the fine one): each lattice's cells
-            # then hold only bulk or only tail. The tail is on the side where the law reaches
-            # far beyond its bulk: the right for the remove pair of a subsampled law, the left
-            # for its add pair (the one large loss of a rarely sampled record lowers it there).
-            if high - a <= jumps.MAX_BULK_SHARE * (b - a) and high - a <= b - low:
-                tau = math.ceil(high / coarse) * coarse
+            # then hold only bulk or only tail.
+            if side[0] > 0:
+                tau = math.ceil(side[1] / coarse) * coarse
                 bulk, tail = RestrictedLoss(loss, -math.inf, tau), RestrictedLoss(loss, tau, math.inf)
-            elif b - low <= jumps.MAX_BULK_SHARE * (b - a):
-                tau = math.floor(low / coarse) * coarse
-                bulk, tail = RestrictedLoss(loss, tau, math.inf), RestrictedLoss(loss, -math.inf, tau)
             else:
-                return None
+                tau = math.floor(side[1] / coarse) * coarse
+                bulk, tail = RestrictedLoss(loss, tau, math.inf), RestrictedLoss(loss, -math.inf, tau)
             j_lo, j_hi = index_range(bulk, h, eta)
             _afford_cells(j_hi - j_lo, True)
             bulk_fine = Component(*discretize(bulk, h, j_lo, j_hi), k)
@@ -252,6 +278,19 @@ class FFTAccountant:
             tail_coarse = Component(*discretize(tail, coarse, t_lo, t_hi), k)
             self._memo[key] = jumps.split_law(bulk_fine, bulk_coarse, tail_coarse, ratio)
         return self._memo[key]
+
+    def _jump_scale(self, delta: float, log_eta: float) -> float:
+        """A rough eps(delta) where one large loss decides it: for a direction whose law has a
+        right tail (:meth:`_tail_side`), the loss that one of its k runs exceeds with
+        probability about delta (at most k times the law's tail beyond it), 0 otherwise.
+        Sizes grids only: the normal approximation misses such answers by up to 1000 times."""
+        out = 0.0
+        for d, parts in enumerate(self._directions):
+            side = self._tail_side(d, log_eta)
+            if side is not None and side[0] > 0:
+                (loss, k), = parts
+                out = max(out, loss.quantile_range(delta / k)[1])
+        return out
 
     def _tilt(self, d: int, h: float, log_eta: float, query: PldQuery, comps: Components) -> float:
         """Direction d's tilt for the query at the accuracy of spacing h, chosen once: on the
@@ -448,6 +487,7 @@ class FFTAccountant:
         cannot set eps).
         """
         log_eta = _log_eta(delta, tol)
+        eps_scale = max(eps_scale, self._jump_scale(delta, log_eta))
         query = PldQuery(eps_scale, delta, tol)
         scales = self._direction_scales(delta)
         order = sorted(range(len(self._directions)), key=lambda d: -scales[d])
@@ -456,7 +496,7 @@ class FFTAccountant:
         def fine_profiles(query: PldQuery, directions: list[int]
                           ) -> list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]]:
             # Each direction's grid is sized by its own laws at the answer's scale.
-            return [self.aimed_profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, query, [d])[0]
+            return [self.aimed_profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, query, [d], grid_tol)[0]
                     for d in directions]
 
         for i in range(_MAX_REFINE + 1):
@@ -470,14 +510,18 @@ class FFTAccountant:
                     self._chernoff(d, coarse, log_eta)
                 if not self._settled(d, delta):
                     # Only its upper profile can settle it: the lower one is not composed.
-                    self.aimed_profiles(coarse, log_eta, query, [d], lower=False)
+                    self.aimed_profiles(coarse, log_eta, query, [d], grid_tol * _COARSE, lower=False)
                 if not self._settled(d, delta):
                     on_fine_grid.append(d)
             profs = fine_profiles(query, on_fine_grid)
             lower, upper = self._best_epsilon(delta)
             if math.isfinite(upper) and not _inside(profs, upper):
-                # The tilt aimed away from the answer: aim at the answer found and retry.
+                # The tilt aimed away from the answer: aim at the answer found and retry. A
+                # split law's grids are sized by the answer's scale too: the normal
+                # approximation behind eps_scale can miss a tail-decided answer by 1000 times.
                 query = query.aimed_at(upper)
+                if any(isinstance(u, jumps.MixtureProfile) for u, _ in profs):
+                    eps_scale = upper
                 profs = fine_profiles(query, on_fine_grid)
                 lower, upper = self._best_epsilon(delta)
             gap = upper - lower

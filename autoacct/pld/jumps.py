@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
+from autoacct.losses import PrivacyLoss
 from autoacct.pld.components import Component
 from autoacct.pld.compose import compose, convolve
 from autoacct.pld.cumulants import Components, choose_tilt
@@ -53,7 +54,7 @@ from autoacct.pld.levels import coarsen
 from autoacct.pld.profiles import DiscreteProfile
 
 #: The tail keeps at most this P-mass times 1/k: k t(all) <= TAIL_RATE.
-TAIL_RATE = 0.25
+TAIL_RATE = 1e-3
 #: The split is taken when the bulk's range is at most this share of the law's.
 MAX_BULK_SHARE = 0.05
 #: ... and the law's range needs at least this many cells of the fine lattice.
@@ -181,6 +182,27 @@ class SplitLaw:
     #: The bulk's total P-mass on the fine lattice (upper PLD), rounded up.
     bulk_mass: float
     ratio: int
+
+
+def quantiles(loss: PrivacyLoss, mass: float, a: float, b: float) -> tuple[float, float]:
+    """(low, high) in [a, b] with P(L < low) <= ``mass`` and P(high < L < inf) <= ``mass``,
+    read off the law's cell masses on _QUANTILE_POINTS points of [a, b]: a law's own
+    :meth:`~PrivacyLoss.quantile_range` may be far from its quantiles (a subsampled law's
+    maps the base's, which does not weigh the sampled part by q)."""
+    if not b > a:
+        return a, b
+    grid = np.linspace(a, b, _QUANTILE_POINTS)
+    m_p, _ = loss.cell_masses(np.concatenate(([-np.inf], grid, [np.inf])))
+    below = np.cumsum(m_p[:-1])          # P(L <= grid_i)
+    above = np.cumsum(m_p[::-1])[::-1][1:]  # P(grid_i < L < inf)
+    # The last point with P(L <= x) <= mass bounds P(L < low); the first point with
+    # P(L > x) <= mass bounds P(L > high).
+    i = int(np.searchsorted(below, mass, side="right")) - 1
+    j = int(np.flatnonzero(above <= mass)[0]) if np.any(above <= mass) else grid.size - 1
+    return float(grid[max(i, 0)]) if i >= 0 else a, float(grid[j])
+
+
+_QUANTILE_POINTS = 4097
 
 
 def coarse_ratio(count: int) -> int:
