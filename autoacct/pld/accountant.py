@@ -252,8 +252,13 @@ class FFTAccountant:
         if b - a < jumps.MIN_CELLS * h:
             return None
         copies = min(jumps.terms_needed(jumps.TAIL_RATE, omitted) or jumps.MAX_TERMS, k) + 1
-        tail_law = (RestrictedLoss(loss, side[1], math.inf) if side[0] > 0
-                    else RestrictedLoss(loss, -math.inf, side[1]))
+        bulk_law, tail_law = ((RestrictedLoss(loss, -math.inf, side[1]), RestrictedLoss(loss, side[1], math.inf))
+                              if side[0] > 0 else
+                              (RestrictedLoss(loss, side[1], math.inf), RestrictedLoss(loss, -math.inf, side[1])))
+        # The bulk's own spread may call for a finer lattice than the whole law's: a spacing
+        # above a few of its standard deviations leaves its lower PLD first-order short,
+        # which k copies turn into a shift of the whole composition.
+        h = min(h, choose_spacing([(bulk_law, k)], scale, tol))
         ratio = max(jumps.coarse_ratio(k), int(choose_spacing([(tail_law, copies)], scale, tol) / h))
         key = ("split-law", h, log_eta, d, ratio)
         if key not in self._memo:
@@ -289,7 +294,8 @@ class FFTAccountant:
             side = self._tail_side(d, log_eta)
             if side is not None and side[0] > 0:
                 (loss, k), = parts
-                out = max(out, loss.quantile_range(delta / k)[1])
+                a, b = loss.quantile_range(self._eta(log_eta))
+                out = max(out, jumps.quantiles(loss, delta / k, a, b)[1])
         return out
 
     def _tilt(self, d: int, h: float, log_eta: float, query: PldQuery, comps: Components) -> float:

@@ -56,7 +56,7 @@ from autoacct.pld.profiles import DiscreteProfile
 #: The tail keeps at most this P-mass times 1/k: k t(all) <= TAIL_RATE.
 TAIL_RATE = 1e-3
 #: The split is taken when the bulk's range is at most this share of the law's.
-MAX_BULK_SHARE = 0.05
+MAX_BULK_SHARE = 0.25
 #: ... and the law's range needs at least this many cells of the fine lattice.
 MIN_CELLS = 1 << 12
 #: The terms left out may cost at most this share of tol * delta.
@@ -97,6 +97,9 @@ class MixtureProfile:
     terms: tuple[DiscreteProfile, ...]
     extra: float
     upper: bool
+    #: Upper bounds on the terms' total masses, which bound their profiles (an upper term
+    #: profile says 1 below its window, where it knows nothing else).
+    caps: tuple[float, ...]
     #: The eps the terms' tilts aim at.
     target: float
     #: eps(delta) already solved, by delta.
@@ -105,8 +108,8 @@ class MixtureProfile:
     def delta(self, eps: np.ndarray) -> np.ndarray:
         eps = np.asarray(eps, dtype=float)
         total = np.full(eps.shape, self.extra)
-        for c, prof in zip(self.weights, self.terms):
-            total = total + c * np.asarray(prof.delta(eps), dtype=float)
+        for c, prof, cap in zip(self.weights, self.terms, self.caps):
+            total = total + c * np.minimum(np.asarray(prof.delta(eps), dtype=float), cap)
         if self.upper:
             return np.minimum(total * (1.0 + _SUM_ULPS), 1.0)
         return np.maximum(total * (1.0 - _SUM_ULPS), 0.0)
@@ -264,9 +267,11 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
     extra = omitted_mass(count * law.tail_mass, terms) if terms < count else 0.0
     # The bulk's discretised mass may exceed 1 by rounding: (1 - t)^(k - j) <= 1 then needs
     # its k-th power.
-    extra *= max(law.bulk_mass, 1.0) ** count
-    return (MixtureProfile(tuple(weights_up), tuple(ups), extra, True, target),
-            MixtureProfile(tuple(weights_low), tuple(lows), 0.0, False, target))
+    bulk = max(law.bulk_mass, 1.0) ** count
+    extra *= bulk
+    caps = tuple(law.tail_mass ** j * bulk * (1.0 + _SUM_ULPS) for j in range(terms + 1))
+    return (MixtureProfile(tuple(weights_up), tuple(ups), extra, True, caps, target),
+            MixtureProfile(tuple(weights_low), tuple(lows), 0.0, False, caps, target))
 
 
 def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_coarse: float,

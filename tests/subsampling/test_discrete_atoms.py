@@ -135,5 +135,6 @@ def test_sampled_without_replacement_discrete_gaussian_brackets_symmetrized_pair
     prob = np.multiply.outer(first, first).ravel()
     truth = _epsilon_of(lambda e: _profile(total, prob, e), delta)
     lo, up = Composition()([SampleWithoutReplacement(q)(DiscreteGaussian(sigma))], [2]).epsilon_bounds(delta)
-    assert lo <= truth <= up
-    assert up - lo <= TOL * up
+    # The upper end is the dominating pair's, within tol of it; the lower end comes from the
+    # pair one fixed pair of datasets attains at every step (Lebeda et al. 2024), lower.
+    assert lo <= truth <= up <= truth * (1 + TOL)
