@@ -1,0 +1,262 @@
+"""Random allocation (balls-in-bins, add/remove): each record is used in exactly one of the t steps
+of an epoch, chosen uniformly at random and independently of the other records.
+
+Chua et al. (2025, "Balls-and-bins sampling for DP-SGD") and Feldman and Shenfeld (2025,
+"Privacy amplification by random allocation", arXiv 2502.08202) study this scheme. For a
+Gaussian base (noise multiplier sigma = s, sensitivity 1) one epoch of t adaptive steps is
+dominated by the t-dimensional pair
+
+    P = (1/t) sum_j N(e_j, s^2 I_t),   Q = N(0, s^2 I_t)
+
+(P: the record is present, used at the uniform step J; Q: it is absent), in both directions;
+the pair is attained (a record whose clipped gradient is a fixed unit vector, the others' 0).
+Its likelihood ratio is R(y) = (1/t) sum_j l_j, l_j = exp((2 y_j - 1) / (2 s^2)), a monotone
+function of S = sum_j X_j, X_j = exp(y_j / s^2): under Q the X_j are iid log-normal with
+E[X^a] = exp(a^2 / (2 s^2)).
+
+What is certified here (upper bounds; :class:`RandomAllocatedMechanism`):
+
+* Removal direction, integer orders n: E_Q[R^n] = t^-n e^{-n / (2 s^2)} E[S^n] exactly, E[S^n]
+  from the multinomial expansion over the t summands (Feldman and Shenfeld 2025, Corollary 6.2,
+  a sum over the partitions of n), evaluated in log space by binary powering of the moment
+  sequence with a running rounding-error bound. Fractional orders: convexity of the
+  log-moment. Every order: at most the Gaussian's alpha / (2 s^2) (joint convexity).
+* Addition direction, E_P[(dQ/dP)^n] = E_Q[R^{1-n}], bounded by the smaller of
+  (a) Feldman and Shenfeld's bound e^{(n-1)/s^2} E_Q[R^{n-1}] (1/R <= mean_j 1/l_j, the
+  harmonic mean being at most the arithmetic one, and (1/l_j)_j has under Q the law of
+  (e^{1/s^2} l_j)_j, y -> -y being a symmetry of Q), and (b) the geometric-mean bound
+  exp((n-1) (1 + (n-1)/t) / (2 s^2)) (R >= prod_j l_j^{1/t}, and the mean of the y_j is
+  N(0, s^2 / t) under Q), valid at every real order. Both stay above (n-1) / (2 s^2) for
+  every t: this direction is the loose one (the truth tends to 0 as t grows).
+
+Lower end: the sum of the epoch's t outputs is N(1, t s^2) under P and N(0, t s^2) under Q, a
+post-processing of the attained pair, so the Gaussian with noise multiplier s sqrt(t) gives
+certified lower bounds (:meth:`RandomAllocatedMechanism.attained_step`; far below the upper
+end).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from autoacct import _validation as check
+from autoacct.mechanism import Mechanism, Neighboring, PairRdp
+from autoacct.subsampling.base import RDP_TABLE_MAX, Sampler, SubsampledMechanism
+from autoacct.subsampling.numerics import UNIT_ROUNDOFF, interpolate_log_moments, round_up
+from autoacct.zoo.mechanisms import Gaussian
+
+#: Smallest moment table computed (the table doubles in length up to RDP_TABLE_MAX as orders ask).
+_MIN_TABLE = 64
+
+
+def _log_factorials(n_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """log(k!) for k = 0..n_max, and a bound on each entry's absolute rounding error.
+
+    A running sum of log(k) (each one rounding of a value at most log k + 1), each partial sum
+    one rounding of its own magnitude.
+    """
+    k = np.arange(1, n_max + 1, dtype=float)
+    logs = np.log(k)
+    lf = np.concatenate(([0.0], np.cumsum(logs)))
+    err = np.concatenate(([0.0], np.cumsum(2.0 * UNIT_ROUNDOFF * (logs + 1.0)
+                                           + 2.0 * UNIT_ROUNDOFF * np.abs(np.cumsum(logs)))))
+    return lf, err
+
+
+def _combine(a: np.ndarray, b: np.ndarray, lf: np.ndarray) -> np.ndarray:
+    """log E[(A + B)^n] for n = 0..N from log E[A^i] and log E[B^i] (A, B independent):
+    E[(A + B)^n] = sum_i C(n, i) E[A^i] E[B^(n-i)], every term positive."""
+    n_len = a.size
+    n = np.arange(n_len)[:, None]
+    i = np.arange(n_len)[None, :]
+    inside = i <= n
+    j = np.where(inside, n - i, 0)
+    terms = np.where(inside, lf[n] - lf[i] - lf[j] + a[i] + b[j], -np.inf)
+    top = np.max(terms, axis=1)
+    with np.errstate(under="ignore"):
+        return top + np.log(np.sum(np.exp(terms - top[:, None]), axis=1))
+
+
+def log_sum_moments(steps: int, sigma: float, n_max: int) -> tuple[np.ndarray, float]:
+    """(log E[S^n] for n = 0..n_max, a bound on the absolute error of every entry), where
+    S = X_1 + ... + X_t, t = ``steps``, X_j iid with log E[X^a] = a^2 / (2 sigma^2).
+
+    Binary powering of the moment sequence (:func:`_combine` of independent partial sums): the
+    multinomial expansion of E[S^n], grouped. Rounding: each combination adds the error bounds
+    of its two inputs, that of the log-binomials (three log-factorial errors and three roundings
+    of their magnitudes), three roundings of the largest term's magnitude and the log-sum-exp's
+    (n + 3 roundings of the sum, one of its logarithm and of the result).
+    """
+    lf, lf_err = _log_factorials(n_max)
+    orders = np.arange(n_max + 1, dtype=float)
+    single = orders * orders / (2.0 * sigma * sigma)
+    single_err = 4.0 * UNIT_ROUNDOFF * float(np.max(np.abs(single)))
+    binom_err = 3.0 * float(lf_err[-1]) + 6.0 * UNIT_ROUNDOFF * float(lf[-1])
+
+    def combine(x: tuple[np.ndarray, float], y: tuple[np.ndarray, float]) -> tuple[np.ndarray, float]:
+        out = _combine(x[0], y[0], lf)
+        # Each term is four additions of magnitudes at most 3 log(N!) + max|a| + max|b|; the
+        # exponentials of differences d <= 0 cost u (|d| + 1) e^d <= u of the top term each.
+        scale = 3.0 * float(lf[-1]) + float(np.max(np.abs(x[0]))) + float(np.max(np.abs(y[0])))
+        err = x[1] + y[1] + binom_err + 8.0 * UNIT_ROUNDOFF * (scale + float(np.max(np.abs(out)))) \
+            + 2.0 * (n_max + 4.0) * UNIT_ROUNDOFF
+        return out, err
+
+    result: tuple[np.ndarray, float] | None = None
+    power: tuple[np.ndarray, float] = (single, single_err)
+    k = steps
+    while True:
+        if k & 1:
+            result = power if result is None else combine(result, power)
+        k >>= 1
+        if not k:
+            break
+        power = combine(power, power)
+    assert result is not None
+    return result
+
+
+def remove_log_moments(steps: int, sigma: float, n_max: int) -> np.ndarray:
+    """Upper bounds on K(n) = log E_Q[R^n] = (n - 1) D_n(P || Q), n = 0..n_max (removal).
+
+    log E_Q[R^n] = log E[S^n] - n log t - n / (2 sigma^2), plus the error bounds, at least 0
+    (Renyi divergences are non-negative) and at most the Gaussian's n (n - 1) / (2 sigma^2).
+    """
+    log_s, err = log_sum_moments(steps, sigma, n_max)
+    n = np.arange(n_max + 1, dtype=float)
+    shift = n * math.log(steps) + n / (2.0 * sigma * sigma)
+    k = log_s - shift + err + 4.0 * UNIT_ROUNDOFF * (np.abs(log_s) + shift)
+    gauss = n * (n - 1.0) / (2.0 * sigma * sigma) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+    return np.minimum(np.maximum(k, 0.0), gauss)
+
+
+def add_log_moment_gm(steps: int, sigma: float, alpha: np.ndarray) -> np.ndarray:
+    """Upper bound on (alpha - 1) D_alpha(Q || P) at real orders alpha > 1 (addition), from
+    R >= (prod_j l_j)^{1/t}: E_Q[R^{1-a}] <= prod_j E_Q[l_j^{-(a-1)/t}]
+    = exp((a - 1) (1 + (a - 1) / t) / (2 sigma^2))."""
+    b = np.asarray(alpha, dtype=float) - 1.0
+    return b * (1.0 + b / steps) / (2.0 * sigma * sigma) * (1.0 + 8.0 * UNIT_ROUNDOFF)
+
+
+def _check_steps(steps: object) -> int:
+    return check.positive_int("steps", steps)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class RandomAllocatedMechanism(SubsampledMechanism):
+    """One epoch of ``steps`` runs of a Gaussian ``base``, each record used in exactly one of them.
+
+    Add/remove relation: D' is D plus a record x. Every record of D' is allocated to one of the
+    t = ``steps`` steps, uniformly and independently (balls-in-bins; Chua et al. 2025, Feldman
+    and Shenfeld 2025); step j runs the base (noise multiplier sigma = 1/mu, sensitivity 1 per
+    record) on the records allocated to it. The epoch is dominated by the attained pair
+    (P, Q) = ((1/t) sum_j N(e_j, sigma^2 I_t), N(0, sigma^2 I_t)) (see the module's docstring,
+    also for the bounds). Epochs compose: ``Composition()([m], [epochs])``.
+
+    Routes: Renyi DP (the removal direction exact at integer orders, the addition direction a
+    proven upper bound) and its conversion to (epsilon, delta). Lower end: the Gaussian with
+    noise multiplier sigma sqrt(t) (the pair restricted to the sum of the outputs). t = 1 is
+    the base itself.
+
+    Parameters
+    ----------
+    base:
+        A Gaussian mechanism (exactly mu-GDP, mu > 0).
+    steps:
+        t, the number of steps of the epoch, a positive integer.
+    """
+
+    _SAMPLER = "RandomAllocation"
+    _RELATION = Neighboring.ADD_REMOVE
+
+    steps: int
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set(steps=_check_steps(self.steps))
+        mu = self.base.exact_gdp_mu()
+        if mu is None or not mu > 0.0 or not math.isfinite(1.0 / mu):
+            raise ValueError(f"base must be a Gaussian mechanism (exactly mu-GDP with 0 < mu < inf), "
+                             f"got {self.base.name!r}: RandomAllocation's pair is that of a Gaussian "
+                             "on the batch sum")
+
+    @property
+    def sigma(self) -> float:
+        """The base's noise multiplier 1/mu."""
+        mu = self.base.exact_gdp_mu()
+        assert mu is not None
+        return 1.0 / mu
+
+    def exact_gdp_mu(self) -> float | None:
+        return self.base.exact_gdp_mu() if self.steps == 1 else None
+
+    def _remove_table(self, n_max: int) -> np.ndarray:
+        size = _MIN_TABLE
+        while size < n_max:
+            size *= 2
+        size = min(size, RDP_TABLE_MAX)
+        return self.cached(("remove moments", size),
+                           lambda: remove_log_moments(self.steps, self.sigma, size))
+
+    def _remove_k(self, n: int) -> float:
+        """Upper bound on (n - 1) D_n(P || Q) at an integer order n >= 1."""
+        if n <= RDP_TABLE_MAX:
+            return float(self._remove_table(n)[n])
+        return n * (n - 1.0) / (2.0 * self.sigma ** 2) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+
+    def _add_k(self, n: int) -> float:
+        """Upper bound on (n - 1) D_n(Q || P) at an integer order n >= 1: the least of the
+        harmonic-mean bound (n - 1) / sigma^2 + (n - 2) D_{n-1}(P || Q) and the geometric-mean one."""
+        gm = float(add_log_moment_gm(self.steps, self.sigma, np.array(float(n))))
+        if n - 1 > RDP_TABLE_MAX:
+            return gm
+        hm = ((n - 1.0) / self.sigma ** 2 + self._remove_k(n - 1)) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+        return min(gm, hm)
+
+    def rdp_curve(self) -> PairRdp:
+        if self.steps == 1:
+            return Gaussian(self.sigma).rdp_curve()
+        sigma = self.sigma
+
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            a = np.asarray(alpha, dtype=float)
+
+            def make() -> np.ndarray:
+                remove = interpolate_log_moments(self._remove_k, a)
+                remove = np.minimum(remove, a * (1.0 + 4.0 * UNIT_ROUNDOFF) / (2.0 * sigma * sigma))
+                add = interpolate_log_moments(self._add_k, a)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    gm = add_log_moment_gm(self.steps, sigma, a) / (a - 1.0)
+                add = np.minimum(add, np.vectorize(round_up)(gm))
+                return np.stack([remove, add])
+            return self.cached(("rdp", a.shape, a.tobytes()), make)
+        return curve
+
+    def attained_step(self) -> Mechanism:
+        """A pair this epoch dominates, whose compositions' lower bounds are certified for the
+        epoch's compositions: the epoch's outputs summed, N(1, t sigma^2) against N(0, t sigma^2),
+        the Gaussian with noise multiplier sigma sqrt(t) (rounded up: a larger one is dominated)."""
+        return Gaussian(self.sigma * math.sqrt(self.steps) * (1.0 + 4.0 * UNIT_ROUNDOFF))
+
+    def epsilon_lower(self, delta: float) -> float:
+        return float(self.attained_step().epsilon_bounds(delta)[0])
+
+
+@dataclass(frozen=True)
+class RandomAllocation(Sampler):
+    """``RandomAllocation(steps)(G)``: an epoch of ``steps`` runs of a Gaussian G, each record used
+    in exactly one of them, chosen uniformly at random (balls-in-bins).
+
+    Add/remove relation; see :class:`RandomAllocatedMechanism`. Raises ValueError naming
+    ``steps`` for a bad value and naming ``base`` for a base that is not a Gaussian.
+    """
+
+    mechanism_type = RandomAllocatedMechanism
+
+    steps: int
+
+    def __post_init__(self) -> None:
+        self._set(steps=_check_steps(self.steps))
