@@ -40,7 +40,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import mpmath
 import numpy as np
+from scipy import special
 
 from autoacct import _validation as check
 from autoacct.mechanism import Mechanism, Neighboring, PairRdp
@@ -141,6 +143,90 @@ def add_log_moment_gm(steps: int, sigma: float, alpha: np.ndarray) -> np.ndarray
     return b * (1.0 + b / steps) / (2.0 * sigma * sigma) * (1.0 + 8.0 * UNIT_ROUNDOFF)
 
 
+#: Largest order at which the Taylor bound on the addition direction is evaluated.
+TAYLOR_MAX_ORDER = 256
+#: Orders 2K of the Taylor remainder tried (each gives a valid bound; the least is kept).
+_TAYLOR_ORDERS = (2, 4, 6, 8)
+#: Split points x0 of the Taylor bound, exp(-w) for these w (each gives a valid bound).
+_TAYLOR_SPLITS = np.exp(-np.geomspace(1e-2, 40.0, 48))
+
+
+def central_moments(steps: int, sigma: float, n_max: int) -> np.ndarray:
+    """E_Q[(R - 1)^n] for n = 0..n_max (R = (1/t) sum_j l_j, l_j iid log-normal with mean 1 and
+    E[l^i] = e^{i (i - 1) / (2 sigma^2)}), in mpmath with 40 digits to spare, rounded outward
+    (up in absolute value by 1e-25 relative).
+
+    The moments of l - 1 are binomial sums of the E[l^i]; cumulants are additive over the t
+    independent summands and homogeneous of degree n, so kappa_n(R - 1) = t^{1-n} kappa_n(l - 1).
+    """
+    with mpmath.workdps(40 + 8 * math.ceil(math.log10(2.0 + sigma * sigma))):
+        s2 = mpmath.mpf(sigma) ** 2
+        raw = [mpmath.exp(mpmath.mpf(i * (i - 1)) / (2 * s2)) for i in range(n_max + 1)]
+        single = [mpmath.fsum(mpmath.binomial(n, i) * (-1) ** (n - i) * raw[i] for i in range(n + 1))
+                  for n in range(n_max + 1)]
+        cum = [mpmath.mpf(0)] * (n_max + 1)
+        for n in range(1, n_max + 1):
+            cum[n] = single[n] - mpmath.fsum(mpmath.binomial(n - 1, i - 1) * cum[i] * single[n - i]
+                                             for i in range(1, n))
+        cum_r = [c * mpmath.mpf(steps) ** (1 - n) for n, c in enumerate(cum)]
+        mom = [mpmath.mpf(1)] + [mpmath.mpf(0)] * n_max
+        for n in range(1, n_max + 1):
+            mom[n] = mpmath.fsum(mpmath.binomial(n - 1, i - 1) * cum_r[i] * mom[n - i] for i in range(1, n + 1))
+        out = np.array([float(m * (1 + mpmath.mpf(10) ** -25 * mpmath.sign(m))) for m in mom])
+    out[0], out[1] = 1.0, 0.0
+    return out
+
+
+def add_log_moments_taylor(steps: int, sigma: float, n_max: int) -> np.ndarray:
+    """Upper bounds on (n - 1) D_n(Q || P) = log E_Q[R^{1-n}] for n = 0..n_max (addition; inf where
+    the bound is infinite; entries 0 and 1 are 0).
+
+    With b = n - 1 and f(x) = x^{-b}, for any x0 in (0, 1) and K >= 1:
+
+    * on R >= x0, f(R) <= p(R) = T(R) + g (R - 1)^{2K}, T the Taylor polynomial of f at 1 of
+      degree 2K - 1 and g = (f(x0) - T(x0)) / (x0 - 1)^{2K}: the remainder is (R - 1)^{2K} times
+      int_0^1 (1 - s)^{2K-1} f^(2K)(1 + s (R - 1)) ds / (2K - 1)!, which decreases in R because
+      f^(2K) > 0 does;
+    * p >= 0 on [0, 1) (T's terms are C(b + i - 1, i) (1 - R)^i >= 0 there), so
+      E[f(R) 1{R >= x0}] <= E[p(R)], a combination of the central moments of R;
+    * on R < x0, R >= G = (prod_j l_j)^{1/t} (the arithmetic mean is at least the geometric one), so
+      E[f(R) 1{R < x0}] <= E[G^{-b} 1{G < x0}], with log G ~ N(m, v), m = -1/(2 sigma^2),
+      v = 1/(t sigma^2) under Q: e^{-b m + b^2 v / 2} Phi((log x0 - m + b v) / sqrt(v)).
+
+    The least bound over the grid of (K, x0) is kept, with a rounding allowance of 64 roundings of
+    the magnitudes summed (every term is computed from exact integers and the mpmath moments).
+    """
+    mu = central_moments(steps, sigma, max(_TAYLOR_ORDERS))
+    b = np.arange(n_max + 1, dtype=float)[:, None] - 1.0
+    x0 = _TAYLOR_SPLITS[None, :]
+    w = -np.log(x0)
+    u = 1.0 - x0
+    m, v = -1.0 / (2.0 * sigma * sigma), 1.0 / (steps * sigma * sigma)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        tail = np.exp(-b * m + b * b * v / 2.0 + special.log_ndtr((-w - m + b * v) / math.sqrt(v)))
+        f_x0 = np.exp(b * w)
+        best = np.full(b.shape[0], np.inf)
+        for order in _TAYLOR_ORDERS:
+            coef = np.ones_like(b)  # C(b + i - 1, i), i = 0
+            head = np.ones_like(x0 * b)  # T(x0) = sum_i C(b + i - 1, i) u^i
+            moment_sum = np.ones_like(b)  # sum_i C(b + i - 1, i) (-1)^i mu_i
+            magnitude = np.ones_like(b)
+            for i in range(1, order):
+                coef = coef * (b + i - 1.0) / i
+                head = head + coef * u ** i
+                moment_sum = moment_sum + coef * (-1.0) ** i * mu[i]
+                magnitude = magnitude + np.abs(coef * mu[i])
+            g = (f_x0 - head) / u ** order
+            main = moment_sum + g * mu[order]
+            err = 64.0 * UNIT_ROUNDOFF * (magnitude + (f_x0 + head) / u ** order * mu[order] + tail)
+            total = np.where(np.isfinite(main + err + tail), main + err + tail, np.inf)
+            best = np.minimum(best, np.min(total, axis=1))
+        k = np.log(best)
+    k = np.where(np.isnan(k), np.inf, k) * (1.0 + 4.0 * UNIT_ROUNDOFF) + 4.0 * UNIT_ROUNDOFF
+    k[:2] = 0.0
+    return np.maximum(k, 0.0)
+
+
 def _check_steps(steps: object) -> int:
     return check.positive_int("steps", steps)
 
@@ -214,7 +300,11 @@ class RandomAllocatedMechanism(SubsampledMechanism):
         if n - 1 > RDP_TABLE_MAX:
             return gm
         hm = ((n - 1.0) / self.sigma ** 2 + self._remove_k(n - 1)) * (1.0 + 4.0 * UNIT_ROUNDOFF)
-        return min(gm, hm)
+        if n > TAYLOR_MAX_ORDER:
+            return min(gm, hm)
+        taylor = self.cached(("add taylor",), lambda: add_log_moments_taylor(
+            self.steps, self.sigma, TAYLOR_MAX_ORDER))
+        return min(gm, hm, float(taylor[n]))
 
     def rdp_curve(self) -> PairRdp:
         if self.steps == 1:
