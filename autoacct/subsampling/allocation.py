@@ -320,13 +320,16 @@ class RandomAllocatedMechanism(SubsampledMechanism):
             a = np.asarray(alpha, dtype=float)
 
             def make() -> np.ndarray:
-                remove = interpolate_log_moments(self._remove_k, a)
-                remove = np.minimum(remove, a * (1.0 + 4.0 * UNIT_ROUNDOFF) / (2.0 * sigma * sigma))
-                add = interpolate_log_moments(self._add_k, a)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    gm = add_log_moment_gm(self.steps, sigma, a) / (a - 1.0)
+                # Defined above order 1 (expansions in integer orders); order 1 and below are
+                # answered inf, an upper bound the routes replace by the order just above 1.
+                above = a > 1.0
+                b = np.where(above, a, 2.0)
+                remove = interpolate_log_moments(self._remove_k, b)
+                remove = np.minimum(remove, b * (1.0 + 4.0 * UNIT_ROUNDOFF) / (2.0 * sigma * sigma))
+                add = interpolate_log_moments(self._add_k, b)
+                gm = add_log_moment_gm(self.steps, sigma, b) / (b - 1.0)
                 add = np.minimum(add, np.vectorize(round_up)(gm))
-                return np.stack([remove, add])
+                return np.where(above, np.stack([remove, add]), np.inf)
             return self.cached(("rdp", a.shape, a.tobytes()), make)
         return curve
 

@@ -91,6 +91,16 @@ def test_one_step_is_the_gaussian_exactly() -> None:
         assert np.all(add[2:] >= gauss[2:] * (1.0 - 1e-12))
 
 
+def test_orders_at_and_beyond_the_ends() -> None:
+    m = _epoch(50, 1.0)
+    kl, low, top = (float(m.rdp(a)) for a in (1.0, 1.0001, 1e4))
+    assert 0.0 < kl <= float(m.rdp(2.0)) and 0.0 < low <= float(m.rdp(2.0))  # order 1: from just above
+    assert top <= 1e4 / 2.0 * (1 + 1e-12)  # at most the Gaussian's alpha / (2 sigma^2)
+    assert float(m.rdp(math.inf)) == math.inf
+    curve = m.rdp_curve()(np.array([0.5, 1.0, 3.0]))
+    assert np.all(np.isinf(curve[:, :2])) and np.all(np.isfinite(curve[:, 2]))
+
+
 # ----- the addition direction (proven upper bounds) ------------------------------------------
 
 def test_addition_bound_is_above_quadrature_and_close_to_it() -> None:
