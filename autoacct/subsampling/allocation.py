@@ -152,6 +152,8 @@ def add_log_moment_gm(steps: int, sigma: float, alpha: np.ndarray) -> np.ndarray
 TAYLOR_MAX_ORDER = 256
 #: Orders 2K of the Taylor remainder tried (each gives a valid bound; the least is kept).
 _TAYLOR_ORDERS = (2, 4, 6, 8)
+#: Relative rounding allowance of each term of the Taylor bound (see :func:`add_log_moments_taylor`).
+_TAYLOR_REL_ERR = 1e-10
 #: Split points x0 of the Taylor bound, exp(-w) for these w (each gives a valid bound).
 _TAYLOR_SPLITS = np.exp(-np.geomspace(1e-2, 40.0, 48))
 
@@ -198,8 +200,14 @@ def add_log_moments_taylor(steps: int, sigma: float, n_max: int) -> np.ndarray:
       E[f(R) 1{R < x0}] <= E[G^{-b} 1{G < x0}], with log G ~ N(m, v), m = -1/(2 sigma^2),
       v = 1/(t sigma^2) under Q: e^{-b m + b^2 v / 2} Phi((log x0 - m + b v) / sqrt(v)).
 
-    The least bound over the grid of (K, x0) is kept, with a rounding allowance of 64 roundings of
-    the magnitudes summed (every term is computed from exact integers and the mpmath moments).
+    The least bound over the grid of (K, x0) is kept. Rounding: each term is a product of at
+    most 2K + 2 rounded factors and an exponential whose argument is below 710 in magnitude
+    (else it is inf or 0, and a term that underflows is covered by an absolute 1e-300), so its
+    relative error is below 4000 roundings; each term's magnitude is allowed a relative
+    :data:`_TAYLOR_REL_ERR` = 1e-10, far above that. The tail term is allowed 1e-6: scipy's
+    log_ndtr is accurate to a few roundings, and the rounding of log x0 moves its argument z by
+    a few roundings of |log x0| sigma sqrt(t), which the derivative |z| + 1 <= 55 (beyond, the
+    term underflows) multiplies.
     """
     mu = central_moments(steps, sigma, max(_TAYLOR_ORDERS))
     b = np.arange(n_max + 1, dtype=float)[:, None] - 1.0
@@ -223,7 +231,7 @@ def add_log_moments_taylor(steps: int, sigma: float, n_max: int) -> np.ndarray:
                 magnitude = magnitude + np.abs(coef * mu[i])
             g = (f_x0 - head) / u ** order
             main = moment_sum + g * mu[order]
-            err = 64.0 * UNIT_ROUNDOFF * (magnitude + (f_x0 + head) / u ** order * mu[order] + tail)
+            err = _TAYLOR_REL_ERR * (magnitude + (f_x0 + head) / u ** order * mu[order]) + 1e-6 * tail + 1e-300
             total = np.where(np.isfinite(main + err + tail), main + err + tail, np.inf)
             best = np.minimum(best, np.min(total, axis=1))
         k = np.log(best)
