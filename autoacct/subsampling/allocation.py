@@ -154,8 +154,14 @@ TAYLOR_MAX_ORDER = 256
 _TAYLOR_ORDERS = (2, 4, 6, 8)
 #: Relative rounding allowance of each term of the Taylor bound (see :func:`add_log_moments_taylor`).
 _TAYLOR_REL_ERR = 1e-10
-#: Split points x0 of the Taylor bound, exp(-w) for these w (each gives a valid bound).
-_TAYLOR_SPLITS = np.exp(-np.geomspace(1e-2, 40.0, 48))
+#: s = -log x on which the lower tail of R is integrated (fine near x = 1, coarser beyond s = 2).
+_TAIL_GRID = np.concatenate((np.linspace(0.0, 2.0, 4001)[1:], np.linspace(2.0, 60.0, 5801)[1:]))
+#: Split points x0 of the Taylor bound: every this-many-th point of the grid with 1 - x0 >= 0.01.
+_SPLIT_EVERY = 16
+#: Standard normal quantiles whose cells give the upper Riemann sums of the Laplace transform.
+_Z_GRID = np.linspace(-12.0, 12.0, 4801)
+#: Exponents lambda of the Chernoff bound on the lower tail of R (each gives a valid bound).
+_CHERNOFF_LAMBDAS = np.geomspace(1e-2, 1e5, 200)
 
 
 def central_moments(steps: int, sigma: float, n_max: int) -> np.ndarray:
@@ -184,6 +190,89 @@ def central_moments(steps: int, sigma: float, n_max: int) -> np.ndarray:
     return out
 
 
+def laplace_upper(sigma: float, lam: np.ndarray) -> np.ndarray:
+    """Upper bounds on psi(lambda) = E[exp(-lambda l)], l = exp(z / sigma - 1/(2 sigma^2)), z ~ N(0, 1).
+
+    exp(-lambda l(z)) decreases in z, so on each cell of :data:`_Z_GRID` it is at most its value
+    at the cell's left end (the upper Riemann sum), and at most 1 below the grid. The cells'
+    normal masses are differences of the distribution function on the left half and of the
+    survival function on the right (no cancellation); the sum is allowed a relative 1e-9 and an
+    absolute 1e-13 for their rounding (scipy's ndtr is accurate to a few roundings).
+    """
+    z = _Z_GRID
+    cdf, sf = special.ndtr(z), special.ndtr(-z)
+    mass = np.where(z[1:] <= 0.0, cdf[1:] - cdf[:-1], sf[:-1] - sf[1:])
+    ell = np.exp(z / sigma - 1.0 / (2.0 * sigma * sigma))
+    with np.errstate(under="ignore", over="ignore"):
+        inside = np.sum(mass[None, :] * np.exp(-lam[:, None] * ell[None, :-1]), axis=1)
+        psi = cdf[0] + inside + sf[-1] * np.exp(-lam * ell[-1])
+    return np.minimum(psi * (1.0 + 1e-9) + 1e-13, 1.0)
+
+
+def lower_tail_log_bound(steps: int, sigma: float, s: np.ndarray) -> np.ndarray:
+    """Upper bounds on log Q(R < e^{-s}) at the points s > 0 (non-decreasing in e^{-s}).
+
+    The least of 0, the geometric mean's (R >= G and log G ~ N(m, v) under Q,
+    m = -1/(2 sigma^2), v = 1/(t sigma^2)) and Chernoff's: Q(R < x) <= e^{lambda t x} psi(lambda)^t
+    for every lambda > 0 (Markov's inequality for e^{-lambda t R}; psi from :func:`laplace_upper`).
+    """
+    m, v = -1.0 / (2.0 * sigma * sigma), 1.0 / (steps * sigma * sigma)
+    gm = special.log_ndtr((-s - m) / math.sqrt(v))
+    lam = _CHERNOFF_LAMBDAS
+    log_psi = np.log(laplace_upper(sigma, lam))
+    chernoff = np.min(lam[:, None] * steps * np.exp(-s)[None, :] + steps * log_psi[:, None], axis=0)
+    # 1e-9 relative: the roundings of the exponents (each a few roundings of its magnitude).
+    return np.minimum(np.minimum(gm, chernoff) * (1.0 - 1e-9) + 1e-9, 0.0)
+
+
+def add_log_moments_excess(steps: int, sigma: float, n_max: int) -> np.ndarray:
+    """Upper bounds on (n - 1) D_n(Q || P) = log E_Q[R^{1-n}] for n = 0..n_max (addition; entries
+    0 and 1 are 0), from the variance of R and its lower tail.
+
+    With b = n - 1, f(x) = x^{-b} and c = f''(1) / 2 = b (b + 1) / 2: f(x) = 1 - b (x - 1) + h(x),
+    h(x) = (x - 1)^2 g(x) with g decreasing (the Taylor remainder of
+    :func:`add_log_moments_taylor`), so h(x) <= c (x - 1)^2 for x >= 1, and for x < 1
+    h(x) = c (1 - x)^2 + e(x), e(x) = f(x) - 1 + b (x - 1) - c (1 - x)^2 >= 0, decreasing on (0, 1)
+    (e'(x) = -b (x^{-b-1} - 1) + 2 c (1 - x) <= 0 as x^{-b-1} >= 1 + (b + 1)(1 - x)), e(1) = 0.
+    With E[R] = 1 and Q(R < x) <= B(x) (:func:`lower_tail_log_bound`):
+
+        E_Q[R^{-b}] <= 1 + c Var(R) + E[e(R) 1{R < 1}] = 1 + c Var(R) + int_0^1 Q(R < x) |e'(x)| dx
+                    <= 1 + c (e^{1/sigma^2} - 1) / t + sum_cells B(left end) (e(x_lo) - e(x_hi)),
+
+    the cells those of :data:`_TAIL_GRID` in s = -log x; beyond it |e'(x)| <= b x^{-b-1} and the
+    geometric mean's closed form bound the rest. Where b s > 600 a cell's e-increment is bounded
+    by that of x^{-b} (the subtracted polynomial increases in 1 - x), computed in log space;
+    elsewhere it is computed directly with an allowance of 8 roundings of the magnitudes at both
+    ends. The sum is allowed a relative 1e-6, as the tail terms of :func:`add_log_moments_taylor`.
+    """
+    m, v = -1.0 / (2.0 * sigma * sigma), 1.0 / (steps * sigma * sigma)
+    var = math.expm1(1.0 / (sigma * sigma)) / steps * (1.0 + 8.0 * UNIT_ROUNDOFF)
+    s = np.concatenate(([0.0], _TAIL_GRID))
+    log_b = np.concatenate(([0.0], lower_tail_log_bound(steps, sigma, _TAIL_GRID)))
+    bb = np.arange(n_max + 1, dtype=float)[:, None] - 1.0
+    bb[:2] = 1.0  # orders 0 and 1 are set to 0 below
+    y = -np.expm1(-s)[None, :]
+    c = bb * (bb + 1.0) / 2.0
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        xb = np.exp(bb * s[None, :])
+        poly = 1.0 + bb * y + c * y * y
+        direct = np.diff(xb - poly, axis=1)
+        allowance = 8.0 * UNIT_ROUNDOFF * (xb[:, :-1] + xb[:, 1:] + 2.0 * poly[:, 1:])
+        log_direct = np.log(np.maximum(direct, 0.0) + allowance)
+        log_power = bb * s[None, 1:] + np.log(-np.expm1(-bb * np.diff(s)[None, :]))
+        log_de = np.where(bb * s[None, 1:] > 600.0, log_power, log_direct)
+        log_terms = log_b[None, :-1] + log_de
+        top = np.max(log_terms, axis=1, keepdims=True)
+        log_sum = top[:, 0] + np.log(np.sum(np.exp(log_terms - top), axis=1))
+        b1 = bb[:, 0]
+        beyond = -b1 * m + b1 * b1 * v / 2.0 + special.log_ndtr((-s[-1] - m + b1 * v) / math.sqrt(v))
+        total = 1.0 + c[:, 0] * var + (np.exp(log_sum) + np.exp(beyond)) * (1.0 + 1e-6) + 1e-300
+        k = np.log(total)
+    k = np.where(np.isnan(k), np.inf, k) * (1.0 + 4.0 * UNIT_ROUNDOFF) + 4.0 * UNIT_ROUNDOFF
+    k[:2] = 0.0
+    return np.maximum(k, 0.0)
+
+
 def add_log_moments_taylor(steps: int, sigma: float, n_max: int) -> np.ndarray:
     """Upper bounds on (n - 1) D_n(Q || P) = log E_Q[R^{1-n}] for n = 0..n_max (addition; inf where
     the bound is infinite; entries 0 and 1 are 0).
@@ -196,43 +285,57 @@ def add_log_moments_taylor(steps: int, sigma: float, n_max: int) -> np.ndarray:
       f^(2K) > 0 does;
     * p >= 0 on [0, 1) (T's terms are C(b + i - 1, i) (1 - R)^i >= 0 there), so
       E[f(R) 1{R >= x0}] <= E[p(R)], a combination of the central moments of R;
-    * on R < x0, R >= G = (prod_j l_j)^{1/t} (the arithmetic mean is at least the geometric one), so
-      E[f(R) 1{R < x0}] <= E[G^{-b} 1{G < x0}], with log G ~ N(m, v), m = -1/(2 sigma^2),
-      v = 1/(t sigma^2) under Q: e^{-b m + b^2 v / 2} Phi((log x0 - m + b v) / sqrt(v)).
+    * f decreases, so f(R) 1{R < x0} = f(x0) 1{R < x0} + int_0^x0 1{R < x} |f'(x)| dx, and
+      E[f(R) 1{R < x0}] <= f(x0) B(x0) + int_0^x0 B(x) |f'(x)| dx for any B >= Q(R < .)
+      non-decreasing (:func:`lower_tail_log_bound`); in s = -log x the integral is
+      int_{-log x0}^inf B(e^{-s}) b e^{b s} ds, bounded by the upper Riemann sum on
+      :data:`_TAIL_GRID` (B at each cell's left end) plus, beyond the grid, the geometric mean's
+      E[G^{-b} 1{G < e^{-s_max}}] = e^{-b m + b^2 v / 2} Phi((-s_max - m + b v) / sqrt(v)).
+      The closed form E[G^{-b} 1{G < x0}] (R >= G) is kept where it is smaller.
 
-    The least bound over the grid of (K, x0) is kept. Rounding: each term is a product of at
-    most 2K + 2 rounded factors and an exponential whose argument is below 710 in magnitude
-    (else it is inf or 0, and a term that underflows is covered by an absolute 1e-300), so its
+    The least bound over (K, x0) is kept, x0 on a subset of the grid. Rounding: each Taylor term
+    is a product of at most 2K + 2 rounded factors and an exponential whose argument is below
+    710 in magnitude (else inf or 0, and an underflow is covered by an absolute 1e-300), so its
     relative error is below 4000 roundings; each term's magnitude is allowed a relative
-    :data:`_TAYLOR_REL_ERR` = 1e-10, far above that. The tail term is allowed 1e-6: scipy's
-    log_ndtr is accurate to a few roundings, and the rounding of log x0 moves its argument z by
-    a few roundings of |log x0| sigma sqrt(t), which the derivative |z| + 1 <= 55 (beyond, the
-    term underflows) multiplies.
+    :data:`_TAYLOR_REL_ERR` = 1e-10, far above that. The term below x0 is summed in log space and
+    allowed a relative 1e-6 (its exponents carry sigma sqrt(t) times the rounding of log x0 in
+    scipy's log_ndtr, whose derivative |z| + 1 <= 55 multiplies it before it underflows).
     """
     mu = central_moments(steps, sigma, max(_TAYLOR_ORDERS))
-    b = np.arange(n_max + 1, dtype=float)[:, None] - 1.0
-    x0 = _TAYLOR_SPLITS[None, :]
-    w = -np.log(x0)
-    u = 1.0 - x0
     m, v = -1.0 / (2.0 * sigma * sigma), 1.0 / (steps * sigma * sigma)
+    s = _TAIL_GRID
+    log_b = lower_tail_log_bound(steps, sigma, s)
+    bb = np.arange(n_max + 1, dtype=float)[:, None] - 1.0
+    bb[:2] = 1.0  # orders 0 and 1 are set to 0 below
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        tail = np.exp(-b * m + b * b * v / 2.0 + special.log_ndtr((-w - m + b * v) / math.sqrt(v)))
-        f_x0 = np.exp(b * w)
-        best = np.full(b.shape[0], np.inf)
+        # log of the cells B(e^{-s_j}) (e^{b s_{j+1}} - e^{b s_j}), then their sums from each cell up.
+        log_cells = log_b[None, :-1] + bb * s[None, 1:] + np.log(-np.expm1(-bb * np.diff(s)[None, :]))
+        beyond = -bb * m + bb * bb * v / 2.0 + special.log_ndtr((-s[-1] - m + bb * v) / math.sqrt(v))
+        log_upper = np.logaddexp.accumulate(np.concatenate((beyond, log_cells[:, ::-1]), axis=1), axis=1)
+        log_int = log_upper[:, ::-1]  # log of int_{s_k}^inf, k = 0..len(s) - 1
+        pick = np.flatnonzero(-np.expm1(-s) >= 0.01)[::_SPLIT_EVERY]
+        w = s[pick][None, :]
+        below_log = np.logaddexp(bb * w + log_b[pick][None, :], log_int[:, pick])
+        closed = -bb * m + bb * bb * v / 2.0 + special.log_ndtr((-w - m + bb * v) / math.sqrt(v))
+        below = np.exp(np.minimum(below_log, closed))
+        u = -np.expm1(-w)
+        f_x0 = np.exp(bb * w)
+        best = np.full(bb.shape[0], np.inf)
         for order in _TAYLOR_ORDERS:
-            coef = np.ones_like(b)  # C(b + i - 1, i), i = 0
-            head = np.ones_like(x0 * b)  # T(x0) = sum_i C(b + i - 1, i) u^i
-            moment_sum = np.ones_like(b)  # sum_i C(b + i - 1, i) (-1)^i mu_i
-            magnitude = np.ones_like(b)
+            coef = np.ones_like(bb)  # C(b + i - 1, i), i = 0
+            head = np.ones_like(w * bb)  # T(x0) = sum_i C(b + i - 1, i) u^i
+            moment_sum = np.ones_like(bb)  # sum_i C(b + i - 1, i) (-1)^i mu_i
+            magnitude = np.ones_like(bb)
             for i in range(1, order):
-                coef = coef * (b + i - 1.0) / i
+                coef = coef * (bb + i - 1.0) / i
                 head = head + coef * u ** i
                 moment_sum = moment_sum + coef * (-1.0) ** i * mu[i]
                 magnitude = magnitude + np.abs(coef * mu[i])
             g = (f_x0 - head) / u ** order
             main = moment_sum + g * mu[order]
-            err = _TAYLOR_REL_ERR * (magnitude + (f_x0 + head) / u ** order * mu[order]) + 1e-6 * tail + 1e-300
-            total = np.where(np.isfinite(main + err + tail), main + err + tail, np.inf)
+            err = _TAYLOR_REL_ERR * (magnitude + (f_x0 + head) / u ** order * mu[order]) + 1e-6 * below + 1e-300
+            total = main + below + err
+            total = np.where(np.isfinite(total), total, np.inf)
             best = np.minimum(best, np.min(total, axis=1))
         k = np.log(best)
     k = np.where(np.isnan(k), np.inf, k) * (1.0 + 4.0 * UNIT_ROUNDOFF) + 4.0 * UNIT_ROUNDOFF
@@ -315,8 +418,9 @@ class RandomAllocatedMechanism(SubsampledMechanism):
         hm = ((n - 1.0) / self.sigma ** 2 + self._remove_k(n - 1)) * (1.0 + 4.0 * UNIT_ROUNDOFF)
         if n > TAYLOR_MAX_ORDER:
             return min(gm, hm)
-        taylor = self.cached(("add taylor",), lambda: add_log_moments_taylor(
-            self.steps, self.sigma, TAYLOR_MAX_ORDER))
+        taylor = self.cached(("add taylor",), lambda: np.minimum(
+            add_log_moments_taylor(self.steps, self.sigma, TAYLOR_MAX_ORDER),
+            add_log_moments_excess(self.steps, self.sigma, TAYLOR_MAX_ORDER)))
         return min(gm, hm, float(taylor[n]))
 
     def rdp_curve(self) -> PairRdp:
