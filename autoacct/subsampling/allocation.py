@@ -23,16 +23,18 @@ What is certified here (upper bounds; :class:`RandomAllocatedMechanism`):
   rounding-error bound. Fractional orders: convexity of the log-moment. Every order: at most
   the Gaussian's alpha / (2 s^2) (joint convexity).
 * Addition direction, E_P[(dQ/dP)^n] = E_Q[R^{1-n}], bounded by the least of
-  (a) a Taylor bound derived here (:func:`add_log_moments_taylor`): R^{1-n} above a split
-  point x0 is at most a polynomial in R - 1 whose expectation the exact central moments of R
-  give, and below it at most G^{1-n}, G the geometric mean of the l_j, a log-normal variable;
+  (a) two bounds derived here (:func:`add_log_moments_taylor`, :func:`add_log_moments_excess`):
+  R^{1-n} is at most a polynomial in R - 1, whose expectation the exact central moments of R
+  give, above a split point, and below it the lower tail of R (at most that of G, the geometric
+  mean of the l_j, a log-normal variable, and a Chernoff bound from the l_j's Laplace
+  transform, :func:`lower_tail_log_bound`) is integrated against the derivative of R^{1-n};
   (b) Feldman and Shenfeld's bound e^{(n-1)/s^2} E_Q[R^{n-1}] (1/R <= mean_j 1/l_j, the
   harmonic mean being at most the arithmetic one, and (1/l_j)_j has under Q the law of
   (e^{1/s^2} l_j)_j, y -> -y being a symmetry of Q); (c) the geometric-mean bound
   exp((n-1) (1 + (n-1)/t) / (2 s^2)) (R >= G, and log G ~ N(-1/(2 s^2), 1/(t s^2)) under Q),
   valid at every real order. (b) and (c) stay above (n-1) / (2 s^2) for every t; (a) follows
-  the truth at low orders (at t = 100, s = 1, order 2: 0.0177, the removal direction 0.0170),
-  and is loose at high orders, where (c) takes over.
+  the truth at low orders (at t = 100, s = 1, order 2: 0.0173, the removal direction 0.0170),
+  and is loose at high orders and for small t, where (c) takes over.
 
 Lower end: the sum of the epoch's t outputs is N(1, t s^2) under P and N(0, t s^2) under Q, a
 post-processing of the attained pair, so the Gaussian with noise multiplier s sqrt(t) gives
