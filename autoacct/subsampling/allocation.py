@@ -75,47 +75,52 @@ def _log_factorials(n_max: int) -> tuple[np.ndarray, np.ndarray]:
     return lf, err
 
 
-def _combine(a: np.ndarray, b: np.ndarray, lf: np.ndarray) -> np.ndarray:
-    """log E[(A + B)^n] for n = 0..N from log E[A^i] and log E[B^i] (A, B independent):
-    E[(A + B)^n] = sum_i C(n, i) E[A^i] E[B^(n-i)], every term positive."""
+def _combine(a: np.ndarray, a_err: np.ndarray, b: np.ndarray, b_err: np.ndarray, lf: np.ndarray,
+             lf_err: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log E[(A + B)^n] for n = 0..N from log E[A^i] and log E[B^i] (A, B independent), with a
+    bound on each entry's absolute error: E[(A + B)^n] = sum_i C(n, i) E[A^i] E[B^(n-i)], every
+    term positive.
+
+    Rounding, per order n: a log-sum-exp of terms each off by at most its inputs' errors plus
+    five roundings of its magnitude is off by at most the largest of those (adding d_i to term i
+    moves the log of the sum by at most max d_i); the exponentials of differences to the top term,
+    their sum and its logarithm cost 2 (n + 4) roundings relative to the sum, and the final
+    addition one rounding of the magnitudes.
+    """
     n_len = a.size
     n = np.arange(n_len)[:, None]
     i = np.arange(n_len)[None, :]
     inside = i <= n
     j = np.where(inside, n - i, 0)
     terms = np.where(inside, lf[n] - lf[i] - lf[j] + a[i] + b[j], -np.inf)
+    magnitude = lf[n] + lf[i] + lf[j] + np.abs(a[i]) + np.abs(b[j])
+    term_err = np.where(inside, lf_err[n] + lf_err[i] + lf_err[j] + a_err[i] + b_err[j]
+                        + 5.0 * UNIT_ROUNDOFF * magnitude, 0.0)
     top = np.max(terms, axis=1)
     with np.errstate(under="ignore"):
-        return top + np.log(np.sum(np.exp(terms - top[:, None]), axis=1))
+        out = top + np.log(np.sum(np.exp(terms - top[:, None]), axis=1))
+    err = np.max(term_err, axis=1) + 2.0 * (n[:, 0] + 4.0) * UNIT_ROUNDOFF \
+        + 2.0 * UNIT_ROUNDOFF * (np.abs(out) + np.abs(top))
+    return out, err
 
 
-def log_sum_moments(steps: int, sigma: float, n_max: int) -> tuple[np.ndarray, float]:
-    """(log E[S^n] for n = 0..n_max, a bound on the absolute error of every entry), where
+def log_sum_moments(steps: int, sigma: float, n_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """(log E[S^n] for n = 0..n_max, a bound on the absolute error of each entry), where
     S = X_1 + ... + X_t, t = ``steps``, X_j iid with log E[X^a] = a^2 / (2 sigma^2).
 
-    Binary powering of the moment sequence (:func:`_combine` of independent partial sums): the
-    multinomial expansion of E[S^n], grouped. Rounding: each combination adds the error bounds
-    of its two inputs, that of the log-binomials (three log-factorial errors and three roundings
-    of their magnitudes), three roundings of the largest term's magnitude and the log-sum-exp's
-    (n + 3 roundings of the sum, one of its logarithm and of the result).
+    Binary powering of the moment sequence (:func:`_combine` of independent partial sums, each
+    with its error bounds): the multinomial expansion of E[S^n], grouped.
     """
     lf, lf_err = _log_factorials(n_max)
     orders = np.arange(n_max + 1, dtype=float)
     single = orders * orders / (2.0 * sigma * sigma)
-    single_err = 4.0 * UNIT_ROUNDOFF * float(np.max(np.abs(single)))
-    binom_err = 3.0 * float(lf_err[-1]) + 6.0 * UNIT_ROUNDOFF * float(lf[-1])
+    single_err = 4.0 * UNIT_ROUNDOFF * np.abs(single)
 
-    def combine(x: tuple[np.ndarray, float], y: tuple[np.ndarray, float]) -> tuple[np.ndarray, float]:
-        out = _combine(x[0], y[0], lf)
-        # Each term is four additions of magnitudes at most 3 log(N!) + max|a| + max|b|; the
-        # exponentials of differences d <= 0 cost u (|d| + 1) e^d <= u of the top term each.
-        scale = 3.0 * float(lf[-1]) + float(np.max(np.abs(x[0]))) + float(np.max(np.abs(y[0])))
-        err = x[1] + y[1] + binom_err + 8.0 * UNIT_ROUNDOFF * (scale + float(np.max(np.abs(out)))) \
-            + 2.0 * (n_max + 4.0) * UNIT_ROUNDOFF
-        return out, err
+    def combine(x: tuple[np.ndarray, np.ndarray], y: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        return _combine(x[0], x[1], y[0], y[1], lf, lf_err)
 
-    result: tuple[np.ndarray, float] | None = None
-    power: tuple[np.ndarray, float] = (single, single_err)
+    result: tuple[np.ndarray, np.ndarray] | None = None
+    power = (single, single_err)
     k = steps
     while True:
         if k & 1:
@@ -248,7 +253,8 @@ def add_log_moments_excess(steps: int, sigma: float, n_max: int) -> np.ndarray:
     ends. The sum is allowed a relative 1e-6, as the tail terms of :func:`add_log_moments_taylor`.
     """
     m, v = -1.0 / (2.0 * sigma * sigma), 1.0 / (steps * sigma * sigma)
-    var = math.expm1(1.0 / (sigma * sigma)) / steps * (1.0 + 8.0 * UNIT_ROUNDOFF)
+    with np.errstate(over="ignore"):
+        var = float(np.expm1(1.0 / (sigma * sigma))) / steps * (1.0 + 8.0 * UNIT_ROUNDOFF)
     s = np.concatenate(([0.0], _TAIL_GRID))
     log_b = np.concatenate(([0.0], lower_tail_log_bound(steps, sigma, _TAIL_GRID)))
     bb = np.arange(n_max + 1, dtype=float)[:, None] - 1.0
