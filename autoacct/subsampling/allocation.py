@@ -101,6 +101,8 @@ def _combine(a: np.ndarray, a_err: np.ndarray, b: np.ndarray, b_err: np.ndarray,
         out = top + np.log(np.sum(np.exp(terms - top[:, None]), axis=1))
     err = np.max(term_err, axis=1) + 2.0 * (n[:, 0] + 4.0) * UNIT_ROUNDOFF \
         + 2.0 * UNIT_ROUNDOFF * (np.abs(out) + np.abs(top))
+    # Order 0 is log 1 = 0 exactly (else its allowance would double at every combination).
+    out[0], err[0] = 0.0, 0.0
     return out, err
 
 
@@ -115,6 +117,7 @@ def log_sum_moments(steps: int, sigma: float, n_max: int) -> tuple[np.ndarray, n
     orders = np.arange(n_max + 1, dtype=float)
     single = orders * orders / (2.0 * sigma * sigma)
     single_err = 4.0 * UNIT_ROUNDOFF * np.abs(single)
+    single_err[0] = 0.0
 
     def combine(x: tuple[np.ndarray, np.ndarray], y: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         return _combine(x[0], x[1], y[0], y[1], lf, lf_err)

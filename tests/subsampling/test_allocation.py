@@ -106,6 +106,18 @@ def test_orders_at_and_beyond_the_ends() -> None:
     assert np.all(np.isinf(curve[:, :2])) and np.all(np.isfinite(curve[:, 2]))
 
 
+@pytest.mark.parametrize("t,sigma", [(3, 1e-3), (1000, 1e4), (10**6, 1.0)])
+def test_extreme_parameters_answer_without_error(t: int, sigma: float) -> None:
+    m = _epoch(t, sigma)
+    lo, up = (float(x) for x in m.epsilon_bounds(1e-6))
+    assert 0.0 <= lo <= up < math.inf
+    # Order 2 of the removal direction: log(1 + (e^{1/sigma^2} - 1) / t) exactly; the rounding
+    # allowance is that of order 2's own terms, not of the table's largest order.
+    if sigma > 0.1:
+        truth = math.log1p(math.expm1(1.0 / sigma ** 2) / t)
+        assert truth <= float(m.rdp_curve()(np.array(2.0))[0]) <= truth * (1 + 1e-6) + 1e-12
+
+
 # ----- the addition direction (proven upper bounds) ------------------------------------------
 
 @pytest.mark.parametrize("sigma", [0.6, 1.0, 1.5, 3.0])
