@@ -23,7 +23,8 @@ What is certified here (upper bounds; :class:`RandomAllocatedMechanism`):
   rounding-error bound. Fractional orders: convexity of the log-moment. Every order: at most
   the Gaussian's alpha / (2 s^2) (joint convexity).
 * Addition direction, E_P[(dQ/dP)^n] = E_Q[R^{1-n}], bounded by the least of
-  (a) two bounds derived here (:func:`add_log_moments_taylor`, :func:`add_log_moments_excess`):
+  (a) three bounds derived here (:func:`add_log_moments_taylor`, :func:`add_log_moments_excess`,
+  :func:`add_log_moments_split`):
   R^{1-n} is at most a polynomial in R - 1, whose expectation the exact central moments of R
   give, above a split point, and below it the lower tail of R (at most that of G, the geometric
   mean of the l_j, a log-normal variable, and a Chernoff bound from the l_j's Laplace
@@ -284,6 +285,82 @@ def add_log_moments_excess(steps: int, sigma: float, n_max: int) -> np.ndarray:
     return np.maximum(k, 0.0)
 
 
+#: Highest order of :func:`add_log_moments_split` (its cost grows with the orders).
+SPLIT_MAX_ORDER = 64
+
+
+def add_log_moments_split(steps: int, sigma: float, n_max: int) -> np.ndarray:
+    """Upper bounds on (n - 1) D_n(Q || P) = log E_Q[R^{1-n}] for n = 0..n_max (addition; entries
+    0 and 1 are 0): the Taylor bound of :func:`add_log_moments_taylor` above a split point x1,
+    and below it only the excess over that bound, integrated against the lower tail of R.
+
+    With b = n - 1, f(x) = x^{-b}, T its Taylor polynomial at 1 of degree 2K - 1 and
+    g(x) = (f(x) - T(x)) / (x - 1)^{2K} (decreasing, see :func:`add_log_moments_taylor`):
+
+    * f(R) <= T(R) + g(x1) (R - 1)^{2K} + e(R) 1{R < x1}, e(x) = (1 - x)^{2K} (g(x) - g(x1)),
+      since for R >= x1 the remainder is at most g(x1) (R - 1)^{2K};
+    * on (0, x1), e >= 0 and e decreases (e' = -2K (1 - x)^{2K-1} (g(x) - g(x1)) + (1 - x)^{2K} g'(x)),
+      with e(x1) = 0, so E[e(R) 1{R < x1}] = int_0^x1 Q(R < x) |e'(x)| dx
+      <= sum over the cells of :data:`_TAIL_GRID` below x1 of B(left end) times e's increment,
+      B from :func:`lower_tail_log_bound`;
+    * E[T(R) + g(x1) (R - 1)^{2K}] is a combination of the exact central moments of R.
+
+    Where b s > 600 (and beyond the grid) a cell's increment of e is bounded by that of x^{-b}
+    (T and (1 - x)^{2K} increase as x decreases), summed in log space, and the geometric mean's
+    closed form bounds the rest. Increments are clipped at 0 (they are >= 0) with an allowance
+    of 8 roundings of their magnitudes per cell; the other terms are allowed as in
+    :func:`add_log_moments_taylor`.
+    """
+    mu = central_moments(steps, sigma, max(_TAYLOR_ORDERS))
+    m, v = -1.0 / (2.0 * sigma * sigma), 1.0 / (steps * sigma * sigma)
+    s = np.concatenate(([0.0], _TAIL_GRID))
+    log_b_left = np.concatenate(([0.0], lower_tail_log_bound(steps, sigma, _TAIL_GRID)))[:-1]
+    b_left = np.exp(log_b_left)
+    y = -np.expm1(-s)
+    cand = np.unique(np.searchsorted(s, -np.log1p(-np.geomspace(0.01, 1.0 - math.exp(-5.0), 32))))
+    out = np.zeros(n_max + 1)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        for n in range(2, n_max + 1):
+            b = n - 1.0
+            cut = int(np.searchsorted(s, 600.0 / b, side="right")) - 1  # cells 0..cut-1 computed directly
+            xb = np.exp(b * s[:cut + 1])
+            # Beyond the cut: increments of x^{-b} in log space, then the closed form past the grid.
+            log_far = log_b_left[cut:] + b * s[cut + 1:] + np.log(-np.expm1(-b * np.diff(s[cut:])))
+            beyond = -b * m + b * b * v / 2.0 + special.log_ndtr((-s[-1] - m + b * v) / math.sqrt(v))
+            log_rest = float(np.logaddexp(np.logaddexp.reduce(log_far), beyond)) if log_far.size else beyond
+            far = float(np.exp(log_rest))  # inf past the floats: that order's bound is inf
+            best = math.inf
+            for order in _TAYLOR_ORDERS[:2]:
+                coef, moment_sum, magnitude = 1.0, 1.0, 1.0
+                taylor = np.ones(cut + 1)
+                yy = y[:cut + 1]
+                for i in range(1, order):
+                    coef = coef * (b + i - 1.0) / i
+                    taylor = taylor + coef * yy ** i
+                    moment_sum += coef * (-1.0) ** i * mu[i]
+                    magnitude += abs(coef * mu[i])
+                d = xb - taylor
+                yk = yy ** order
+                ks = cand[cand < cut]
+                if ks.size == 0:
+                    continue
+                g = (d[ks] / yk[ks])[:, None]
+                dd, dy = np.diff(d)[None, :], np.diff(yk)[None, :]
+                inc = dd - g * dy
+                allow = 8.0 * UNIT_ROUNDOFF * ((np.abs(d[:-1]) + np.abs(d[1:]))[None, :]
+                                               + g * (yk[:-1] + yk[1:])[None, :])
+                cells = np.arange(cut)[None, :] >= ks[:, None]
+                below = np.sum(np.where(cells, b_left[None, :cut] * (np.maximum(inc, 0.0) + allow), 0.0), axis=1)
+                total = (moment_sum + g[:, 0] * mu[order] + (below + far) * (1.0 + 1e-6)
+                         + _TAYLOR_REL_ERR * (magnitude + np.abs(g[:, 0]) * mu[order]) + 1e-300)
+                total = np.where(np.isfinite(total), total, np.inf)
+                best = min(best, float(np.min(total)))
+            out[n] = math.log(best) if best > 0.0 else math.inf
+    out = np.where(np.isnan(out), np.inf, out) * (1.0 + 4.0 * UNIT_ROUNDOFF) + 4.0 * UNIT_ROUNDOFF
+    out[:2] = 0.0
+    return np.maximum(out, 0.0)
+
+
 def add_log_moments_taylor(steps: int, sigma: float, n_max: int) -> np.ndarray:
     """Upper bounds on (n - 1) D_n(Q || P) = log E_Q[R^{1-n}] for n = 0..n_max (addition; inf where
     the bound is infinite; entries 0 and 1 are 0).
@@ -429,10 +506,17 @@ class RandomAllocatedMechanism(SubsampledMechanism):
         hm = ((n - 1.0) / self.sigma ** 2 + self._remove_k(n - 1)) * (1.0 + 4.0 * UNIT_ROUNDOFF)
         if n > TAYLOR_MAX_ORDER:
             return min(gm, hm)
-        taylor = self.cached(("add taylor",), lambda: np.minimum(
-            add_log_moments_taylor(self.steps, self.sigma, TAYLOR_MAX_ORDER),
-            add_log_moments_excess(self.steps, self.sigma, TAYLOR_MAX_ORDER)))
+        taylor = self.cached(("add taylor",), self._add_table)
         return min(gm, hm, float(taylor[n]))
+
+    def _add_table(self) -> np.ndarray:
+        """The least of the three moment bounds of the addition direction, orders 0..TAYLOR_MAX_ORDER."""
+        t, sigma = self.steps, self.sigma
+        out = np.minimum(add_log_moments_taylor(t, sigma, TAYLOR_MAX_ORDER),
+                         add_log_moments_excess(t, sigma, TAYLOR_MAX_ORDER))
+        split = add_log_moments_split(t, sigma, SPLIT_MAX_ORDER)
+        out[:SPLIT_MAX_ORDER + 1] = np.minimum(out[:SPLIT_MAX_ORDER + 1], split)
+        return out
 
     def rdp_curve(self) -> PairRdp:
         if self.steps == 1:
