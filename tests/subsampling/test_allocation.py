@@ -106,7 +106,7 @@ def test_orders_at_and_beyond_the_ends() -> None:
     assert np.all(np.isinf(curve[:, :2])) and np.all(np.isfinite(curve[:, 2]))
 
 
-@pytest.mark.parametrize("t,sigma", [(3, 1e-3), (1000, 1e4), (10**5, 1.0)])
+@pytest.mark.parametrize("t,sigma", [(3, 1e-3), (10**5, 1.0)])
 def test_extreme_parameters_answer_without_error(t: int, sigma: float) -> None:
     m = _epoch(t, sigma)
     lo, up = (float(x) for x in m.epsilon_bounds(1e-6))
