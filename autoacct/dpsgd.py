@@ -154,7 +154,7 @@ def dpsgd_lower_run(sample_rate: float, noise_multiplier: float, steps: int, *,
       (:func:`~autoacct.subsampling.schemes.user_step`).
     * Balls-in-bins, two epochs or more: the epochs' outputs summed, a Gaussian with noise
       multiplier sigma sqrt(t) per epoch, composed
-      (:meth:`~autoacct.subsampling.RandomAllocatedMechanism.attained_step`).
+      (:meth:`~autoacct.subsampling.RandomAllocatedMechanism.summed_step`).
 
     Every other run certifies its own lower ends: Poisson's pair is attained, and a
     composition without replacement reads its lower ends off the pair one fixed pair of
@@ -178,7 +178,7 @@ def dpsgd_lower_run(sample_rate: float, noise_multiplier: float, steps: int, *,
     epochs = mode.units(q, k)
     if epochs == 1 or not isinstance(step, RandomAllocatedMechanism):
         return None  # one epoch: its own lower end is the summed outputs' already
-    return Composition()([step.attained_step()], [epochs])
+    return Composition()([step.summed_step()], [epochs])
 
 
 def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,

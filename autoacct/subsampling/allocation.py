@@ -40,7 +40,7 @@ What is certified here (upper bounds; :class:`RandomAllocatedMechanism`):
 
 Lower end: the sum of the epoch's t outputs is N(1, t s^2) under P and N(0, t s^2) under Q, a
 post-processing of the attained pair, so the Gaussian with noise multiplier s sqrt(t) gives
-certified lower bounds (:meth:`RandomAllocatedMechanism.attained_step`; far below the upper
+certified lower bounds (:meth:`RandomAllocatedMechanism.summed_step`; far below the upper
 end).
 """
 
@@ -541,14 +541,14 @@ class RandomAllocatedMechanism(SubsampledMechanism):
             return self.cached(("rdp", a.shape, a.tobytes()), make)
         return curve
 
-    def attained_step(self) -> Mechanism:
+    def summed_step(self) -> Mechanism:
         """A pair this epoch dominates, whose compositions' lower bounds are certified for the
         epoch's compositions: the epoch's outputs summed, N(1, t sigma^2) against N(0, t sigma^2),
         the Gaussian with noise multiplier sigma sqrt(t) (rounded up: a larger one is dominated)."""
         return Gaussian(self.sigma * math.sqrt(self.steps) * (1.0 + 4.0 * UNIT_ROUNDOFF))
 
     def epsilon_lower(self, delta: float) -> float:
-        return float(self.attained_step().epsilon_bounds(delta)[0])
+        return float(self.summed_step().epsilon_bounds(delta)[0])
 
 
 @dataclass(frozen=True)
