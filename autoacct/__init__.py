@@ -27,6 +27,7 @@ from autoacct.zoo import (
     Laplace,
     PoissonSubsample,
     PureDP,
+    RandomAllocation,
     RandomizedResponse,
     SampleWithoutReplacement,
     SampleWithReplacement,
@@ -45,7 +46,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = ["ZCDP", "AccuracyWarning", "Accountant", "ApproxDP", "BudgetWarning", "Calibrator",
            "Composition", "Gaussian", "InfeasibleBudgetError", "Laplace", "Mechanism", "Neighboring",
-           "PoissonSubsample", "PrivacyStatement", "PureDP", "RandomizedResponse",
+           "PoissonSubsample", "PrivacyStatement", "PureDP", "RandomAllocation", "RandomizedResponse",
            "RouteUnavailableError", "SampleWithReplacement", "SampleWithoutReplacement", "Transformer",
            "__version__", "calibrators", "converters", "dpsgd", "dpsgd_schedule", "limits", "losses",
            "phi", "pld", "routes", "set_limits", "statement", "subsampling", "zoo"]

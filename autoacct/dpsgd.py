@@ -13,6 +13,13 @@ and Honkela 2020), given by the sampling scheme
   uniformly random subset of fixed size q n; replacing a record moves the sum
   by at most 2 C, so the step is
   ``SampleWithoutReplacement(q)(Gaussian(noise_multiplier / 2))``.
+* ``sampling="balls-in-bins"`` (add/remove relation): every record is used in exactly
+  one of the t = ceil(1/q) steps of each epoch (1/q itself when it is an integer; with
+  q = B / N, the ceil(N / B) batches of a data loader), chosen uniformly and independently
+  (random allocation; Chua et al. 2025, Feldman and Shenfeld 2025). The unit composed is
+  the epoch, ``RandomAllocation(t)(Gaussian(noise_multiplier))``, ceil(K / t) times for K
+  steps (a last, partial epoch counted whole). Its upper bounds are Renyi-DP bounds, loose
+  in the addition direction (see :mod:`autoacct.subsampling.allocation`).
 
 User level (``examples_per_user=m``, Poisson only): neighbouring datasets differ by
 adding or removing one user with at most m examples, each sampled independently with
@@ -30,6 +37,7 @@ from collections.abc import Sequence
 
 from autoacct import _validation as check
 from autoacct.mechanism import Mechanism
+from autoacct.subsampling.allocation import RandomAllocatedMechanism
 from autoacct.subsampling.schemes import SCHEMES, scheme, user_step, user_step_is_cut
 from autoacct.zoo.transformers import Composition
 
@@ -97,9 +105,11 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
     epochs:
         Number of passes over the data (instead of ``steps``; needs n and B).
     sampling:
-        "poisson" (add/remove relation) or
+        "poisson" (add/remove relation),
         "without-replacement" (replace-one relation; see
-        :class:`~autoacct.subsampling.SampledWithoutReplacementMechanism`).
+        :class:`~autoacct.subsampling.SampledWithoutReplacementMechanism`) or
+        "balls-in-bins" (add/remove relation; the run composes ceil(steps / t) epochs of
+        t = ceil(1/q) steps, see :class:`~autoacct.subsampling.RandomAllocatedMechanism`).
     examples_per_user:
         m, a positive integer (default 1, example level). For m > 1 (Poisson
         sampling only) the guarantee is user level: neighbouring datasets differ by
@@ -112,7 +122,8 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
         ``Composition()([step], [steps])``, where ``step`` is
         ``PoissonSubsample(q)(Gaussian(noise_multiplier))`` or
         ``SampleWithoutReplacement(q)(Gaussian(noise_multiplier / 2))`` (the
-        replace-one sensitivity of the clipped sum is 2 C); at user level
+        replace-one sensitivity of the clipped sum is 2 C), or for balls-in-bins
+        ``RandomAllocation(t)(Gaussian(noise_multiplier))`` composed ceil(steps / t) times; at user level
         ``MixtureOfGaussians(noise_multiplier, (0, 1, ..., m), Binomial(m, q) pmf)``
         (binomial tails below 1e-30 moved to sensitivity m, which dominates;
         see :func:`~autoacct.subsampling.schemes.user_step`).
@@ -126,8 +137,9 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
         raise ValueError("noise_multiplier must be given")
     sigma = check.real("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
     q, k = _run_shape(sample_rate, steps, dataset_size, batch_size, epochs)
-    step = mode.step(q, sigma) if users == 1 else user_step(q, sigma, users)
-    return Composition()([step], [k])
+    if users != 1:
+        return Composition()([user_step(q, sigma, users)], [k])
+    return Composition()([mode.step(q, sigma)], [mode.units(q, k)])
 
 
 def dpsgd_lower_run(sample_rate: float, noise_multiplier: float, steps: int, *,
@@ -140,6 +152,9 @@ def dpsgd_lower_run(sample_rate: float, noise_multiplier: float, steps: int, *,
       dominating pair, no lower bounds); this run moves it down to the largest count
       kept, a pair dominated by the true step
       (:func:`~autoacct.subsampling.schemes.user_step`).
+    * Balls-in-bins, two epochs or more: the epochs' outputs summed, a Gaussian with noise
+      multiplier sigma sqrt(t) per epoch, composed
+      (:meth:`~autoacct.subsampling.RandomAllocatedMechanism.summed_step`).
 
     Every other run certifies its own lower ends: Poisson's pair is attained, and a
     composition without replacement reads its lower ends off the pair one fixed pair of
@@ -148,14 +163,22 @@ def dpsgd_lower_run(sample_rate: float, noise_multiplier: float, steps: int, *,
 
     Arguments are those of :func:`dpsgd` (q, sigma, K, sampling, m).
     """
-    scheme(sampling)  # validated: a name it does not know is refused, as by dpsgd
+    mode = scheme(sampling)
     q = check.real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
     sigma = check.real("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
     k = check.positive_int("steps", steps)
     m = check.positive_int("examples_per_user", examples_per_user)
-    if m == 1 or not user_step_is_cut(q, m):
-        return None
-    return Composition()([user_step(q, sigma, m, dominated=True)], [k])
+    if m > 1:
+        if not user_step_is_cut(q, m):
+            return None
+        return Composition()([user_step(q, sigma, m, dominated=True)], [k])
+    if mode.name != "balls-in-bins":
+        return None  # Poisson's pair is attained; without replacement reads its own lower ends
+    step = mode.step(q, sigma)
+    epochs = mode.units(q, k)
+    if epochs == 1 or not isinstance(step, RandomAllocatedMechanism):
+        return None  # one epoch: its own lower end is the summed outputs' already
+    return Composition()([step.summed_step()], [epochs])
 
 
 def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
@@ -173,7 +196,8 @@ def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
         Non-empty sequence of (sample_rate q_i in (0, 1], noise_multiplier
         sigma_i > 0, steps_i >= 1).
     sampling:
-        "poisson" or "without-replacement", as in :func:`dpsgd`.
+        "poisson", "without-replacement" or "balls-in-bins", as in :func:`dpsgd` (balls-in-bins:
+        each phase is its own ceil(steps_i / t_i) epochs).
     examples_per_user:
         m, a positive integer (default 1, example level); for m > 1 (Poisson only) the
         guarantee is user level, every phase's step that of :func:`dpsgd` at that level
@@ -203,5 +227,5 @@ def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
         sigma = check.real(f"phases[{i}].noise_multiplier", phase[1], low=0.0, low_open=True)
         k = check.positive_int(f"phases[{i}].steps", phase[2])
         steps_list.append(mode.step(q, sigma) if users == 1 else user_step(q, sigma, users))
-        counts.append(k)
+        counts.append(mode.units(q, k))
     return Composition()(steps_list, counts)

@@ -26,6 +26,7 @@ from scipy import stats
 from autoacct.mechanism import Mechanism
 from autoacct.subsampling import (
     PoissonSubsample,
+    RandomAllocation,
     SampleWithoutReplacement,
     SampleWithReplacement,
     TruncatedPoissonSubsample,
@@ -137,6 +138,8 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("swr-gaussian", lambda: Composition()([SampleWithReplacement(50, 5000)(Gaussian(2.0))], [100]), None),
     ("truncated-poisson-gaussian",
      lambda: Composition()([TruncatedPoissonSubsample(0.05, 1000, 50)(Gaussian(2.0))], [10]), None),
+    # Balls-in-bins: 5 epochs of 20 steps (Renyi DP only).
+    ("balls-in-bins-gaussian", lambda: Composition()([RandomAllocation(20)(Gaussian(2.0))], [5]), None),
 ]
 
 

@@ -6,7 +6,9 @@ its transformer and its Renyi-DP bound:
 * :mod:`~autoacct.subsampling.poisson`: Poisson sampling, add/remove relation;
 * :mod:`~autoacct.subsampling.without_replacement`: fixed-size samples, replace-one;
 * :mod:`~autoacct.subsampling.with_replacement`: draws with replacement, replace-one;
-* :mod:`~autoacct.subsampling.truncated`: Poisson samples cut to a maximum size, add/remove.
+* :mod:`~autoacct.subsampling.truncated`: Poisson samples cut to a maximum size, add/remove;
+* :mod:`~autoacct.subsampling.allocation`: random allocation (balls-in-bins), each record in
+  exactly one step of an epoch, add/remove.
 
 Shared parts: :mod:`~autoacct.subsampling.base` (the mechanism and transformer
 bases, the RDP table of general bases), :mod:`~autoacct.subsampling.represented`
@@ -17,13 +19,15 @@ bases, the RDP table of general bases), :mod:`~autoacct.subsampling.represented`
 DP-SGD can use it, an entry in :data:`~autoacct.subsampling.schemes.SCHEMES`.
 """
 
+from autoacct.subsampling.allocation import RandomAllocatedMechanism, RandomAllocation
 from autoacct.subsampling.base import SubsampledMechanism
 from autoacct.subsampling.poisson import PoissonSubsample, PoissonSubsampledMechanism
 from autoacct.subsampling.truncated import TruncatedPoissonSubsample, TruncatedPoissonSubsampledMechanism
 from autoacct.subsampling.with_replacement import SampledWithReplacementMechanism, SampleWithReplacement
 from autoacct.subsampling.without_replacement import SampledWithoutReplacementMechanism, SampleWithoutReplacement
 
-__all__ = ["PoissonSubsample", "PoissonSubsampledMechanism", "SampleWithReplacement",
+__all__ = ["PoissonSubsample", "PoissonSubsampledMechanism", "RandomAllocatedMechanism",
+           "RandomAllocation", "SampleWithReplacement",
            "SampleWithoutReplacement", "SampledWithReplacementMechanism",
            "SampledWithoutReplacementMechanism", "SubsampledMechanism", "TruncatedPoissonSubsample",
            "TruncatedPoissonSubsampledMechanism"]

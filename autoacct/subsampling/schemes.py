@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
@@ -26,6 +26,7 @@ from scipy import stats
 from autoacct import _validation as check
 from autoacct.losses.mixture import MixtureGaussianLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring
+from autoacct.subsampling.allocation import RandomAllocation
 from autoacct.subsampling.poisson import PoissonSubsample
 from autoacct.subsampling.without_replacement import SampleWithoutReplacement
 from autoacct.zoo.mechanisms import Gaussian
@@ -45,9 +46,12 @@ class SamplingScheme:
     sensitivity_factor:
         L2 sensitivity of the clipped gradient sum under ``relation``, in units of C.
     step:
-        (sample rate q, noise multiplier sigma) -> the mechanism of one step.
+        (sample rate q, noise multiplier sigma) -> the mechanism of one unit of the run: a step,
+        or for balls-in-bins one epoch.
     description:
         One line for help texts.
+    units:
+        (sample rate q, steps K) -> how many units a run of K steps composes (K by default).
     """
 
     name: str
@@ -55,6 +59,7 @@ class SamplingScheme:
     sensitivity_factor: float
     step: Callable[[float, float], Mechanism]
     description: str
+    units: Callable[[float, int], int] = field(default=lambda q, k: k)
 
 
 def _poisson_step(q: float, sigma: float) -> Mechanism:
@@ -66,12 +71,35 @@ def _without_replacement_step(q: float, sigma: float) -> Mechanism:
     return SampleWithoutReplacement(q)(Gaussian(sigma / 2.0))
 
 
+def epoch_steps(q: float) -> int:
+    """t, the steps of a balls-in-bins epoch at sample rate q: ceil(1/q) (1/q itself when it is
+    within 1e-9 of an integer, so that q = 1/t gives t). With q = B / N this is ceil(N / B), the
+    batches per epoch of a data loader; each record's step is uniform, probability 1/t <= q."""
+    inv = 1.0 / q
+    near = round(inv)
+    if near >= 1 and abs(inv - near) <= 1e-9 * inv:
+        return int(near)
+    return math.ceil(inv)
+
+
+def _allocation_step(q: float, sigma: float) -> Mechanism:
+    return RandomAllocation(epoch_steps(q))(Gaussian(sigma))
+
+
+def _allocation_epochs(q: float, k: int) -> int:
+    # A last, partial epoch is counted whole: its outputs are some of a whole epoch's.
+    return -(-k // epoch_steps(q))
+
+
 #: The schemes by name, the default first.
 SCHEMES: dict[str, SamplingScheme] = {s.name: s for s in (
     SamplingScheme("poisson", Neighboring.ADD_REMOVE, 1.0, _poisson_step,
                    "each example joins the batch independently with probability q (add/remove)"),
     SamplingScheme("without-replacement", Neighboring.REPLACE_ONE, 2.0, _without_replacement_step,
                    "each batch is a uniformly random subset of fixed size q n (replace-one)"),
+    SamplingScheme("balls-in-bins", Neighboring.ADD_REMOVE, 1.0, _allocation_step,
+                   "each example is used in exactly one of the t = ceil(1/q) steps of each epoch, "
+                   "chosen uniformly and independently (add/remove)", _allocation_epochs),
 )}
 
 

@@ -2,6 +2,7 @@
 
 from autoacct.subsampling import (
     PoissonSubsample,
+    RandomAllocation,
     SampleWithoutReplacement,
     SampleWithReplacement,
     TruncatedPoissonSubsample,
@@ -20,6 +21,6 @@ from autoacct.zoo.tuning import RepeatAndSelect
 __all__ = ["ApproxDP", "BinaryCountingExponential", "Binomial", "ComposedMechanism", "Composition",
            "ContinuousPair", "DiscreteGaussian", "DiscreteLaplace", "DiscretePair", "ExponentialMechanism", "Gaussian",
            "GaussianSVT", "Group", "GroupMechanism", "KaryRandomizedResponse", "Laplace", "LaplaceSVT",
-           "MixtureOfGaussians", "NoisyGD", "PermuteAndFlip", "PoissonSubsample", "PureDP", "RandomizedResponse",
-           "RepeatAndSelect", "SampleWithReplacement", "SampleWithoutReplacement", "TreeAggregation",
-           "TruncatedPoissonSubsample", "ZCDP"]
+           "MixtureOfGaussians", "NoisyGD", "PermuteAndFlip", "PoissonSubsample", "PureDP", "RandomAllocation",
+           "RandomizedResponse", "RepeatAndSelect", "SampleWithReplacement", "SampleWithoutReplacement",
+           "TreeAggregation", "TruncatedPoissonSubsample", "ZCDP"]

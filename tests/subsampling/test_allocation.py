@@ -1,0 +1,260 @@
+"""Random allocation (balls-in-bins) of a Gaussian: against independent computations of its pair.
+
+Independent sources: E_Q[R^n] by exact enumeration of the multinomial expansion over
+compositions of n (mpmath, written without the library's binary powering), and by
+Gauss-Hermite quadrature of the t-dimensional integral (t = 2); the addition direction's
+E_Q[R^{1-n}] by quadrature (t = 2) and Monte Carlo with a stated error (t = 100); the
+hockey-stick divergences of the t-dimensional pair by seeded Monte Carlo, four standard
+errors allowed; t = 1 is the Gaussian (closed form); Poisson subsampling at q = 1/t.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from scipy import special
+
+from autoacct import Composition, Gaussian, Laplace, PoissonSubsample, RandomAllocation, dpsgd
+from autoacct.dpsgd import dpsgd_lower_run
+from autoacct.subsampling import RandomAllocatedMechanism
+from autoacct.subsampling.allocation import (
+    add_log_moments_excess,
+    add_log_moments_taylor,
+    lower_tail_log_bound,
+    remove_log_moments,
+)
+from autoacct.subsampling.schemes import epoch_steps
+from autoacct.zoo import ComposedMechanism
+
+
+def _epoch(t: int, sigma: float) -> RandomAllocatedMechanism:
+    m = RandomAllocation(t)(Gaussian(sigma))
+    assert isinstance(m, RandomAllocatedMechanism)
+    return m
+
+
+def _log_moment_enumerated(t: int, sigma: float, n: int) -> float:
+    """log E_Q[R^n] = log(t^-n e^{-n/(2 s^2)} sum over (k_1..k_t), sum k = n, of the multinomial
+    n! / prod k_j! times prod_j E[X^{k_j}], E[X^k] = e^{k^2 / (2 s^2)}), in mpmath."""
+    with mpmath.workdps(40):
+        s2 = mpmath.mpf(sigma) ** 2
+        total = mpmath.mpf(0)
+        for ks in itertools.product(range(n + 1), repeat=t):
+            if sum(ks) != n:
+                continue
+            coef = mpmath.factorial(n) / mpmath.fprod(mpmath.factorial(k) for k in ks)
+            total += coef * mpmath.exp(sum(k * k for k in ks) / (2 * s2))
+        return float(mpmath.log(total) - n * mpmath.log(t) - n / (2 * s2))
+
+
+def _hermite_expectation(f, t: int, sigma: float, nodes: int) -> float:
+    """E[f(y)] for y ~ N(0, sigma^2 I_t), t = 2, by a product Gauss-Hermite rule."""
+    x, w = special.roots_hermite(nodes)
+    y1, y2 = np.meshgrid(x * math.sqrt(2.0) * sigma, x * math.sqrt(2.0) * sigma, indexing="ij")
+    ww = np.outer(w, w) / math.pi
+    return float(np.sum(ww * f(np.stack([y1, y2], axis=-1))))
+
+
+def _ratio(y: np.ndarray, sigma: float) -> np.ndarray:
+    """R(y) = dP/dQ = (1/t) sum_j exp((2 y_j - 1) / (2 sigma^2))."""
+    return np.mean(np.exp((2.0 * y - 1.0) / (2.0 * sigma * sigma)), axis=-1)
+
+
+# ----- the Renyi DP of the removal direction (exact at integer orders) ------------------------
+
+@pytest.mark.parametrize("t,sigma", [(2, 1.0), (3, 0.8), (5, 2.0), (3, 10.0)])
+def test_removal_log_moments_equal_the_enumerated_expansion(t: int, sigma: float) -> None:
+    ours = remove_log_moments(t, sigma, 64)
+    for n in range(2, 9):
+        truth = _log_moment_enumerated(t, sigma, n)
+        assert truth <= ours[n] <= truth + 1e-10 * max(1.0, abs(truth))
+
+
+def test_removal_log_moments_equal_quadrature_of_the_pair() -> None:
+    sigma = 1.2
+    ours = remove_log_moments(2, sigma, 64)
+    for n in (2, 3, 4):
+        quad = _hermite_expectation(lambda y, n=n: _ratio(y, sigma) ** n, 2, sigma, 120)
+        assert ours[n] == pytest.approx(math.log(quad), rel=1e-9, abs=1e-12)
+
+
+def test_one_step_is_the_gaussian_exactly() -> None:
+    for sigma in (0.5, 1.3, 7.0):
+        m, g = RandomAllocation(1)(Gaussian(sigma)), Gaussian(sigma)
+        for d in (1e-3, 1e-6):
+            assert m.epsilon(d) == g.epsilon(d)
+            assert m.epsilon_bounds(d) == g.epsilon_bounds(d)
+        # The formulas themselves at t = 1: both directions are the Gaussian's n (n - 1) / (2 s^2).
+        n = np.arange(65.0)
+        gauss = n * (n - 1.0) / (2.0 * sigma * sigma)
+        np.testing.assert_allclose(remove_log_moments(1, sigma, 64), gauss, rtol=1e-12, atol=1e-13)
+        for bound in (add_log_moments_taylor, add_log_moments_excess):
+            assert np.all(bound(1, sigma, 64)[2:] >= gauss[2:] * (1.0 - 1e-12))
+
+
+def test_orders_at_and_beyond_the_ends() -> None:
+    m = _epoch(50, 1.0)
+    kl, low, top = (float(m.rdp(a)) for a in (1.0, 1.0001, 1e4))
+    assert 0.0 < kl <= float(m.rdp(2.0)) and 0.0 < low <= float(m.rdp(2.0))  # order 1: from just above
+    assert top <= 1e4 / 2.0 * (1 + 1e-12)  # at most the Gaussian's alpha / (2 sigma^2)
+    assert float(m.rdp(math.inf)) == math.inf
+    curve = m.rdp_curve()(np.array([0.5, 1.0, 3.0]))
+    assert np.all(np.isinf(curve[:, :2])) and np.all(np.isfinite(curve[:, 2]))
+
+
+@pytest.mark.parametrize("t,sigma", [(3, 1e-3), (10**5, 1.0)])
+def test_extreme_parameters_answer_without_error(t: int, sigma: float) -> None:
+    m = _epoch(t, sigma)
+    lo, up = (float(x) for x in m.epsilon_bounds(1e-6))
+    assert 0.0 <= lo <= up < math.inf
+    # Order 2 of the removal direction: log(1 + (e^{1/sigma^2} - 1) / t) exactly; the rounding
+    # allowance is that of order 2's own terms, not of the table's largest order.
+    if sigma > 0.1:
+        truth = math.log1p(math.expm1(1.0 / sigma ** 2) / t)
+        assert truth <= float(m.rdp_curve()(np.array(2.0))[0]) <= truth * (1 + 1e-6) + 1e-12
+
+
+# ----- the addition direction (proven upper bounds) ------------------------------------------
+
+@pytest.mark.parametrize("sigma", [0.6, 1.0, 1.5, 3.0])
+def test_addition_bound_is_above_quadrature(sigma: float) -> None:
+    orders = np.arange(2.0, 11.0)
+    curve = _epoch(2, sigma).rdp_curve()(orders)
+    for i, n in enumerate(orders):
+        quad = _hermite_expectation(lambda y, n=n: _ratio(y, sigma) ** (1 - n), 2, sigma, 200)
+        truth = math.log(quad) / (n - 1)
+        assert truth <= curve[1, i] <= truth * 1.6
+
+
+@pytest.mark.parametrize("t,sigma", [(30, 0.8), (300, 1.0)])
+def test_addition_bound_and_lower_tail_against_monte_carlo(t: int, sigma: float) -> None:
+    # 40k draws of R under Q (seeded); every estimate allowed 4 standard errors.
+    rng = np.random.default_rng(t)
+    r = _ratio(rng.normal(0.0, sigma, size=(40_000, t)), sigma)
+    orders = np.arange(2.0, 9.0)
+    curve = _epoch(t, sigma).rdp_curve()(orders)
+    for i, n in enumerate(orders):
+        v = r ** (1 - n)
+        low = float(v.mean() - 4 * v.std() / math.sqrt(v.size))
+        assert math.log(low) / (n - 1) <= curve[1, i]
+    s = np.array([0.02, 0.05, 0.1, 0.2, 0.4])
+    bound = np.exp(lower_tail_log_bound(t, sigma, s))
+    for x, b in zip(np.exp(-s), bound):
+        hit = r < x
+        assert hit.mean() - 4 * math.sqrt(hit.mean() * (1 - hit.mean()) / hit.size) <= b
+
+
+def test_addition_bound_against_monte_carlo_at_many_steps() -> None:
+    # E_Q[1/R] at t = 100, sigma = 1 by Monte Carlo (100k draws, seeded; standard error 4e-4
+    # against a mean of 1.017); 4 standard errors.
+    t, sigma = 100, 1.0
+    rng = np.random.default_rng(19)
+    inv = 1.0 / _ratio(rng.normal(0.0, sigma, size=(100_000, t)), sigma)
+    est, se = float(inv.mean()), float(inv.std() / math.sqrt(inv.size))
+    ours = float(_epoch(t, sigma).rdp_curve()(np.array(2.0))[1])
+    assert math.log(est - 4 * se) <= ours
+    # Within 10% of the truth (the geometric-mean bound alone gives 0.505, thirty times it).
+    assert ours <= 1.1 * math.log(est + 4 * se)
+
+
+# ----- soundness of the (epsilon, delta) answers against Monte Carlo -------------------------
+
+def _mc_delta(t: int, sigma: float, epochs: int, eps: float, n: int = 200_000) -> tuple[float, float]:
+    """(estimate, standard error) of max(E_Q[(R - e^eps)_+], E_Q[(1 - e^eps R)_+]) for the
+    product of ``epochs`` independent epochs' ratios."""
+    rng = np.random.default_rng(2025 + t + epochs)
+    r = np.ones(n)
+    for _ in range(epochs):
+        r = r * _ratio(rng.normal(0.0, sigma, size=(n, t)), sigma)
+    out = []
+    for v in (np.maximum(r - math.exp(eps), 0.0), np.maximum(1.0 - math.exp(eps) * r, 0.0)):
+        out.append((float(v.mean()), float(v.std() / math.sqrt(n))))
+    return max(out)
+
+
+@pytest.mark.parametrize("t,sigma,epochs", [(4, 1.0, 1), (8, 0.8, 2), (20, 1.5, 3)])
+def test_delta_is_above_monte_carlo_and_lower_end_below(t: int, sigma: float, epochs: int) -> None:
+    m = Composition()([_epoch(t, sigma)], [epochs])
+    lower_run = dpsgd_lower_run(1.0 / t, sigma, t * epochs, sampling="balls-in-bins")
+    for eps in (0.25, 1.0):
+        est, se = _mc_delta(t, sigma, epochs, eps)
+        upper = float(m.delta(eps))
+        assert est - 4 * se <= upper
+        lo = float((lower_run or m).delta_bounds(eps)[0])
+        assert lo <= est + 4 * se
+
+
+def test_epsilon_at_delta_is_above_monte_carlo() -> None:
+    t, sigma, epochs = 10, 1.0, 2
+    m = Composition()([_epoch(t, sigma)], [epochs])
+    lo, up = m.epsilon_bounds(1e-2)
+    est, se = _mc_delta(t, sigma, epochs, float(up))
+    assert est - 4 * se <= 1e-2  # the truth's delta at the upper epsilon is at most 1e-2
+    est, se = _mc_delta(t, sigma, epochs, float(lo))
+    assert est + 4 * se >= 1e-2  # and at the lower end at least 1e-2
+
+
+# ----- against Poisson subsampling at q = 1/t -------------------------------------------------
+
+@pytest.mark.parametrize("t,sigma", [(100, 1.0), (1000, 2.0), (10, 0.7)])
+def test_removal_rdp_is_below_poisson_at_rate_one_over_t(t: int, sigma: float) -> None:
+    # One epoch against t Poisson steps at q = 1/t: the record is used exactly once, never
+    # twice, so the removal direction's moments are smaller (here at orders 2..32).
+    orders = np.arange(2.0, 33.0)
+    alloc = _epoch(t, sigma).rdp_curve()(orders)[0]
+    poisson = t * np.asarray(PoissonSubsample(1.0 / t)(Gaussian(sigma)).rdp(orders))
+    assert np.all(alloc <= poisson)
+
+
+@pytest.mark.parametrize("sigma", [1.0, 2.0])
+def test_dpsgd_certified_epsilon_against_poisson(sigma: float) -> None:
+    # t = 100, 10 epochs, delta 1e-5. Poisson at q = 0.01: PLD [1.8275, 1.8289] (sigma 1),
+    # [0.6219, 0.6222] (sigma 2); its RDP answers 2.1013, 0.6860. Balls-in-bins is certified by
+    # RDP only, within 1% of Poisson's RDP answer (2.1066 and 0.6777); its lower end, the
+    # Gaussian with noise multiplier 10 sigma composed 10 times, is below Poisson's.
+    run = dpsgd(0.01, sigma, 1000, sampling="balls-in-bins")
+    upper = float(run.epsilon(1e-5))
+    lower = float(dpsgd_lower_run(0.01, sigma, 1000, sampling="balls-in-bins").epsilon_bounds(1e-5)[0])
+    poisson = dpsgd(0.01, sigma, 1000)
+    assert lower < float(poisson.epsilon_bounds(1e-5)[0]) < upper
+    assert upper <= 1.01 * float(poisson.epsilon(1e-5, via="rdp"))
+    mu = math.sqrt(10) / (10.0 * sigma)
+    assert lower == pytest.approx(Gaussian(1.0 / mu).epsilon(1e-5), rel=1e-3)
+
+
+# ----- DP-SGD wiring ---------------------------------------------------------------------------
+
+def test_dpsgd_balls_in_bins_composes_epochs() -> None:
+    assert epoch_steps(0.01) == 100
+    assert epoch_steps(256 / 60000) == math.ceil(60000 / 256)
+    assert epoch_steps(1 / 3) == 3
+    run = dpsgd(0.01, 1.5, 1001, sampling="balls-in-bins")  # 1001 steps: 11 epochs
+    assert isinstance(run, ComposedMechanism) and run.counts == (11,)
+    epoch = run.children[0]
+    assert isinstance(epoch, RandomAllocatedMechanism) and epoch.steps == 100 and epoch.sigma == 1.5
+    by_epochs = dpsgd(noise_multiplier=1.5, dataset_size=60000, batch_size=256, epochs=3,
+                      sampling="balls-in-bins")
+    assert isinstance(by_epochs, ComposedMechanism) and by_epochs.counts == (3,)
+    epoch = by_epochs.children[0]
+    assert isinstance(epoch, RandomAllocatedMechanism) and epoch.steps == 235 and epoch.sigma == 1.5
+
+
+# ----- bad input -------------------------------------------------------------------------------
+
+def test_bad_input_names_the_parameter() -> None:
+    for bad in (0, -3, 2.5):
+        with pytest.raises(ValueError, match="steps"):
+            RandomAllocation(bad)
+    with pytest.raises(TypeError, match="steps"):
+        RandomAllocation("10")  # type: ignore[arg-type]
+    for base in (Laplace(1.0), PoissonSubsample(0.1)(Gaussian(1.0))):
+        with pytest.raises(ValueError, match="base"):
+            RandomAllocation(10)(base)
+    with pytest.raises(ValueError, match="examples_per_user"):
+        dpsgd(0.01, 1.0, 100, sampling="balls-in-bins", examples_per_user=2)
+    with pytest.raises(ValueError, match="sampling"):
+        dpsgd(0.01, 1.0, 100, sampling="bins")
