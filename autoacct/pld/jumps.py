@@ -56,7 +56,7 @@ from autoacct.pld.profiles import DiscreteProfile
 #: The tail keeps at most this P-mass times 1/k: k t(all) <= TAIL_RATE.
 TAIL_RATE = 1e-3
 #: The split is taken when the bulk's range is at most this share of the law's.
-MAX_BULK_SHARE = 0.25
+MAX_BULK_SHARE = 0.05
 #: ... and the law's range needs at least this many cells of the fine lattice.
 MIN_CELLS = 1 << 12
 #: The terms left out may cost at most this share of tol * delta.
