@@ -257,8 +257,10 @@ class FFTAccountant:
                               (RestrictedLoss(loss, side[1], math.inf), RestrictedLoss(loss, -math.inf, side[1])))
         # The bulk's own spread may call for a finer lattice than the whole law's: a spacing
         # above a few of its standard deviations leaves its lower PLD first-order short,
-        # which k copies turn into a shift of the whole composition.
-        h = min(h, choose_spacing([(bulk_law, k)], scale, tol))
+        # which k copies turn into a shift of the whole composition. At most _BULK_FINER
+        # times finer: the bulk's error model aims at eps, which a bulk far below it never
+        # reaches, and would ask for 20000 times finer (q = 1e-4, sigma = 0.1, k = 10).
+        h = min(h, max(choose_spacing([(bulk_law, k)], scale, tol), h / _BULK_FINER))
         ratio = max(jumps.coarse_ratio(k), int(choose_spacing([(tail_law, copies)], scale, tol) / h))
         key = ("split-law", h, log_eta, d, ratio)
         if key not in self._memo:
@@ -671,6 +673,8 @@ def _inside(profs: list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]],
 
 #: A split law's terms are aimed again when the answer is this far (relatively) from their target.
 _AIM = 0.25
+#: A split law's bulk lattice is at most this many times finer than the whole law's.
+_BULK_FINER = 8.0
 
 
 def _log_eta(delta: float, tol: float) -> float:

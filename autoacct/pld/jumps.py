@@ -205,7 +205,7 @@ def quantiles(loss: PrivacyLoss, mass: float, a: float, b: float) -> tuple[float
     return float(grid[max(i, 0)]) if i >= 0 else a, float(grid[j])
 
 
-_QUANTILE_POINTS = 4097
+_QUANTILE_POINTS = 1025
 
 
 def coarse_ratio(count: int) -> int:
