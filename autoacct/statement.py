@@ -210,6 +210,9 @@ def _sampling_lines(name: str) -> list[str]:
     if name == "poisson":
         lines.append("  A pipeline that shuffles the data and cuts it into fixed-size batches is "
                      "not Poisson sampling:")
+    elif name == "balls-in-bins":
+        lines.append("  A pipeline that shuffles and cuts fixed-size batches uses each example once "
+                     "per epoch too, but with fixed batch sizes (replace-one, not add/remove):")
     else:
         lines.append("  A pipeline that shuffles once per epoch and cuts fixed-size batches draws "
                      "them dependently, not independently per step:")

@@ -6,8 +6,10 @@ slow cases. For each case, in one process per (case, accountant) so that neither
 other's caches: autoacct's certified bracket ``epsilon_bounds(delta)`` and its time,
 dp_accounting's default ``PLDAccountant`` epsilon and its time, their ratio, autoacct's
 relative width, whether autoacct warned (AccuracyWarning), and whether dp_accounting's value
-lies inside autoacct's bracket. Each call has a time limit (``--timeout``, default 300 s);
-a case past it is reported as such. Not run in CI.
+lies inside autoacct's bracket. Each process first answers a small warm-up query, untimed,
+so that imports and other one-off costs count for neither (``--cold`` times the first query
+instead). Each call has a time limit (``--timeout``, default 300 s); a case past it is
+reported as such. Not run in CI.
 
     python benchmarks/sweep.py                       # 60 random cases and the named ones
     python benchmarks/sweep.py --cases 10 --no-named --json sweep.json
@@ -67,19 +69,27 @@ def _dp_accounting(q: float, sigma: float, k: int, delta: float) -> dict[str, An
     return {"eps": float(eps), "seconds": time.process_time() - t0}
 
 
-def _worker(name: str, case: tuple, out: Any) -> None:
+#: A small query each worker answers first, untimed, so that one-off costs (imports,
+#: lazily loaded modules, FFT set-up) count for neither accountant.
+WARM_UP = (0.02, 1.3, 20, 1e-5)
+
+
+def _worker(name: str, case: tuple, out: Any, warm: bool = True) -> None:
     fn = _autoacct if name == "autoacct" else _dp_accounting
     try:
+        if warm:
+            fn(*WARM_UP)
         out.put(fn(*case))
     except Exception as err:  # a failure is a result of the sweep, reported, not raised
         out.put({"error": f"{type(err).__name__}: {err}"})
 
 
-def run(name: str, case: tuple, timeout: float) -> dict[str, Any]:
-    """One accountant on one case in a fresh process, within ``timeout`` wall seconds."""
+def run(name: str, case: tuple, timeout: float, warm: bool = True) -> dict[str, Any]:
+    """One accountant on one case in a fresh process, within ``timeout`` wall seconds, after
+    an untimed warm-up query (:data:`WARM_UP`) unless ``warm`` is False."""
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    proc = ctx.Process(target=_worker, args=(name, case, out))
+    proc = ctx.Process(target=_worker, args=(name, case, out, warm))
     proc.start()
     proc.join(timeout)
     if proc.is_alive():
@@ -89,14 +99,15 @@ def run(name: str, case: tuple, timeout: float) -> dict[str, Any]:
     return out.get() if not out.empty() else {"error": f"exit code {proc.exitcode}"}
 
 
-def row(case: tuple, timeout: float, others: bool, reused: dict[tuple, dict[str, Any]] | None = None
-        ) -> dict[str, Any]:
+def row(case: tuple, timeout: float, others: bool, reused: dict[tuple, dict[str, Any]] | None = None,
+        warm: bool = True) -> dict[str, Any]:
     q, sigma, k, delta = case
-    res: dict[str, Any] = {"q": q, "sigma": sigma, "k": k, "delta": delta, "autoacct": run("autoacct", case, timeout)}
+    res: dict[str, Any] = {"q": q, "sigma": sigma, "k": k, "delta": delta,
+                           "autoacct": run("autoacct", case, timeout, warm)}
     if reused is not None and tuple(case) in reused:
         res["dp_accounting"] = reused[tuple(case)]
     elif others:
-        res["dp_accounting"] = run("dp_accounting", case, timeout)
+        res["dp_accounting"] = run("dp_accounting", case, timeout, warm)
     a, d = res["autoacct"], res.get("dp_accounting", {})
     if "upper" in a:
         res["width"] = (a["upper"] - a["lower"]) / a["upper"] if a["upper"] > 0 else 0.0
@@ -132,6 +143,8 @@ def main() -> None:
     parser.add_argument("--json", help="write the rows to this file")
     parser.add_argument("--reuse-others", help="take dp_accounting's rows of the same cases from this "
                         "file (written by --json), running autoacct only")
+    parser.add_argument("--cold", action="store_true", help="time the first query of each process "
+                        "(imports and set-up included) instead of one after a warm-up query")
     args = parser.parse_args()
     cases = random_cases(args.cases, args.seed) + ([] if args.no_named else NAMED)
     reused = None
@@ -141,7 +154,7 @@ def main() -> None:
                       for r in json.load(fh) if "dp_accounting" in r}
     rows = []
     for i, case in enumerate(cases):
-        r = row(case, args.timeout, not args.no_others, reused)
+        r = row(case, args.timeout, not args.no_others, reused, not args.cold)
         rows.append(r)
         a, d = r["autoacct"], r.get("dp_accounting", {})
         print(f"{i:3d} q={case[0]:.3g} sigma={case[1]:.3g} k={case[2]} delta={case[3]:.3g}: "

@@ -194,13 +194,14 @@ class FFTAccountant:
         and tail (see :mod:`jumps`), or None where the split does not apply or pay: a law
         without atoms composed more than once whose range at the accuracy of spacing h
         needs at least jumps.MIN_CELLS cells while all but a share jumps.TAIL_RATE / k of
-        its mass lies in the first (or last) jumps.MAX_BULK_SHARE of that range."""
+        its mass lies in a small first (or last) share of that range (:func:`jumps.pays`)."""
         if query.delta is None or query.target is None or query.tol is None:
             return None
         key = ("split", h, log_eta, d, grid_tol, *query.tilt_key)
         if key not in self._memo:
             profs = None
-            law = self._split_law(d, h, log_eta, query.target, grid_tol, query.tol * query.delta)
+            law = self._split_law(d, h, log_eta, query.target, grid_tol, query.tol * query.delta,
+                                  self.eps_scale(query.delta))
             if law is not None:
                 (_, k), = self._directions[d]
                 budget = query.log_rounding_budget
@@ -212,14 +213,14 @@ class FFTAccountant:
             self._memo[key] = profs
         return self._memo[key]
 
-    def _tail_side(self, d: int, log_eta: float) -> tuple[int, float] | None:
-        """Where direction d's one law reaches far beyond its bulk: (+1, tau) when all but a
-        share jumps.TAIL_RATE / k of its mass lies below tau, in the first
-        jumps.MAX_BULK_SHARE of its range; (-1, tau) for the mirror image (mass above tau,
-        in the last share); None for a law that does not, for several laws, laws with
-        atoms (they sit on lattices) and one run. The remove pair of a subsampled law has
-        its tail on the right, its add pair on the left (the one large loss of a rarely
-        sampled record lowers it there)."""
+    def _tail_side(self, d: int, log_eta: float) -> tuple[int, float, float] | None:
+        """Where direction d's one law reaches far beyond its bulk: (+1, tau, share) when all
+        but a share jumps.TAIL_RATE / k of its mass lies below tau, in the first ``share`` of
+        its range, at most jumps.LOOSE_BULK_SHARE; (-1, tau, share) for the mirror image
+        (mass above tau, in the last share); None for a law that does not, for several laws,
+        laws with atoms (they sit on lattices) and one run. The remove pair of a subsampled
+        law has its tail on the right, its add pair on the left (the one large loss of a
+        rarely sampled record lowers it there)."""
         key = ("tail-side", log_eta, d)
         if key not in self._memo:
             side = None
@@ -228,19 +229,22 @@ class FFTAccountant:
             if loss is not None and k >= 2 and not loss.has_atoms and loss.lattice is None:
                 a, b = loss.quantile_range(self._eta(log_eta))
                 low, high = jumps.quantiles(loss, jumps.TAIL_RATE / k, a, b)
-                if high - a <= jumps.MAX_BULK_SHARE * (b - a) and high - a <= b - low:
-                    side = (1, high)
-                elif b - low <= jumps.MAX_BULK_SHARE * (b - a):
-                    side = (-1, low)
+                right, left = (high - a) / (b - a), (b - low) / (b - a)
+                if right <= jumps.LOOSE_BULK_SHARE and right <= left:
+                    side = (1, high, right)
+                elif left <= jumps.LOOSE_BULK_SHARE:
+                    side = (-1, low, left)
             self._memo[key] = side
         return self._memo[key]
 
     def _split_law(self, d: int, h: float, log_eta: float, scale: float, tol: float,
-                   omitted: float) -> jumps.SplitLaw | None:
+                   omitted: float, normal_scale: float) -> jumps.SplitLaw | None:
         """Direction d's one law split at its threshold (:meth:`_tail_side`) and discretised:
         the bulk on hZ, the tail on a lattice R h with R at least jumps.coarse_ratio(k) and
         such that the few tail copies the terms compose (as many as an omitted mass
         ``omitted`` leaves) meet ``tol`` at the answer's ``scale`` (:func:`choose_spacing`).
+        Whether the split pays is judged against the normal approximation's scale, which
+        does not move as the query is aimed again.
         None when the law's range at the spacing h has fewer than jumps.MIN_CELLS cells (one
         lattice is cheap enough)."""
         side = self._tail_side(d, log_eta)
@@ -249,7 +253,7 @@ class FFTAccountant:
         (loss, k), = self._directions[d]
         eta = self._eta(log_eta)
         a, b = loss.quantile_range(eta)
-        if b - a < jumps.MIN_CELLS * h:
+        if b - a < jumps.MIN_CELLS * h or not jumps.pays(side[2], b - a, normal_scale):
             return None
         copies = min(jumps.terms_needed(jumps.TAIL_RATE, omitted) or jumps.MAX_TERMS, k) + 1
         bulk_law, tail_law = ((RestrictedLoss(loss, -math.inf, side[1]), RestrictedLoss(loss, side[1], math.inf))
@@ -294,7 +298,7 @@ class FFTAccountant:
         out = 0.0
         for d, parts in enumerate(self._directions):
             side = self._tail_side(d, log_eta)
-            if side is not None and side[0] > 0:
+            if side is not None and side[0] > 0 and side[2] <= jumps.MAX_BULK_SHARE:
                 (loss, k), = parts
                 a, b = loss.quantile_range(self._eta(log_eta))
                 out = max(out, jumps.quantiles(loss, delta / k, a, b)[1])
