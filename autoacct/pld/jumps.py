@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -49,7 +49,7 @@ from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import PrivacyLoss
 from autoacct.pld.components import Component
 from autoacct.pld.compose import compose, convolve
-from autoacct.pld.cumulants import Components, choose_tilt
+from autoacct.pld.cumulants import Components, chernoff_bound, choose_tilt
 from autoacct.pld.levels import coarsen
 from autoacct.pld.profiles import DiscreteProfile
 
@@ -139,40 +139,33 @@ class MixtureProfile:
         return self._solved[target]
 
     def _solve_once(self, target: float) -> float:
-        """Bisection on eps: the profile is a sum of non-increasing profiles, so it is
-        non-increasing; the upper answer is the right end of the bracket (delta there is at
-        most the target) and the lower one its left end (delta there exceeds it)."""
-        def f(e: float) -> float:
-            return float(self.delta(np.array(e)))
+        """A bracket [lo, hi] with delta(lo) > target >= delta(hi), shrunk by evaluating delta on
+        _SCAN points of it at once (the profile is a sum of non-increasing profiles, so it is
+        non-increasing) until it is relatively _REL wide: the upper answer is its right end,
+        the lower one its left end."""
+        def f(e: np.ndarray) -> np.ndarray:
+            return np.asarray(self.delta(e), dtype=float)
 
-        top = max(float(p.x[-1]) for p in self.terms)
-        if self.upper:
-            if f(0.0) <= target:
-                return 0.0
-            hi = max(top, 1e-12)
-            while f(hi) > target:
-                if hi > 1e6:
-                    return math.inf
-                hi *= 2.0
-            lo = 0.0
-        else:
-            if f(0.0) <= target:
-                return 0.0
-            lo, hi = 0.0, max(top, 1e-12)
-            if f(hi) > target:
-                return hi
-        for _ in range(_BISECTIONS):
-            if hi - lo <= _REL * hi:
-                break
-            mid = 0.5 * (lo + hi)
-            if f(mid) > target:
-                lo = mid
-            else:
-                hi = mid
+        if float(f(np.array(0.0))) <= target:
+            return 0.0
+        top = max(max(float(p.x[-1]) for p in self.terms), 1e-12)
+        ends = top * 2.0 ** np.arange(_DOUBLINGS)
+        below = np.flatnonzero(f(ends) <= target)
+        if below.size == 0:
+            return math.inf if self.upper else float(ends[-1])
+        lo, hi = (0.0 if below[0] == 0 else float(ends[below[0] - 1])), float(ends[below[0]])
+        while hi - lo > _REL * hi:
+            grid = np.linspace(lo, hi, _SCAN)
+            inside = f(grid[1:-1]) <= target
+            # The first scanned point at or below the target (the right end if none is).
+            i = int(np.argmax(inside)) + 1 if inside.any() else _SCAN - 1
+            lo, hi = float(grid[i - 1]), float(grid[i])
         return hi if self.upper else lo
 
 
-_BISECTIONS = 200
+#: Points of each scan of the bracket, doublings tried for its right end.
+_SCAN = 129
+_DOUBLINGS = 24
 _REL = 1e-13
 
 
@@ -261,7 +254,10 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
     share = math.log(terms + 1.0)
     for j in range(terms + 1):
         # C(k, j) exactly as an integer, rounded to the nearest float: within half an ulp.
-        weight = float(math.comb(count, j))
+        try:
+            weight = float(math.comb(count, j))
+        except OverflowError:
+            return None  # beyond 1e308 (k near 1e9 and j near 40): one lattice then
         log_w = math.log(weight)
         budget = log_budget - share - log_w
 
@@ -301,7 +297,7 @@ def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_
         lam = tilt(comps, h_coarse)
         up, low = compose(comps, h_coarse, log_eta, lam)
         assert low is not None
-        return up, low
+        return _with_below(up, comps), low
     # The tilt of the coarse composition, chosen on the bulk's coarse discretisation (a
     # tilt is only a choice: any tilt gives valid bounds); the fine composition of the
     # bulk is tilted alike, as the leak it hands over must be.
@@ -313,9 +309,20 @@ def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_
     bulk = coarsen(convolve(fine.recounted(count - j), h_fine, level_eta, lam), law.ratio * h_fine)
     if bulk is None:
         return None
-    up, low = compose(Components([bulk, law.tail_coarse.recounted(j)]), h_coarse, log_eta, lam)
+    comps = Components([bulk, law.tail_coarse.recounted(j)])
+    up, low = compose(comps, h_coarse, log_eta, lam)
     assert low is not None
-    return up, low
+    return _with_below(up, comps), low
+
+
+def _with_below(up: DiscreteProfile, comps: Components) -> DiscreteProfile:
+    """The upper profile of a term with a bound on its composed mass below the window (a
+    Chernoff bound on the components' exact discrete moment generating functions, untilted):
+    a term of j tail copies has nearly all its mass above j tau, and eps below its window
+    is where its profile matters once the term's mass is near delta."""
+    bottom = (up.start - 1) * up.h
+    log_below = chernoff_bound(comps.cumulant("upper", up.lam), 0.0, 0.0, bottom, above=False)
+    return replace(up, below_mass=min(math.exp(log_below) * (1.0 + _SUM_ULPS), 1.0))
 
 
 #: Window length assumed when choosing the tail mass a re-discretised window may leave out.

@@ -54,6 +54,10 @@ class DiscreteProfile:
     #: beyond that loss the true delta is at most that mass.
     support_top: float = np.inf
     inf_mass: float = 1.0
+    #: For an upper profile, a bound on the composed mass below the window, which bounds
+    #: delta below it together with the window's masses; 1 (the default) where none was
+    #: computed: delta there is then bounded by 1 only.
+    below_mass: float = 1.0
     #: eps(delta) already solved, by delta: the accountant asks each profile for the same
     #: delta several times (settling directions, then the best bounds).
     _solved: dict[float, float] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -158,10 +162,13 @@ class DiscreteProfile:
         val = self._raw(i, eps, left)
         g = self.grid_deltas
         if self.upper:
-            # Below the window the mass between eps and the window is unknown: no bound but 1.
-            # Elsewhere the running minimum from the left: delta(eps) <= delta at grid points below eps.
+            # Below the window every window point lies above eps, so the window's part is its
+            # whole suffix sum A_0 - e^eps B_0 (val at i = 0), and the mass below the window
+            # adds at most below_mass (1 where unknown). Elsewhere the running minimum from
+            # the left: delta(eps) <= delta at grid points below eps.
             prev = np.where(i > 0, g[np.maximum(i - 1, 0)], np.inf)
-            val = np.where(i > 0, np.minimum(val, prev), 1.0)
+            below = np.minimum(val + self.below_mass, 1.0) if self.below_mass < 1.0 else 1.0
+            val = np.where(i > 0, np.minimum(val, prev), below)
             # At and beyond the largest finite loss only the mass at +inf remains.
             return np.where(eps >= self.support_top, np.minimum(val, self.inf_mass), val)
         nxt = np.where(i < n, g[np.minimum(i, n - 1)], 0.0)
@@ -198,7 +205,11 @@ class DiscreteProfile:
             return math.inf
         eps = self._solve_on_grid(target)
         if self.upper and target >= self.inf_mass:
-            eps = min(eps, max(self.support_top, 0.0))
+            # The largest finite loss is a product of lattice values that carry their own
+            # rounding (a randomized response's logit(p) may be 0.6 ulp low): it gets the
+            # margin every solved eps gets.
+            top = self.support_top + _ULP * (abs(self.support_top) + 1.0)
+            eps = min(eps, max(top, 0.0))
         return eps
 
     def _first_below(self, target: float) -> int:

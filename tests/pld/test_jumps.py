@@ -9,6 +9,8 @@ import warnings
 import numpy as np
 import pytest
 from closed_forms import poisson_gaussian_two_step_delta
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import autoacct
@@ -60,6 +62,7 @@ def test_two_steps_split_against_quadrature(monkeypatch, q, sigma, delta):
     # side of delta.
     monkeypatch.setattr(jumps, "MIN_CELLS", 0)
     monkeypatch.setattr(jumps, "MAX_BULK_SHARE", 1.0)
+    monkeypatch.setattr(jumps, "LOOSE_BULK_SHARE", 1.0)
     made = _split_used(monkeypatch)
     law = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=1).loss_parts()[0].forward
     acc = FFTAccountant([(law, law, 2)])
@@ -144,3 +147,32 @@ def test_mixture_profile_epsilon_and_delta_agree(monkeypatch):
             assert float(low.delta(np.array(e_low))) > d
     eps = np.linspace(0.0, 1.0, 101)
     assert np.all(np.diff(up.delta(eps)) <= 0) and np.all(low.delta(eps) <= up.delta(eps))
+
+
+@settings(max_examples=5, deadline=None)
+@given(log_q=st.floats(math.log(1e-5), math.log(3e-3)), sigma=st.floats(0.5, 1.2),
+       log_delta=st.floats(math.log(1e-12), math.log(1e-6)))
+def test_two_steps_split_never_on_the_wrong_side(monkeypatch_module, log_q, sigma, log_delta):
+    # Drawn two-step runs through the forced split: the exact delta (quadrature) at the
+    # bracket's ends lies on either side of delta, whatever the rate, noise and delta.
+    q, delta = math.exp(log_q), math.exp(log_delta)
+    law = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=1).loss_parts()[0].forward
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        lower, upper = FFTAccountant([(law, law, 2)]).epsilon(delta, 1.0)
+    assert 0.0 <= lower <= upper
+    if upper > 0:
+        assert poisson_gaussian_two_step_delta(q, sigma, upper) <= delta * (1 + 1e-6)
+    if lower > 0:
+        assert poisson_gaussian_two_step_delta(q, sigma, lower) >= delta * (1 - 1e-6)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    """The split forced for every law of this module's property test (hypothesis runs every
+    example in one test call, so a function-scoped monkeypatch would not do)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jumps, "MIN_CELLS", 0)
+        mp.setattr(jumps, "MAX_BULK_SHARE", 1.0)
+        mp.setattr(jumps, "LOOSE_BULK_SHARE", 1.0)
+        yield mp
