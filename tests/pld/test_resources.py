@@ -205,3 +205,22 @@ def test_an_answer_cut_short_by_the_budget_is_asked_again_under_a_larger_one():
             lo_small, up_small = m.epsilon_bounds(1e-5)
     lo, up = m.epsilon_bounds(1e-5)
     assert up - lo <= 1e-3 * up < up_small - lo_small
+
+
+def test_thousand_distinct_steps_fit_the_default_budget():
+    # 1000 distinct DP-SGD steps (the benchmark's heterogeneous run): each further component of
+    # one composition was predicted to cost a whole composition's time per point (7.2 s
+    # predicted for 1.96 s measured), so the default 10 s budget stopped the query at [0, inf]
+    # and the auto policy spent minutes on other routes. The bracket must be that of one
+    # lattice, within tol, with no budget warning; the truth lies between the compositions
+    # of the smallest-rate, largest-noise and largest-rate, smallest-noise steps.
+    steps = [(0.005 + 0.015 * ((i * 7919) % 1000) / 999, 0.8 + 1.2 * ((i * 104729) % 1000) / 999)
+             for i in range(1000)]
+    m = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BudgetWarning)
+        lower, upper = m.epsilon_bounds(1e-5)
+    assert upper - lower <= 1e-3 * upper
+    least = Composition()([PoissonSubsample(0.005)(Gaussian(2.0))], [1000]).epsilon(1e-5)
+    most = Composition()([PoissonSubsample(0.02)(Gaussian(0.8))], [1000]).epsilon_bounds(1e-5)[0]
+    assert least <= upper and lower <= most
