@@ -206,9 +206,9 @@ class DiscreteProfile:
         eps = self._solve_on_grid(target)
         if self.upper and target >= self.inf_mass:
             # The largest finite loss is a product of lattice values that carry their own
-            # rounding (a randomized response's logit(p) may be 0.6 ulp low): it gets the
-            # margin every solved eps gets.
-            top = self.support_top + _ULP * (abs(self.support_top) + 1.0)
+            # relative rounding (a randomized response's logit(p) may be 0.6 ulp low): it is
+            # raised by _ULP relatively (a top of exactly 0, losses that are all 0, stays 0).
+            top = self.support_top * (1.0 + _ULP) if self.support_top > 0 else self.support_top
             eps = min(eps, max(top, 0.0))
         return eps
 
