@@ -214,27 +214,12 @@ class FFTAccountant:
         return self._memo[key]
 
     def _tail_side(self, d: int, log_eta: float) -> tuple[int, float, float] | None:
-        """Where direction d's one law reaches far beyond its bulk: (+1, tau, share) when all
-        but a share jumps.TAIL_RATE / k of its mass lies below tau, in the first ``share`` of
-        its range, at most jumps.LOOSE_BULK_SHARE; (-1, tau, share) for the mirror image
-        (mass above tau, in the last share); None for a law that does not, for several laws,
-        laws with atoms (they sit on lattices) and one run. The remove pair of a subsampled
-        law has its tail on the right, its add pair on the left (the one large loss of a
-        rarely sampled record lowers it there)."""
+        """:func:`jumps.tail_side` of direction d's one law (None for several laws)."""
         key = ("tail-side", log_eta, d)
         if key not in self._memo:
-            side = None
             parts = self._directions[d]
-            (loss, k), = parts if len(parts) == 1 else [(None, 0)]
-            if loss is not None and k >= 2 and not loss.has_atoms and loss.lattice is None:
-                a, b = loss.quantile_range(self._eta(log_eta))
-                low, high = jumps.quantiles(loss, jumps.TAIL_RATE / k, a, b)
-                right, left = (high - a) / (b - a), (b - low) / (b - a)
-                if right <= jumps.LOOSE_BULK_SHARE and right <= left:
-                    side = (1, high, right)
-                elif left <= jumps.LOOSE_BULK_SHARE:
-                    side = (-1, low, left)
-            self._memo[key] = side
+            self._memo[key] = (jumps.tail_side(parts[0][0], parts[0][1], self._eta(log_eta))
+                               if len(parts) == 1 else None)
         return self._memo[key]
 
     def _split_law(self, d: int, h: float, log_eta: float, scale: float, tol: float,

@@ -51,7 +51,7 @@ from autoacct.pld.components import Component
 from autoacct.pld.compose import compose, convolve
 from autoacct.pld.cumulants import Components, chernoff_bound, choose_tilt
 from autoacct.pld.levels import coarsen
-from autoacct.pld.profiles import DiscreteProfile
+from autoacct.pld.profiles import DiscreteProfile, SolvedEpsilon
 
 #: The tail keeps at most this P-mass times 1/k: k t(all) <= TAIL_RATE.
 TAIL_RATE = 1e-3
@@ -90,7 +90,7 @@ def terms_needed(kt: float, budget: float) -> int | None:
 
 
 @dataclass(frozen=True)
-class MixtureProfile:
+class MixtureProfile(SolvedEpsilon):
     """delta(eps) = sum_j c_j delta_j(eps) + extra: the profile of a weighted sum of measures
     from their profiles; ``upper`` says which side of the truth it bounds (each delta_j is
     on that side, the weights c_j and the sum are rounded that way, and ``extra`` bounds
@@ -126,20 +126,11 @@ class MixtureProfile:
             total = total + c * np.asarray(prof.floor(eps), dtype=float)
         return total
 
-    def epsilon(self, delta: float | np.ndarray) -> np.ndarray:
-        """Upper profile: a safe eps >= 0 with delta(eps) <= delta (inf if none is found).
-        Lower profile: an eps at which the bounded delta still exceeds ``delta`` (0 if none)."""
-        delta = np.asarray(delta, dtype=float)
-        out = np.array([self._solve(float(d)) for d in np.atleast_1d(delta).ravel()])
-        return out.reshape(delta.shape) if delta.shape else out[0]
-
-    def _solve(self, target: float) -> float:
-        if target not in self._solved:
-            self._solved[target] = self._solve_once(target)
-        return self._solved[target]
-
     def _solve_once(self, target: float) -> float:
-        """A bracket [lo, hi] with delta(lo) > target >= delta(hi), shrunk by evaluating delta on
+        """Upper profile: a safe eps >= 0 with delta(eps) <= target (inf if none is found).
+        Lower profile: an eps at which the bounded delta still exceeds target (0 if none).
+
+        A bracket [lo, hi] with delta(lo) > target >= delta(hi), shrunk by evaluating delta on
         _SCAN points of it at once (the profile is a sum of non-increasing profiles, so it is
         non-increasing) until it is relatively _REL wide: the upper answer is its right end,
         the lower one its left end."""
@@ -202,6 +193,28 @@ def quantiles(loss: PrivacyLoss, mass: float, a: float, b: float) -> tuple[float
 
 
 _QUANTILE_POINTS = 1025
+
+
+def tail_side(loss: PrivacyLoss, count: int, eta: float) -> tuple[int, float, float] | None:
+    """Where a law composed ``count`` times reaches far beyond its bulk: (+1, tau, share) when
+    all but a share TAIL_RATE / count of its mass lies below tau, in the first ``share`` of
+    its range (up to P-mass ``eta`` each side), at most LOOSE_BULK_SHARE; (-1, tau, share) for
+    the mirror image (mass above tau, in the last share); None for a law that does not, a law
+    with atoms (they sit on lattices), one run, or a range of width 0. The remove pair of a
+    subsampled law has its tail on the right, its add pair on the left (the one large loss of
+    a rarely sampled record lowers it there)."""
+    if count < 2 or loss.has_atoms or loss.lattice is not None:
+        return None
+    a, b = loss.quantile_range(eta)
+    if not b > a:
+        return None
+    low, high = quantiles(loss, TAIL_RATE / count, a, b)
+    right, left = (high - a) / (b - a), (b - low) / (b - a)
+    if right <= LOOSE_BULK_SHARE and right <= left:
+        return 1, high, right
+    if left <= LOOSE_BULK_SHARE:
+        return -1, low, left
+    return None
 
 
 def pays(share: float, width: float, scale: float) -> bool:

@@ -38,8 +38,31 @@ _ULP = 8 * _EPS
 _SCAN = 257
 
 
+class SolvedEpsilon:
+    """eps(delta) for arrays of delta, each solved once by the subclass's ``_solve_once`` and
+    kept in its ``_solved`` dict: the accountant asks each profile for the same delta several
+    times (settling directions, then the best bounds)."""
+
+    _solved: dict[float, float]
+
+    def epsilon(self, delta: float | np.ndarray) -> np.ndarray:
+        """eps(delta) for each delta (an upper profile's safe upper answer, a lower profile's
+        lower one; see ``_solve_once``)."""
+        delta = np.asarray(delta, dtype=float)
+        out = np.array([self._solve(float(d)) for d in np.atleast_1d(delta).ravel()])
+        return out.reshape(delta.shape) if delta.shape else out[0]
+
+    def _solve(self, target: float) -> float:
+        if target not in self._solved:
+            self._solved[target] = self._solve_once(target)
+        return self._solved[target]
+
+    def _solve_once(self, target: float) -> float:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class DiscreteProfile:
+class DiscreteProfile(SolvedEpsilon):
     """delta(eps) of a composed discrete PLD; ``upper`` says which side of the truth it bounds."""
 
     h: float
@@ -187,19 +210,9 @@ class DiscreteProfile:
         left = self.x[:-1]
         return self._raw(i, left, left), self._raw(i, self.x[1:], left)
 
-    def epsilon(self, delta: float | np.ndarray) -> np.ndarray:
-        """Upper profile: the smallest safe eps >= 0 with delta(eps) <= delta.
-        Lower profile: an eps below which the true delta certainly exceeds ``delta``."""
-        delta = np.asarray(delta, dtype=float)
-        out = np.array([self._solve(float(d)) for d in np.atleast_1d(delta).ravel()])
-        return out.reshape(delta.shape) if delta.shape else out[0]
-
-    def _solve(self, target: float) -> float:
-        if target not in self._solved:
-            self._solved[target] = self._solve_once(target)
-        return self._solved[target]
-
     def _solve_once(self, target: float) -> float:
+        """Upper profile: the smallest safe eps >= 0 with delta(eps) <= target.
+        Lower profile: an eps below which the true delta certainly exceeds target."""
         if not self.upper and self.c0 - math.exp(min(self.log_c1, 700.0)) > target:
             # The mass at +inf alone (less the largest error term) exceeds the target.
             return math.inf
