@@ -227,10 +227,11 @@ def pays(share: float, width: float, scale: float) -> bool:
 
 
 def coarse_ratio(count: int) -> int:
-    """R: the coarse lattice's spacing over the fine one's. The fine lattice is sized for
-    ``count`` copies; the coarse one composes the terms' j <= about 16 tail copies and one
-    re-discretised bulk, so R^2 = count / 64 keeps their spacing error at most a quarter
-    of the fine lattice's."""
+    """The least R, the coarse lattice's spacing over the fine one's. The fine lattice is
+    sized for ``count`` copies; the coarse one composes the terms' few tail copies (4 or 5 at
+    TAIL_RATE, at most 16 counted here) and one re-discretised bulk, so R^2 = count / 64
+    keeps their spacing error at most a quarter of the fine lattice's. The accountant takes
+    a larger R where the tail's own sizing allows it."""
     return max(1, int(math.sqrt(count / 64.0)))
 
 
