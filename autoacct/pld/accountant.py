@@ -27,7 +27,6 @@ import numpy as np
 from autoacct.errors import AccuracyWarning, BudgetExceeded, BudgetWarning
 from autoacct.limits import afford, query_clock
 from autoacct.losses import GaussianLoss, PrivacyLoss
-from autoacct.losses.restricted import RestrictedLoss
 from autoacct.pld import jumps, levels
 from autoacct.pld.components import Component
 from autoacct.pld.compose import compose, max_window
@@ -241,9 +240,7 @@ class FFTAccountant:
         if b - a < jumps.MIN_CELLS * h or not jumps.pays(side[2], b - a, normal_scale):
             return None
         copies = min(jumps.terms_needed(jumps.TAIL_RATE, omitted) or jumps.MAX_TERMS, k) + 1
-        bulk_law, tail_law = ((RestrictedLoss(loss, -math.inf, side[1]), RestrictedLoss(loss, side[1], math.inf))
-                              if side[0] > 0 else
-                              (RestrictedLoss(loss, side[1], math.inf), RestrictedLoss(loss, -math.inf, side[1])))
+        bulk_law, tail_law = jumps.parts_at(loss, side[0], side[1])
         # The bulk's own spread may call for a finer lattice than the whole law's: a spacing
         # above a few of its standard deviations leaves its lower PLD first-order short,
         # which k copies turn into a shift of the whole composition. At most _BULK_FINER
@@ -256,12 +253,8 @@ class FFTAccountant:
             coarse = ratio * h
             # The threshold on the coarse lattice (hence on the fine one): each lattice's cells
             # then hold only bulk or only tail.
-            if side[0] > 0:
-                tau = math.ceil(side[1] / coarse) * coarse
-                bulk, tail = RestrictedLoss(loss, -math.inf, tau), RestrictedLoss(loss, tau, math.inf)
-            else:
-                tau = math.floor(side[1] / coarse) * coarse
-                bulk, tail = RestrictedLoss(loss, tau, math.inf), RestrictedLoss(loss, -math.inf, tau)
+            rounding = math.ceil if side[0] > 0 else math.floor
+            bulk, tail = jumps.parts_at(loss, side[0], rounding(side[1] / coarse) * coarse)
             j_lo, j_hi = index_range(bulk, h, eta)
             _afford_cells(j_hi - j_lo, True)
             bulk_fine = Component(*discretize(bulk, h, j_lo, j_hi), k)

@@ -47,6 +47,7 @@ import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import PrivacyLoss
+from autoacct.losses.restricted import RestrictedLoss
 from autoacct.pld.components import Component
 from autoacct.pld.compose import compose, convolve
 from autoacct.pld.cumulants import Components, chernoff_bound, choose_tilt
@@ -215,6 +216,14 @@ def tail_side(loss: PrivacyLoss, count: int, eta: float) -> tuple[int, float, fl
     if left <= LOOSE_BULK_SHARE:
         return -1, low, left
     return None
+
+
+def parts_at(loss: PrivacyLoss, side: int, tau: float) -> tuple[RestrictedLoss, RestrictedLoss]:
+    """(bulk, tail) of ``loss`` split at ``tau``: the tail above tau for ``side`` +1, below or
+    at it for -1."""
+    if side > 0:
+        return RestrictedLoss(loss, -math.inf, tau), RestrictedLoss(loss, tau, math.inf)
+    return RestrictedLoss(loss, tau, math.inf), RestrictedLoss(loss, -math.inf, tau)
 
 
 def pays(share: float, width: float, scale: float) -> bool:
