@@ -634,17 +634,20 @@ def extra_mechanisms(draw: st.DrawFn) -> Mechanism:
     return m
 
 
+#: The queries every zoo case asks: three deltas and three epsilons (0 among them).
+_ZOO_QUERIES = dict(ds=st.lists(_zoo_deltas, min_size=3, max_size=3),
+                    es=st.lists(st.one_of(st.just(0.0), log_uniform(1e-6, 1e3)), min_size=3, max_size=3))
+
+
 @budget(90)
-@given(m=extra_mechanisms(), ds=st.lists(_zoo_deltas, min_size=3, max_size=3),
-       es=st.lists(st.one_of(st.just(0.0), log_uniform(1e-6, 1e3)), min_size=3, max_size=3))
+@given(m=extra_mechanisms(), **_ZOO_QUERIES)
 @collecting
 def test_extra_zoo_invariants(m, ds, es):
     _zoo_case(m, ds, es)
 
 
 @budget(150)
-@given(m=mechanisms(), ds=st.lists(_zoo_deltas, min_size=3, max_size=3),
-       es=st.lists(st.one_of(st.just(0.0), log_uniform(1e-6, 1e3)), min_size=3, max_size=3))
+@given(m=mechanisms(), **_ZOO_QUERIES)
 @collecting
 def test_zoo_invariants(m, ds, es):
     _zoo_case(m, ds, es)

@@ -47,8 +47,10 @@ from autoacct.pld.query import PldQuery
 #: The query of an untilted composition (a delta curve or a tradeoff).
 _UNAIMED = PldQuery()
 
-#: A profile the accountant answers from.
-Profile = DiscreteProfile | ChernoffProfile | jumps.MixtureProfile
+#: A lower profile of one composition (the one of :func:`chernoff_profiles` says nothing).
+Composed = DiscreteProfile | ChernoffProfile
+#: A profile the accountant answers from: a composition's, or a split law's sum of terms.
+Profile = Composed | jumps.MixtureProfile
 
 #: Default relative accuracy of epsilon: the certified upper bound is within
 #: 0.1% of the certified lower bound, hence of the truth.
@@ -152,7 +154,7 @@ class FFTAccountant:
 
     def profiles(self, h: float, log_eta: float, query: PldQuery = _UNAIMED,
                  directions: Sequence[int] | None = None,
-                 lower: bool = True) -> list[tuple[DiscreteProfile, Profile]]:
+                 lower: bool = True) -> list[tuple[DiscreteProfile, Composed]]:
         """(upper, lower) composed profiles of the given directions (default: all), tilted
         towards the query's target within its rounding budget (see :func:`choose_tilt`).
         Without ``lower`` only the upper PLDs are composed, and the lower profile is one
@@ -338,7 +340,7 @@ class FFTAccountant:
             self._made[d].append(self._memo[key])
 
     def _compose(self, comps: Components, p: levels.Plan | None, h: float, log_eta: float, lam: float,
-                 d: int, query: PldQuery, lower: bool = True) -> tuple[DiscreteProfile, Profile]:
+                 d: int, query: PldQuery, lower: bool = True) -> tuple[DiscreteProfile, Composed]:
         """Composed profiles of direction d at the accuracy of spacing h: by the levels plan
         ``p`` (see :mod:`levels`; ``comps`` are then on its finest lattice), else on the
         lattice hZ. Without ``lower``, the lower profile is the one of
@@ -578,7 +580,7 @@ class FFTAccountant:
         """:meth:`_certified_lower` for an array of lower bounds."""
         return lower if self.tight else np.zeros_like(lower)
 
-    def composed(self, eps_scale: float, tol: float = DEFAULT_TOL) -> list[tuple[DiscreteProfile, Profile]]:
+    def composed(self, eps_scale: float, tol: float = DEFAULT_TOL) -> list[tuple[DiscreteProfile, Composed]]:
         """The (upper, lower) composed profiles of each direction (forward first) on the grid
         :meth:`tradeoff` reads at this accuracy: the arrays behind its numbers, for export and
         for bounds derived from whole curves. Composed once, then cached; no number changes.

@@ -118,15 +118,6 @@ class MixtureProfile(SolvedEpsilon):
             return np.minimum(total * (1.0 + _SUM_ULPS), 1.0)
         return np.maximum(total * (1.0 - _SUM_ULPS), 0.0)
 
-    def floor(self, eps: np.ndarray) -> np.ndarray:
-        """The part of the bound a finer grid does not shrink (the terms' floors, and what the
-        terms leave out)."""
-        eps = np.asarray(eps, dtype=float)
-        total = np.full(eps.shape, self.extra)
-        for c, prof in zip(self.weights, self.terms):
-            total = total + c * np.asarray(prof.floor(eps), dtype=float)
-        return total
-
     def _solve_once(self, target: float) -> float:
         """Upper profile: a safe eps >= 0 with delta(eps) <= target (inf if none is found).
         Lower profile: an eps at which the bounded delta still exceeds target (0 if none).
@@ -190,7 +181,7 @@ def quantiles(loss: PrivacyLoss, mass: float, a: float, b: float) -> tuple[float
     # P(L > x) <= mass bounds P(L > high).
     i = int(np.searchsorted(below, mass, side="right")) - 1
     j = int(np.flatnonzero(above <= mass)[0]) if np.any(above <= mass) else grid.size - 1
-    return float(grid[max(i, 0)]) if i >= 0 else a, float(grid[j])
+    return (float(grid[i]) if i >= 0 else a), float(grid[j])
 
 
 _QUANTILE_POINTS = 1025
