@@ -35,12 +35,23 @@ prediction would take the sum past the budget is not started. The clock is a
 prediction rather than the wall clock on purpose: an answer then does not depend
 on the machine's speed or load (a query asked twice gets the same bounds), and
 the wall time is bounded in proportion to that speed. Work that is not a grid
-step (Chernoff bounds, tilts, the Renyi-DP route) is not counted.
+step (Chernoff bounds, tilts) is not counted.
+
+The Renyi-DP and characteristic-function routes are bounded by the wall clock
+instead: their cost is that of series expansions and quadratures whose length no
+size predicts. Each such route of a query starts a deadline (:func:`deadline`, the
+time budget from its start); the composition of many mechanisms checks it between its parts
+(:func:`check_deadline`) and the search over Renyi orders stops polishing at it
+(:func:`past_deadline`). A route stopped there answers with what it has (every
+order's bound is valid; a curve not summed over all parts gives no bound, so
++inf) and a :class:`BudgetWarning`. Only a query that reaches the deadline can
+depend on the machine's speed.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -156,6 +167,37 @@ def afford(nbytes: float, seconds: float, what: str) -> None:
             raise BudgetExceeded("time", f"{what} would end past the time budget of {lim.seconds:g} s "
                                  f"(it takes about {seconds:.2g} s after {query.spent:.2g} s of such steps)")
         query.spent += seconds
+
+
+#: The wall-clock deadline of the running public query (time.monotonic() seconds), if any.
+_DEADLINE: ContextVar[float | None] = ContextVar("autoacct_deadline", default=None)
+
+
+@contextmanager
+def deadline() -> Iterator[None]:
+    """Start the running public query's wall-clock deadline, the time budget from now, unless
+    one is running (an inner query shares the outer one's deadline)."""
+    if _DEADLINE.get() is not None:
+        yield
+        return
+    token = _DEADLINE.set(time.monotonic() + current().seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def past_deadline() -> bool:
+    """Whether the running query's wall-clock deadline has passed (False outside a query)."""
+    end = _DEADLINE.get()
+    return end is not None and time.monotonic() > end
+
+
+def check_deadline(what: str) -> None:
+    """Raise :class:`BudgetExceeded` ("time") naming ``what`` if the running query's
+    wall-clock deadline has passed."""
+    if past_deadline():
+        raise BudgetExceeded("time", f"{what} ran past the time budget of {current().seconds:g} s")
 
 
 def max_points(bytes_per_point: float, cap: int) -> int:

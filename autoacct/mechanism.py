@@ -260,7 +260,8 @@ class Mechanism:
         if "rdp" not in self.routes:
             raise RouteUnavailableError(f"{self.name} has no Renyi-DP representation; "
                                         f"available routes: {self.routes}")
-        return routes.outward(np.maximum(routes.rdp_of(self, a), 0.0), upper=True)
+        val = routes.bounded("the Renyi DP", lambda: routes.rdp_of(self, a), np.full(a.shape, np.inf))
+        return routes.outward(np.maximum(val, 0.0), upper=True)
 
     # ----- epsilon and delta ------------------------------------------------------
     def epsilon(self, delta: Any, via: str = "auto", tol: float | None = None) -> Any:

@@ -29,8 +29,8 @@ import contextlib
 import math
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from scipy import special
@@ -38,9 +38,10 @@ from scipy import special
 from autoacct import _validation as check
 from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_profile
 from autoacct.converters.rdp import rdp_to_delta, rdp_to_epsilon
-from autoacct.errors import AccuracyWarning, RouteUnavailableError
+from autoacct.errors import AccuracyWarning, BudgetExceeded, BudgetWarning, RouteUnavailableError
 from autoacct.exactness import MACHINE_EPSILON, ExactFloat
 from autoacct.limits import current as current_limits
+from autoacct.limits import deadline
 from autoacct.losses import PrivacyLoss, gaussian_delta_with_error
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
@@ -159,6 +160,25 @@ def rdp_of(m: Mechanism, alpha: np.ndarray) -> np.ndarray:
 def _lower_end(m: Mechanism, delta: float) -> float:
     lower = m.epsilon_lower(delta)
     return 0.0 if lower is None else lower
+
+
+_T = TypeVar("_T")
+
+
+def bounded(what: str, answer: Callable[[], _T], trivial: _T) -> _T:
+    """``answer()``, or ``trivial`` (the bound that says nothing: eps <= inf, delta <= 1, a
+    tradeoff >= 0) with a :class:`BudgetWarning` when it runs past its wall-clock deadline,
+    the time budget from its start (:func:`autoacct.limits.deadline`): the bound on the
+    routes whose cost no size predicts. Each such route of a query has its own deadline,
+    so that one route's time is not taken from another's."""
+    try:
+        with deadline():
+            return answer()
+    except BudgetExceeded as exc:
+        warnings.warn(f"{what} gave up: {exc}. A larger time budget (autoacct.limits(seconds=...)) "
+                      "would let it finish; the bound returned instead is valid but says nothing",
+                      BudgetWarning, stacklevel=4)
+        return trivial
 
 
 class Route(ABC):
@@ -362,13 +382,15 @@ class PhiRoute(_LawRoute):
         return m.cached(("phi",), lambda: PhiAccountant(self._parts(m)))
 
     def epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
-        return _lower_end(m, delta), self._accountant(m).epsilon(delta, tol)
+        up = bounded("the phi route", lambda: self._accountant(m).epsilon(delta, tol), math.inf)
+        return _lower_end(m, delta), up
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
-        return np.zeros(eps.shape), self._accountant(m).delta(eps, tol)
+        return np.zeros(eps.shape), bounded("the phi route", lambda: self._accountant(m).delta(eps, tol),
+                                            np.ones(eps.shape))
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
-        return self._accountant(m).tradeoff(fpr)
+        return bounded("the phi route", lambda: self._accountant(m).tradeoff(fpr), np.zeros(fpr.shape))
 
 
 class RdpRoute(Route):
@@ -385,19 +407,23 @@ class RdpRoute(Route):
 
     def epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
         # The order-infinity limit of the conversion: a pair with max divergence D is (D, 0)-DP.
-        return _lower_end(m, delta), min(rdp_to_epsilon(self._curve(m), delta), max_divergence(m))
+        up = bounded("the Renyi-DP route", lambda: rdp_to_epsilon(self._curve(m), delta), math.inf)
+        return _lower_end(m, delta), min(up, max_divergence(m))
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
-        up = np.where(eps >= max_divergence(m), 0.0, rdp_to_delta(self._curve(m), eps))
-        return np.zeros(eps.shape), up
+        up = bounded("the Renyi-DP route", lambda: rdp_to_delta(self._curve(m), eps), np.ones(eps.shape))
+        return np.zeros(eps.shape), np.where(eps >= max_divergence(m), 0.0, up)
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
         curve = self._curve(m)
-        # Up to where the RDP profile is negligible, so that small fpr are covered too.
-        top = rdp_to_epsilon(curve, 1e-15)
-        top = max(top, 1.0) if np.isfinite(top) else 10.0 ** 2.5
-        eps_grid = np.concatenate(([0.0], np.geomspace(1e-3, top, 300)))
-        return tradeoff_from_profile(lambda e: rdp_to_delta(curve, e, polish=False), fpr, eps_grid)
+
+        def answer() -> np.ndarray:
+            # Up to where the RDP profile is negligible, so that small fpr are covered too.
+            top = rdp_to_epsilon(curve, 1e-15)
+            top = max(top, 1.0) if np.isfinite(top) else 10.0 ** 2.5
+            eps_grid = np.concatenate(([0.0], np.geomspace(1e-3, top, 300)))
+            return tradeoff_from_profile(lambda e: rdp_to_delta(curve, e, polish=False), fpr, eps_grid)
+        return bounded("the Renyi-DP route", answer, np.zeros(fpr.shape))
 
 
 class DpRoute(Route):
@@ -557,6 +583,7 @@ def epsilon_bounds(m: Mechanism, delta: float, via: str, tol: float) -> Bounds:
     route = _resolve(m, via)
     if route != "auto":
         return _epsilon_by(m, route, delta, tol)
+
     def solve() -> Bounds:
         points = _points(m)
         lo, up = points.epsilon(delta, *_auto_epsilon(m, delta, tol))

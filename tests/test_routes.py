@@ -298,3 +298,54 @@ def test_a_gaussian_too_sharp_for_floats_has_an_infinite_epsilon():
     # mu = 1.8e158: eps(delta) >= mu^2/2 - 9 mu overflows; no NaN from inf - inf inside.
     lo, up = Gaussian(5.588e-159).epsilon_bounds(2.69e-300)
     assert lo >= 9.99e307 and up == math.inf
+
+
+# ----- the wall-clock deadline of the Renyi-DP and phi routes ---------------------------------
+
+def _distinct_steps(n: int):
+    """n distinct Poisson-subsampled Gaussian steps (the benchmark's heterogeneous run)."""
+    return Composition()([PoissonSubsample(0.005 + 0.015 * ((i * 7919) % n) / (n - 1))(
+        Gaussian(0.8 + 1.2 * ((i * 104729) % n) / (n - 1))) for i in range(n)])
+
+
+@pytest.mark.parametrize("via", ["rdp", "phi"])
+def test_routes_without_a_size_to_predict_stop_at_their_deadline(via):
+    """A route whose cost is series expansions per part (its Renyi DP) or per-part laws (phi)
+    gives up at its deadline: the trivial valid bound, with a BudgetWarning naming the budget.
+    One part alone takes over 10 ms on either route, so 1e-3 s cannot suffice."""
+    import autoacct
+    from autoacct.errors import BudgetWarning
+
+    m = _distinct_steps(20)
+    with autoacct.limits(seconds=1e-3), pytest.warns(BudgetWarning, match="time budget of 0.001 s"):
+        assert m.epsilon(1e-5, via=via) == math.inf
+    with autoacct.limits(seconds=1e-3), pytest.warns(BudgetWarning, match="time budget"):
+        assert np.all(m.delta(np.array([0.5, 1.0]), via=via) == 1.0)
+    if via == "rdp":
+        with autoacct.limits(seconds=1e-3), pytest.warns(BudgetWarning, match="time budget"):
+            assert m.rdp(8.0) == math.inf
+
+
+def test_composition_lower_end_asks_few_children(monkeypatch):
+    """The lower end a composition gives the Renyi-DP route is the best of its most repeated
+    children's, run once: a valid lower bound (below the PLD upper end of the whole), asked
+    of at most LOWER_CHILDREN children however many there are."""
+    from autoacct.zoo.transformers import ComposedMechanism
+
+    def make():
+        steps = [PoissonSubsample(0.01)(Gaussian(1.0 + i / 100)) for i in range(40)]
+        return steps, Composition()(steps, [1] * 39 + [5])
+
+    steps, m = make()
+    fresh_lower, fresh_upper = m.epsilon_lower(1e-5), m.epsilon_bounds(1e-5)[1]
+    assert 0.0 < fresh_lower <= fresh_upper
+    steps, m = make()
+    asked = []
+
+    def spy(self, delta, tol=None):
+        asked.append(self)
+        return 0.0, 1.0
+    monkeypatch.setattr(type(steps[0]), "epsilon_bounds", spy)
+    assert m.epsilon_lower(1e-5) == 0.0
+    assert len(asked) == ComposedMechanism.LOWER_CHILDREN
+    assert asked[0] is steps[-1]  # the most repeated first

@@ -42,6 +42,7 @@ import numpy as np
 from scipy import special
 
 from autoacct.errors import BudgetExceeded, BudgetWarning, PhiAccuracyWarning
+from autoacct.limits import check_deadline
 from autoacct.losses import PrivacyLoss
 from autoacct.phi.enumeration import Enumerated, composed_masses, enumerate_atoms
 from autoacct.phi.laws import UNIT_ROUNDOFF, AtomsLaw, GaussLaw, Law, TooFine, closed_form_law, lattice_law
@@ -178,7 +179,10 @@ class Direction:
             if h in self._lattices:
                 return self._lattices[h]
             try:
-                out: list[tuple[Law, int]] = [(lattice_law(loss, h, eta), k) for loss, k in self.generic]
+                out: list[tuple[Law, int]] = []
+                for loss, k in self.generic:
+                    check_deadline("discretising the laws of the characteristic-function route")
+                    out.append((lattice_law(loss, h, eta), k))
             except TooFine:
                 warn_accuracy("the discretised law needs too many points; using a coarser lattice")
                 h *= 2.0
@@ -206,6 +210,7 @@ class Direction:
         out = np.zeros(np.shape(s))
         with np.errstate(over="ignore", invalid="ignore"):
             for law, k in all_laws:
+                check_deadline("the cumulant function of the characteristic-function route")
                 out = out + k * law.log_mgf(s)
         return np.where(np.isnan(out), np.inf, out)
 
@@ -282,6 +287,7 @@ class Direction:
         rel = np.zeros(n)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
             for law, cnt in all_laws:
+                check_deadline("the spectrum of the characteristic-function route")
                 part, err = law.log_m_grid(alpha, dt, n)
                 lm = lm + cnt * part
                 if err > 0:

@@ -55,3 +55,53 @@ def test_epsilon_is_not_rounded_below_a_nearly_tight_conversion():
     eps = rdp_to_epsilon(lambda a: 200 * rr_rdp(20.0, np.asarray(a, dtype=float)), 0.5)
     assert mp_rr_delta(20.0, 200, eps) <= 0.5
     assert eps <= 4000.0 + math.log(0.5) + 1e-9
+
+
+def _dense_conversion_minimum(curve, delta: float) -> float:
+    """min over a dense order grid (2e5 orders in (1, 1e4]) of the conversion's eps, computed
+    here from its formula (Balle et al. 2020, Theorem 21), for comparison with the tiered search."""
+    alphas = 1.0 + np.logspace(-4.5, 4, 200001)
+    vals = curve(alphas) + np.log1p(-1.0 / alphas) - (math.log(delta) + np.log(alphas)) / (alphas - 1.0)
+    return float(np.min(vals))
+
+
+@pytest.mark.parametrize("sigma, delta, where", [
+    (1.0, 0.5, "below 2"),        # a large delta: the best order is fractional, near 1
+    (0.05, 1e-5, "below 2"),
+    (2.0, 1e-5, "2 to 64"),
+    (30.0, 1e-200, "above 64"),   # a tiny delta and a large sigma: the best order is large
+])
+def test_tiered_search_finds_the_best_order_in_every_tier(sigma, delta, where):
+    """The search evaluates the orders 2..64 first and the others only where the best of
+    those is at an end. Its answer matches the dense minimum over the real orders to
+    within the polish's precision, in each tier, and counts which tiers it asked."""
+    asked: list[np.ndarray] = []
+
+    def curve(alpha):
+        asked.append(np.asarray(alpha, dtype=float))
+        return np.asarray(alpha, dtype=float) / (2.0 * sigma ** 2)
+
+    got = rdp_to_epsilon(curve, delta)
+    dense = _dense_conversion_minimum(lambda a: a / (2.0 * sigma ** 2), delta)
+    assert got == pytest.approx(dense, rel=1e-6)
+    grid = np.concatenate([a for a in asked if a.size > 1])
+    assert (np.min(grid) < 2.0) == (where == "below 2")
+    assert (np.max(grid) > 64.0) == (where == "above 64")
+
+
+def test_polish_stops_at_the_deadline_and_keeps_a_valid_order():
+    """Past the query's deadline the polish stops: the answer is then the best grid order's
+    bound, still above the exact Gaussian eps; with time it is the polished one, no larger."""
+    from autoacct.limits import deadline, limits
+
+    sigma, delta = 2.0, 1e-5
+    exact = gaussian_eps_closed(1.0 / sigma, delta)
+    polished = rdp_to_epsilon(_gaussian_curve(sigma), delta)
+    with limits(seconds=1e-9), deadline():
+        unpolished = rdp_to_epsilon(_gaussian_curve(sigma), delta)
+    alphas = np.arange(2.0, 65.0)
+    grid_best = float(np.min(alphas / (2 * sigma ** 2) + np.log1p(-1 / alphas)
+                             - (math.log(delta) + np.log(alphas)) / (alphas - 1)))
+    assert exact <= polished <= unpolished
+    assert unpolished == pytest.approx(grid_best, rel=1e-14)
+    assert polished < unpolished
