@@ -4,8 +4,9 @@ Choquette-Choo, Ganesh, McKenna, McMahan, Rush, Thakurta and Xu (2023), "(Amplif
 Matrix Factorization: A unified approach to private training" (NeurIPS 2023): a b-banded
 strategy matrix run with b-min-sep (cyclic Poisson) sampling has the privacy of DP-SGD run for
 ceil(n / b) steps (their Section 4, Theorem 4), and without sampling it is a Gaussian mechanism
-whose sensitivity is the root of a sum of squared column norms (their Theorem 2). The mechanism
-is that DP-SGD run, built from the library's own Gaussian, Poisson subsampling and composition.
+whose sensitivity is the root of a sum of squared column norms (their sensitivity of b-banded
+matrices under b-min-sep participation). The mechanism is accounted as that DP-SGD run, built
+from the library's own Gaussian, Poisson subsampling and composition.
 """
 
 from __future__ import annotations
@@ -42,22 +43,22 @@ class BandedMatrixFactorization(Mechanism):
     most 1): the release satisfies every privacy guarantee that DP-SGD satisfies with
     Poisson sampling at rate q and noise multiplier sigma, run for ceil(n / b) steps;
     here C / kappa has columns of norm at most 1 and C X + Z = kappa ((C / kappa) X + Z / kappa),
-    so the noise multiplier is sigma / kappa. The mechanism is therefore exactly
-    ``Composition()([PoissonSubsample(q)(Gaussian(sigma / kappa))], [ceil(n / b)])``
-    (``reduction``), under add/remove of one record, and every route (exact, PLD, phi,
-    RDP) answers through it. The idea of their proof: C being b-banded, the rows that see a step j
-    of the record's residue class are rows j, ..., j + b - 1, which see no other step of
-    it, so each of its ceil(n / b) chances to be sampled is one subsampled Gaussian
-    release of C's column j (norm at most kappa), composed adaptively.
+    so the noise multiplier is sigma / kappa. The mechanism is therefore accounted as
+    exactly ``Composition()([PoissonSubsample(q)(Gaussian(sigma / kappa))], [ceil(n / b)])``
+    (``reduction``), under add/remove of one record, and every route (exact, PLD, phi, RDP)
+    answers through it. The idea of their proof: C being b-banded, the rows that see a step
+    j of the record's residue class are rows j, ..., j + b - 1, which see no other step of
+    it, so each of its ceil(n / b) chances to be sampled is one subsampled Gaussian release
+    of C's column j (norm at most kappa), composed adaptively.
 
     q = 1 is the mechanism without amplification (every record of a partition in each of
     its steps; more generally any participation with at least b steps between a record's
     uses): C X + Z is then a Gaussian mechanism whose L2 sensitivity for a b-banded C is
-    max over participation patterns pi of sqrt(sum_{i in pi} ||C e_i||^2) (Choquette-Choo
-    et al. 2023, Theorem 2: the columns a pattern selects have disjoint supports), at
-    most kappa sqrt(k); so it is exactly mu-GDP with mu = kappa sqrt(ceil(n / b)) / sigma,
-    under whichever relation zeta refers to (as for ``TreeAggregation``: no relation is
-    declared).
+    the largest sqrt(sum_{i in pi} ||C e_i||^2) over participation patterns pi (the columns
+    a pattern selects have disjoint supports; Choquette-Choo et al. 2023, sensitivity of
+    b-banded matrices), at most kappa sqrt(k); so it is mu-GDP (exactly for C = kappa I) with
+    mu = kappa sqrt(ceil(n / b)) / sigma, under whichever relation zeta refers to (as for
+    ``TreeAggregation``: no relation is declared).
 
     The bounds are those of the class: C = kappa I (1-banded, hence b-banded) attains the
     reduction, so ``lower`` ends are lower bounds on the worst strategy matrix of the class,
