@@ -102,6 +102,9 @@ class BandedMatrixFactorization(Mechanism):
         if not ratio >= 1e-300 or not math.isfinite(math.sqrt(-(-n // b)) / ratio):
             raise ValueError(f"noise_multiplier / max_column_norm = {sigma!r} / {kappa!r} is too small "
                              "(the mechanism's mu is not a finite float); increase noise_multiplier")
+        if not math.isfinite(ratio):
+            raise ValueError(f"noise_multiplier / max_column_norm = {sigma!r} / {kappa!r} is not a finite "
+                             "float; increase max_column_norm")
         relation = self.neighboring
         if q < 1.0:
             # Poisson subsampling's pairs are those of add/remove (the record joins or leaves
@@ -112,6 +115,8 @@ class BandedMatrixFactorization(Mechanism):
             relation = Neighboring.ADD_REMOVE
         self._set(noise_multiplier=sigma, steps=n, bands=b, sampling_rate=q, max_column_norm=kappa,
                   neighboring=relation)
+        # Built now, so that whatever it could refuse is refused at construction.
+        self.cached(("reduction",), self._reduce)
 
     @property
     def participations(self) -> int:

@@ -165,6 +165,7 @@ def test_sampled_mechanism_is_declared_add_remove_and_composes_with_it():
     (lambda: BandedMatrixFactorization(1.0, 10, 2, 0.1, -1.0), "max_column_norm"),
     (lambda: BandedMatrixFactorization(1.0, 10, 2, 0.1, math.inf), "max_column_norm"),
     (lambda: BandedMatrixFactorization(1e-300, 10, 2, 0.1, 1e10), "noise_multiplier"),
+    (lambda: BandedMatrixFactorization(1e10, 10, 2, 0.1, 1e-300), "max_column_norm"),
     (lambda: BandedMatrixFactorization(1.0, 10, 2, 0.1, neighboring=Neighboring.REPLACE_ONE), "neighboring"),
 ])
 def test_bad_parameters_name_themselves(make, name):
