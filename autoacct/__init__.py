@@ -22,6 +22,7 @@ from autoacct.statement import PrivacyStatement, statement
 from autoacct.zoo import (
     ZCDP,
     ApproxDP,
+    BandedMatrixFactorization,
     Composition,
     Gaussian,
     Laplace,
@@ -44,8 +45,8 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'autoacct' has no attribute {name!r}")
 
 
-__all__ = ["ZCDP", "AccuracyWarning", "Accountant", "ApproxDP", "BudgetWarning", "Calibrator",
-           "Composition", "Gaussian", "InfeasibleBudgetError", "Laplace", "Mechanism", "Neighboring",
+__all__ = ["ZCDP", "AccuracyWarning", "Accountant", "ApproxDP", "BandedMatrixFactorization", "BudgetWarning",
+           "Calibrator", "Composition", "Gaussian", "InfeasibleBudgetError", "Laplace", "Mechanism", "Neighboring",
            "PoissonSubsample", "PrivacyStatement", "PureDP", "RandomAllocation", "RandomizedResponse",
            "RouteUnavailableError", "SampleWithReplacement", "SampleWithoutReplacement", "Transformer",
            "__version__", "calibrators", "converters", "dpsgd", "dpsgd_schedule", "limits", "losses",

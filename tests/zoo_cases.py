@@ -34,6 +34,7 @@ from autoacct.subsampling import (
 from autoacct.zoo import (
     ZCDP,
     ApproxDP,
+    BandedMatrixFactorization,
     Binomial,
     Composition,
     ContinuousPair,
@@ -125,6 +126,8 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("group-puredp-composed", lambda: Composition()([Group(3)(PureDP(0.1))], [20]), _rr(0.3, 20)),
     # 100 steps: 7 levels per epoch.
     ("tree-aggregation", lambda: Composition()([TreeAggregation(5.0, 100)], [4]), _gauss(math.sqrt(4 * 7) / 5)),
+    # DP-BandMF, 32 bands, cyclic Poisson at 0.05: DP-SGD for ceil(1000 / 32) = 32 steps (Choquette-Choo et al. 2023).
+    ("banded-mf", lambda: BandedMatrixFactorization(1.0, 1000, 32, 0.05), None),
     ("mixture-of-gaussians", lambda: Composition()([MixtureOfGaussians(1.0, (0.0, 1.0, 2.0), (0.81, 0.18, 0.01))],
                                                    [50]), None),
     # Subsampled mechanisms (the transformers' outputs join the same contract).

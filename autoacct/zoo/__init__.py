@@ -7,6 +7,7 @@ from autoacct.subsampling import (
     SampleWithReplacement,
     TruncatedPoissonSubsample,
 )
+from autoacct.zoo.banded import BandedMatrixFactorization
 from autoacct.zoo.composite import GaussianSVT, LaplaceSVT, NoisyGD, TreeAggregation
 from autoacct.zoo.continuous import ContinuousPair
 from autoacct.zoo.custom import DiscretePair
@@ -18,9 +19,9 @@ from autoacct.zoo.selection import PermuteAndFlip
 from autoacct.zoo.transformers import ComposedMechanism, Composition, Group, GroupMechanism
 from autoacct.zoo.tuning import RepeatAndSelect
 
-__all__ = ["ApproxDP", "BinaryCountingExponential", "Binomial", "ComposedMechanism", "Composition",
-           "ContinuousPair", "DiscreteGaussian", "DiscreteLaplace", "DiscretePair", "ExponentialMechanism", "Gaussian",
-           "GaussianSVT", "Group", "GroupMechanism", "KaryRandomizedResponse", "Laplace", "LaplaceSVT",
-           "MixtureOfGaussians", "NoisyGD", "PermuteAndFlip", "PoissonSubsample", "PureDP", "RandomAllocation",
-           "RandomizedResponse", "RepeatAndSelect", "SampleWithReplacement", "SampleWithoutReplacement",
-           "TreeAggregation", "TruncatedPoissonSubsample", "ZCDP"]
+__all__ = ["ApproxDP", "BandedMatrixFactorization", "BinaryCountingExponential", "Binomial", "ComposedMechanism",
+           "Composition", "ContinuousPair", "DiscreteGaussian", "DiscreteLaplace", "DiscretePair",
+           "ExponentialMechanism", "Gaussian", "GaussianSVT", "Group", "GroupMechanism", "KaryRandomizedResponse",
+           "Laplace", "LaplaceSVT", "MixtureOfGaussians", "NoisyGD", "PermuteAndFlip", "PoissonSubsample", "PureDP",
+           "RandomAllocation", "RandomizedResponse", "RepeatAndSelect", "SampleWithReplacement",
+           "SampleWithoutReplacement", "TreeAggregation", "TruncatedPoissonSubsample", "ZCDP"]
