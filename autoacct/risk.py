@@ -76,7 +76,10 @@ def tpr_bounds(m: Mechanism, fpr: Any, tol: float | None = None) -> tuple[Any, A
     The upper end is :func:`tpr` (made no larger by the accountant's curve at
     accuracy ``tol``); the lower end is exact for mu-GDP mechanisms, comes from
     the composed lower PLDs where the accountant's pairs are attained
-    (``tight``), and is ``fpr`` (what guessing reaches) otherwise.
+    (``tight``), else from those of the pairs the mechanism attains at every run
+    (``Mechanism.attained_parts``: a composition of steps sampled without
+    replacement, whose Poisson-like pair one fixed pair of datasets attains), and
+    is ``fpr`` (what guessing reaches) otherwise.
     """
     a = check.real_array("fpr", fpr, low=0.0, high=1.0)
     t = routes.tolerance(tol)
@@ -93,8 +96,9 @@ def tpr_bounds(m: Mechanism, fpr: Any, tol: float | None = None) -> tuple[Any, A
         if profs:
             curve = 1.0 - np.min([up.tradeoff(a) for up, _ in profs], axis=0)
             upper = np.minimum(upper, routes.outward(np.clip(curve, a, 1.0), upper=True, cap=1.0))
-            if _accountant(m).tight:
-                above = np.min([_tradeoff_above(low, a) for _, low in profs], axis=0)
+            lows = [low for _, low in profs] if _accountant(m).tight else _attained_lows(m, t)
+            if lows:
+                above = np.min([_tradeoff_above(low, a) for low in lows], axis=0)
                 lower = np.maximum(lower, 1.0 - above)
     lower = np.minimum(routes.outward(np.clip(lower, a, 1.0), upper=False, cap=1.0), upper)
     return (float(lower), float(upper)) if lower.ndim == 0 else (lower, upper)
@@ -374,6 +378,19 @@ def _export(direction: str, up: DiscreteProfile, low: Any, tol: float) -> Privac
 
 def _accountant(m: Mechanism) -> Any:
     return routes.ROUTES["pld"].accountant(m)  # type: ignore[attr-defined]
+
+
+def _attained_lows(m: Mechanism, tol: float) -> list[Any]:
+    """The lower composed profiles of the pairs ``m`` attains at every run (hook
+    ``attained_parts``), or none where there are no such certified pairs or the budget
+    stops their composition: an attack on those datasets reaches what they allow."""
+    below = routes.ROUTES["pld"].attained(m)  # type: ignore[attr-defined]
+    if below is None:
+        return []
+    try:
+        return [low for _, low in below.composed(below.eps_scale(routes.REFERENCE_DELTA), tol)]
+    except BudgetExceeded:
+        return []
 
 
 def _composed(m: Mechanism, tol: float) -> list[tuple[DiscreteProfile, Any]]:

@@ -72,6 +72,39 @@ def test_tpr_bounds_of_a_gaussian_are_exact():
     np.testing.assert_allclose(lower, upper, atol=1e-12, rtol=0)
 
 
+def _two_point_np_tpr(a: float, b: float, k: int, fpr: np.ndarray) -> np.ndarray:
+    """The Neyman-Pearson TPR at ``fpr`` of k runs of the two-point pair P = (a, 1 - a) against
+    Q = (b, 1 - b), a > b: the count j of first outcomes is sufficient, its likelihood ratio
+    rises with j, so the best tests take the largest j first, randomising on the boundary
+    (linear interpolation of the cumulative sums)."""
+    j = np.arange(k, -1, -1)
+    tpr = np.concatenate(([0.0], np.cumsum(stats.binom.pmf(j, k, a))))
+    fp = np.concatenate(([0.0], np.cumsum(stats.binom.pmf(j, k, b))))
+    return np.interp(fpr, fp, np.minimum(tpr, 1.0))
+
+
+@pytest.mark.parametrize("q, p, k", [(0.1, 0.8, 40), (0.02, 0.9, 150)])
+def test_tpr_lower_end_without_replacement_is_an_attained_attack(q: float, p: float, k: int):
+    """k runs of randomized response sampled without replacement: the lower end of the TPR
+    comes from the Poisson-like pair (q P + (1 - q) Q, Q) that fixed datasets attain at every
+    run, so it lies below that pair's exact Neyman-Pearson curve (an attack on the mechanism),
+    is the lower end of Poisson subsampling's composition (the same pair), and lies above
+    guessing (it was fpr before)."""
+    from autoacct.zoo import PoissonSubsample, SampleWithoutReplacement
+
+    m = Composition()([SampleWithoutReplacement(q)(RandomizedResponse(p))], [k])
+    fpr = np.array([1e-4, 1e-3, 0.01, 0.05, 0.2, 0.5])
+    lower, upper = risk.tpr_bounds(m, fpr)
+    mixed = q * p + (1 - q) * (1 - p)
+    # Both directions: (P', Q) and (Q, P') with P' the mixture; as counts of the first outcome
+    # the second is the pair (1 - p, 1 - mixed) up to relabelling the outcomes.
+    attack = np.maximum(_two_point_np_tpr(mixed, 1 - p, k, fpr), _two_point_np_tpr(p, 1 - mixed, k, fpr))
+    assert np.all(lower <= attack * (1 + 1e-9)) and np.all(lower <= upper)
+    poisson = risk.tpr_bounds(Composition()([PoissonSubsample(q)(RandomizedResponse(p))], [k]), fpr)
+    np.testing.assert_array_equal(lower, poisson[0])
+    assert np.all(lower > fpr * 1.01) and np.all(attack - lower <= 0.25 * attack)
+
+
 # ----- advantage --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mu", [0.1, 1.0, 3.0])
