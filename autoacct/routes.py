@@ -226,21 +226,21 @@ class ExactRoute(Route):
             # every delta < 1; so eps(delta) exceeds that, beyond 1e308 (mu^2 overflows).
             return 1e308, math.inf
 
-        def up_fn(e: float) -> float:
+        def up_fn(e: Any) -> np.ndarray:
             val, rel = gaussian_delta_with_error(mu, e)
-            return float(val) * (1 + EXACT_REL + float(rel))
+            return np.asarray(val, dtype=float) * (1 + EXACT_REL + np.asarray(rel, dtype=float))
 
-        def low_fn(e: float) -> float:
+        def low_fn(e: Any) -> np.ndarray:
             val, rel = gaussian_delta_with_error(mu, e)
-            return float(val) * max(1 - EXACT_REL - float(rel), 0.0)
+            return np.asarray(val, dtype=float) * np.maximum(1 - EXACT_REL - np.asarray(rel, dtype=float), 0.0)
 
         guess = mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta))
         # delta(eps) <= Phi(-eps/mu + mu/2), so mu^2/2 - mu Phi^-1(delta) is always an upper
         # bound: it is the answer where mu is so large that the profile's own rounding
         # (eps/mu - mu/2 cancels) leaves the bisection nothing to certify.
         closed = (mu * mu / 2 - mu * float(special.ndtri(delta))) * (1 + 8 * _UNIT)
-        return (epsilon_from_profile(low_fn, delta, guess, upper=False),
-                min(epsilon_from_profile(up_fn, delta, guess, upper=True), closed))
+        return (epsilon_from_profile(low_fn, delta, guess, upper=False, vectorised=True),
+                min(epsilon_from_profile(up_fn, delta, guess, upper=True, vectorised=True), closed))
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         mu = self._mu(m)
@@ -342,12 +342,13 @@ class PldRoute(_LawRoute):
     def epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
         laws = single_step(m)
         if laws is not None:
-            def up(e: float) -> float:
-                return float(_single_profile(laws, e, upper=True))
+            def up(e: Any) -> np.ndarray:
+                return _single_profile(laws, e, upper=True)
 
-            def low(e: float) -> float:
-                return float(_single_profile(laws, e, upper=False))
-            return (epsilon_from_profile(low, delta, upper=False), epsilon_from_profile(up, delta, upper=True))
+            def low(e: Any) -> np.ndarray:
+                return _single_profile(laws, e, upper=False)
+            return (epsilon_from_profile(low, delta, upper=False, vectorised=True),
+                    epsilon_from_profile(up, delta, upper=True, vectorised=True))
         acc = self.accountant(m)
         lower, upper = acc.epsilon(delta, acc.eps_scale(delta), tol)
         below = self.attained(m)

@@ -23,8 +23,9 @@ it, and the answer is the full grid's. Skipping them matters for the expansions
 mechanisms, which pays that per part. Either way every value is the bound at an
 order, so valid.
 
-The polish is optional refinement: it stops at the query's wall-clock deadline
-(:func:`autoacct.limits.past_deadline`), keeping the best order found.
+The polish is optional refinement: where the curve stops at the query's wall-clock
+deadline (:func:`autoacct.limits.check_deadline`, checked between the parts of a
+composition), the polish stops and keeps the best order found.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from scipy import optimize
 
 from autoacct.errors import BudgetExceeded
 from autoacct.exactness import MACHINE_EPSILON
-from autoacct.limits import past_deadline
 
 RdpCurve = Callable[[np.ndarray], np.ndarray]
 
@@ -120,14 +120,13 @@ def _grid(rdp: RdpCurve, score: Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 class _Polish:
     """The objective of a polish at one order, remembering the best value seen; it stops the
-    search (raises :class:`_Stop`) once the query's deadline has passed."""
+    search (raises :class:`_Stop`) where the curve stops at the query's deadline (a
+    composition's curve checks it between its parts)."""
 
     def __init__(self, fun: Callable[[float], float], best: float) -> None:
         self.fun, self.best = fun, best
 
     def __call__(self, a: float) -> float:
-        if past_deadline():
-            raise _Stop
         try:
             val = self.fun(a)
         except BudgetExceeded:

@@ -180,8 +180,9 @@ class Direction:
                 return self._lattices[h]
             try:
                 out: list[tuple[Law, int]] = []
-                for loss, k in self.generic:
-                    check_deadline("discretising the laws of the characteristic-function route")
+                for i, (loss, k) in enumerate(self.generic):
+                    if i:  # between parts only: a query on one part is never cut
+                        check_deadline("discretising the laws of the characteristic-function route")
                     out.append((lattice_law(loss, h, eta), k))
             except TooFine:
                 warn_accuracy("the discretised law needs too many points; using a coarser lattice")
@@ -209,8 +210,9 @@ class Direction:
     def _cumulant(all_laws: Sequence[tuple[Law, int]], s: np.ndarray) -> np.ndarray:
         out = np.zeros(np.shape(s))
         with np.errstate(over="ignore", invalid="ignore"):
-            for law, k in all_laws:
-                check_deadline("the cumulant function of the characteristic-function route")
+            for i, (law, k) in enumerate(all_laws):
+                if i:
+                    check_deadline("the cumulant function of the characteristic-function route")
                 out = out + k * law.log_mgf(s)
         return np.where(np.isnan(out), np.inf, out)
 
@@ -286,8 +288,9 @@ class Direction:
         lm = np.zeros(n, dtype=complex)
         rel = np.zeros(n)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            for law, cnt in all_laws:
-                check_deadline("the spectrum of the characteristic-function route")
+            for i, (law, cnt) in enumerate(all_laws):
+                if i:
+                    check_deadline("the spectrum of the characteristic-function route")
                 part, err = law.log_m_grid(alpha, dt, n)
                 lm = lm + cnt * part
                 if err > 0:

@@ -131,10 +131,12 @@ class ComposedMechanism(Mechanism):
 
         def curve(alpha: np.ndarray) -> np.ndarray:
             total = np.zeros((2,) + np.shape(alpha))
-            for c, k in zip(curves, self.counts):
+            for i, (c, k) in enumerate(zip(curves, self.counts)):
                 assert c is not None
-                # A sum over some of the parts bounds nothing: past the deadline, stop.
-                check_deadline(f"the Renyi DP of a composition of {len(curves)} mechanisms")
+                # A sum over some of the parts bounds nothing: past the deadline, stop (checked
+                # between parts, so that a query on one part is never cut).
+                if i:
+                    check_deadline(f"the Renyi DP of a composition of {len(curves)} mechanisms")
                 total = total + k * np.asarray(c(alpha), dtype=float)
             return total
         return curve
