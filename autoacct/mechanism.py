@@ -241,6 +241,12 @@ class Mechanism:
         attained by one run only; None when ``loss_parts`` serve for lower bounds too."""
         return None
 
+    def dominated(self) -> Mechanism | None:
+        """A post-processing of this mechanism (so every lower bound of it, also under
+        composition, holds for this one), for the lower ends of compositions where this
+        mechanism's own are not composed (it has no PLD); None by default."""
+        return None
+
     # ----- capabilities -----------------------------------------------------------
     @property
     def routes(self) -> tuple[str, ...]:

@@ -550,6 +550,9 @@ class RandomAllocatedMechanism(SubsampledMechanism):
     def epsilon_lower(self, delta: float) -> float:
         return float(self.summed_step().epsilon_bounds(delta)[0])
 
+    def dominated(self) -> Mechanism:
+        return self.summed_step()
+
 
 @dataclass(frozen=True)
 class RandomAllocation(Sampler):

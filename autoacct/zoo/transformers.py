@@ -159,9 +159,19 @@ class ComposedMechanism(Mechanism):
         """The largest lower end of the children run once (the composition is at least as
         revealing as any one of its parts), over the LOWER_CHILDREN most repeated children:
         a query per child, at 0.1-0.2 s for a subsampled one, is too much for thousands of
-        distinct steps, and a maximum over some of them is still a lower bound."""
+        distinct steps, and a maximum over some of them is still a lower bound. Where
+        children offer a mechanism they dominate (``Mechanism.dominated``: balls-in-bins
+        epochs, their summed outputs), also the lower end of those composed with their
+        counts: dropping the other children's outputs and post-processing the rest is
+        post-processing of the whole composition."""
         order = sorted(range(len(self.children)), key=lambda i: -self.counts[i])
-        return max(self.children[i].epsilon_bounds(delta)[0] for i in order[:self.LOWER_CHILDREN])
+        lows = [self.children[i].epsilon_bounds(delta)[0] for i in order[:self.LOWER_CHILDREN]]
+        kept = [(d, k) for d, k in ((c.dominated(), k) for c, k in zip(self.children, self.counts))
+                if d is not None]
+        if sum(k for _, k in kept) > 1:
+            below = Composition()([d for d, _ in kept], [k for _, k in kept])
+            lows.append(below.epsilon_bounds(delta)[0])
+        return max(lows)
 
 
 class Composition(Transformer):

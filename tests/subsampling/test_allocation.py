@@ -258,3 +258,18 @@ def test_bad_input_names_the_parameter() -> None:
         dpsgd(0.01, 1.0, 100, sampling="balls-in-bins", examples_per_user=2)
     with pytest.raises(ValueError, match="sampling"):
         dpsgd(0.01, 1.0, 100, sampling="bins")
+
+
+@pytest.mark.parametrize("steps, sigma, epochs", [(100, 1.0, 10), (20, 0.7, 3)])
+def test_composed_epochs_lower_end_is_their_summed_outputs_composed(steps, sigma, epochs):
+    """Epochs composed: the lower end is that of the epochs' summed outputs composed, the
+    Gaussian with mu = sqrt(epochs) / (sigma sqrt(steps)) (post-processing of the run), not
+    one epoch's; the analytic Gaussian eps at that mu (Balle and Wang 2018) in closed form."""
+    from closed_forms import gaussian_eps_closed
+
+    run = Composition()([RandomAllocation(steps)(Gaussian(sigma))], [epochs])
+    lower, upper = run.epsilon_bounds(1e-5)
+    mu = math.sqrt(epochs) / (sigma * math.sqrt(steps))
+    assert lower == pytest.approx(gaussian_eps_closed(mu, 1e-5), rel=1e-6)
+    assert lower <= gaussian_eps_closed(mu, 1e-5) * (1 + 1e-12) and lower <= upper
+    assert lower > RandomAllocation(steps)(Gaussian(sigma)).epsilon_bounds(1e-5)[0]
