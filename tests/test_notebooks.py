@@ -47,7 +47,8 @@ EXPORTS = {
     "risk": ["eps", "delta", "fpr", "tpr", "tpr_at_1e3", "from_eps_delta", "advantage", "target_tpr",
              "target_fpr", "sigma", "tpr_calibrated", "pair_fpr", "pair_tpr"],
     "training": ["q", "sigma", "steps", "delta", "eps_poisson", "n", "batch_cap", "overflow_prob",
-                 "delta_truncated", "eps_without_replacement", "users", "eps_user", "eps_tuning_geometric",
+                 "delta_truncated", "eps_truncated", "eps_balls_in_bins", "eps_without_replacement", "users",
+                 "eps_user", "eps_tuning_geometric",
                  "eps_tuning_poisson", "tree_levels", "tree_noise", "eps_tree"],
     "discrete": ["eps_tilde", "n", "m", "ks", "exact", "default", "phi", "br_bound", "worst_case", "delta_b",
                  "n_one", "eps_one_bounds", "d", "ns", "brackets_binomial"],
@@ -150,6 +151,14 @@ def dp_accounting_sgm(sigma: float, q: float, steps: int):
     from dp_accounting.pld import privacy_loss_distribution as pld
     return pld.from_gaussian_mechanism(sigma, sampling_prob=q, value_discretization_interval=1e-4,
                                        use_connect_dots=True).self_compose(steps)
+
+
+def pld_module():
+    """dp_accounting's PLD module (skipping the test where dp_accounting is not installed)."""
+    pytest.importorskip("dp_accounting")
+    logging.getLogger().setLevel(logging.ERROR)
+    from dp_accounting.pld import privacy_loss_distribution as pld
+    return pld
 
 
 def dpsgd_mechanism(q: float, sigma: float, steps: int):
@@ -418,6 +427,17 @@ def test_training_values():
     tail = float(mpmath.betainc(v["batch_cap"] + 1, v["n"] + 1 - v["batch_cap"], 0, q, regularized=True))
     assert v["overflow_prob"] == pytest.approx(steps * tail, rel=1e-6)
     assert v["delta_truncated"] == pytest.approx(delta + (1 + math.exp(up)) * steps * tail, rel=1e-12)
+    # The library's truncated Poisson: at most dp_accounting's truncated-Gaussian PLD (whose pair is
+    # larger, see tests/subsampling/test_truncated.py), at least Poisson's lower end (overflow only adds).
+    truncated = pld_module().from_truncated_subsampled_gaussian_mechanism(
+        v["n"] + 1, q, v["batch_cap"], sigma, value_discretization_interval=1e-3)
+    assert lo <= v["eps_truncated"] <= truncated.self_compose(steps).get_epsilon_for_delta(delta) * (1 + 1e-3)
+    # Balls in bins: t = 1/q steps an epoch, steps / t epochs; the lower end is the epochs' summed outputs
+    # composed, the Gaussian at mu = sqrt(epochs) / (sigma sqrt(t)), in closed form.
+    t = round(1 / q)
+    b_lo, b_up = v["eps_balls_in_bins"]
+    assert b_lo == pytest.approx(gaussian_eps_closed(math.sqrt(steps / t) / (sigma * math.sqrt(t)), delta), rel=1e-6)
+    assert b_lo < lo and up < b_up
     # Without replacement: at most dp_accounting's replace-one accounting (a looser pair).
     from dp_accounting import NeighboringRelation
     from dp_accounting.pld import privacy_loss_distribution as pld
