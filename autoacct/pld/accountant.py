@@ -125,10 +125,10 @@ class FFTAccountant:
         if key not in self._memo:
             eta = self._eta(log_eta)
             parts = self._directions[d]
+            ranges = [index_range(loss, h, eta) for loss, _ in parts]
+            _afford_laws([j_hi - j_lo for j_lo, j_hi in ranges], lower is not LowerPld.LAZY)
             comps = []
-            for loss, k in parts:
-                j_lo, j_hi = index_range(loss, h, eta)
-                _afford_cells(j_hi - j_lo, lower is not LowerPld.LAZY)
+            for (loss, k), (j_lo, j_hi) in zip(parts, ranges):
                 atoms = loss.atoms if loss.rounded_lower else None
                 if lower is LowerPld.KEPT and len(parts) == 1:
                     comps.append(Component(*discretize_lazy(loss, h, j_lo, j_hi), k, atoms))
@@ -619,6 +619,20 @@ def _afford_cells(cells: int, full: bool) -> None:
     its upper and lower PLDs when ``full``, else its upper one."""
     per_byte, per_second = (CELL_BYTES, CELL_SECONDS) if full else (UPPER_CELL_BYTES, UPPER_CELL_SECONDS)
     afford(cells * per_byte, cells * per_second, f"discretising a law on {cells} cells")
+
+
+def _afford_laws(cells: Sequence[int], full: bool) -> None:
+    """Check that discretising laws on ``cells`` cells each fits the budget, in one step (one
+    check per law would sum the kept arrays once per law, a cost quadratic in the number of
+    distinct laws): the time of all of them, and the working bytes of the largest plus the
+    PLDs all of them keep (8 bytes a cell for each of the upper and, when ``full``, lower one)."""
+    if len(cells) == 1:
+        _afford_cells(cells[0], full)
+        return
+    per_byte, per_second = (CELL_BYTES, CELL_SECONDS) if full else (UPPER_CELL_BYTES, UPPER_CELL_SECONDS)
+    total = float(sum(cells))
+    afford(max(cells) * per_byte + total * (16.0 if full else 8.0), total * per_second,
+           f"discretising {len(cells)} laws on {int(total)} cells")
 
 
 def _nbytes(value: object) -> int:
