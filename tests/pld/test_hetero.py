@@ -15,12 +15,15 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
 import pytest
 from closed_forms import gaussian_eps_closed
 
 from autoacct import AccuracyWarning, Composition, Gaussian, PoissonSubsample
+from autoacct.limits import query_clock
 from autoacct.losses import GaussianLoss
-from autoacct.pld import FFTAccountant
+from autoacct.pld import FFTAccountant, accountant
+from autoacct.pld.accountant import LowerPld
 
 pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
 
@@ -90,19 +93,40 @@ def test_a_schedule_lies_between_its_extreme_steps_and_within_tol():
     assert least[1] < lower and upper < most[0]
 
 
+def _recorded_checks(monkeypatch) -> list[str]:
+    """The steps the accountant asks the budget about, by name (see :func:`afford`)."""
+    steps: list[str] = []
+    real = accountant.afford
+
+    def recording(nbytes: float, seconds: float, what: str) -> None:
+        steps.append(what)
+        real(nbytes, seconds, what)
+
+    monkeypatch.setattr(accountant, "afford", recording)
+    return steps
+
+
 def test_discretising_many_laws_checks_the_budget_once_per_direction(monkeypatch):
-    calls = []
-    held = FFTAccountant.held_bytes
-
-    def counting(self):
-        calls.append(1)
-        return held(self)
-
-    monkeypatch.setattr(FFTAccountant, "held_bytes", counting)
-    parts = [(f, b, k) for q, s in _schedule(200)
-             for f, b, k in [(p.forward, p.backward, p.times)
-                             for p in PoissonSubsample(q)(Gaussian(s)).loss_parts()]]
+    steps = _recorded_checks(monkeypatch)
+    parts = [(p.forward, p.backward, p.times) for q, s in _schedule(200)
+             for p in PoissonSubsample(q)(Gaussian(s)).loss_parts()]
     acc = FFTAccountant(parts)
     acc.epsilon(1e-5, acc.eps_scale(1e-5))
-    # A few checks per pass (discretisations, compositions, refinements), not one per law.
-    assert 0 < len(calls) < 40
+    discretising = [w for w in steps if w.startswith("discretising")]
+    # One check per direction and lattice (each check sums every kept array), not one per law.
+    assert 0 < len(discretising) <= 4
+    assert all(w.startswith("discretising 200 laws") for w in discretising)
+
+
+def test_lazily_made_lower_plds_of_many_laws_share_one_budget_check(monkeypatch):
+    steps = _recorded_checks(monkeypatch)
+    parts = [(p.forward, p.backward, p.times) for q, s in _schedule(100)
+             for p in PoissonSubsample(q)(Gaussian(s)).loss_parts()]
+    acc = FFTAccountant(parts)
+    with query_clock(acc.held_bytes):
+        comps = acc.components(2.0 ** -8, math.log(1e-18), 0, LowerPld.LAZY)
+        lowers = [c.lower for c in comps]
+    assert [w.split(" on ")[0] for w in steps] == ["discretising 100 laws"] * 2  # uppers, then lowers
+    # The same lower PLDs as those made with the upper ones.
+    eager = FFTAccountant(parts).components(2.0 ** -8, math.log(1e-18), 0, LowerPld.NOW)
+    assert all(np.array_equal(a.masses, c.lower.masses) for a, c in zip(lowers, eager))
