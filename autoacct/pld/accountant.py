@@ -125,16 +125,20 @@ class FFTAccountant:
         if key not in self._memo:
             eta = self._eta(log_eta)
             parts = self._directions[d]
+            ranges = [index_range(loss, h, eta) for loss, _ in parts]
+            cells = [j_hi - j_lo for j_lo, j_hi in ranges]
+            _afford_laws(cells, lower is not LowerPld.LAZY)
+            shared = _SharedCheck(cells) if len(parts) > 1 else None
             comps = []
-            for loss, k in parts:
-                j_lo, j_hi = index_range(loss, h, eta)
-                _afford_cells(j_hi - j_lo, lower is not LowerPld.LAZY)
+            for (loss, k), (j_lo, j_hi) in zip(parts, ranges):
                 atoms = loss.atoms if loss.rounded_lower else None
                 if lower is LowerPld.KEPT and len(parts) == 1:
                     comps.append(Component(*discretize_lazy(loss, h, j_lo, j_hi), k, atoms))
                 elif lower is LowerPld.LAZY:
                     up = discretize_upper(loss, h, j_lo, j_hi)
-                    comps.append(Component(up, partial(_lower_of, loss, h, j_lo, j_hi), k, atoms))
+                    make = (partial(_lower_of, loss, h, j_lo, j_hi) if shared is None
+                            else partial(_shared_lower_of, shared, loss, h, j_lo, j_hi))
+                    comps.append(Component(up, make, k, atoms))
                 else:
                     comps.append(Component(*discretize(loss, h, j_lo, j_hi), k, atoms))
             self._memo[key] = Components(comps)
@@ -619,6 +623,42 @@ def _afford_cells(cells: int, full: bool) -> None:
     its upper and lower PLDs when ``full``, else its upper one."""
     per_byte, per_second = (CELL_BYTES, CELL_SECONDS) if full else (UPPER_CELL_BYTES, UPPER_CELL_SECONDS)
     afford(cells * per_byte, cells * per_second, f"discretising a law on {cells} cells")
+
+
+def _afford_laws(cells: Sequence[int], full: bool) -> None:
+    """Check that discretising laws on ``cells`` cells each fits the budget, in one step (one
+    check per law would sum the kept arrays once per law, a cost quadratic in the number of
+    distinct laws): the time of all of them, and the working bytes of the largest plus the
+    PLDs all of them keep (8 bytes a cell for each of the upper and, when ``full``, lower one)."""
+    if len(cells) == 1:
+        _afford_cells(cells[0], full)
+        return
+    per_byte, per_second = (CELL_BYTES, CELL_SECONDS) if full else (UPPER_CELL_BYTES, UPPER_CELL_SECONDS)
+    total = float(sum(cells))
+    afford(max(cells) * per_byte + total * (16.0 if full else 8.0), total * per_second,
+           f"discretising {len(cells)} laws on {int(total)} cells")
+
+
+class _SharedCheck:
+    """One budget check for the lower PLDs of all the laws of a direction, made lazily: the
+    first one read checks for all of them (one composition reads them together), so that n
+    laws cost one check rather than n, each summing every kept array. The bytes counted
+    include the upper PLDs, already kept: an overestimate of 8 bytes a cell."""
+
+    def __init__(self, cells: list[int]) -> None:
+        self._cells = cells
+        self._done = False
+
+    def __call__(self) -> None:
+        if not self._done:
+            _afford_laws(self._cells, True)
+            self._done = True
+
+
+def _shared_lower_of(check: _SharedCheck, loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
+    """:func:`_lower_of` for one of several laws whose lower PLDs share one budget check."""
+    check()
+    return discretize(loss, h, j_lo, j_hi)[1]
 
 
 def _nbytes(value: object) -> int:
