@@ -148,9 +148,17 @@ class FFTAccountant:
         return discretize_upper(loss, h, j_lo, j_hi)
 
     def _eta(self, log_eta: float) -> float:
-        """P-mass each law may leave outside its grid range on each side."""
+        """P-mass each law may leave outside its grid range on each side: a quarter of the
+        mass allowed out of the composition, e^log_eta (at most 1e-12), shared by the runs.
+
+        The number of runs is rounded up to a power of 2: a smaller eta only widens the
+        ranges (the mass outside them is counted on the safe side either way), and the
+        ranges then stay put while the count grows by up to a factor 2, so that a ledger
+        asked again and again finds its laws discretised already (see
+        :class:`~autoacct.pld.discretize.LawCache`).
+        """
         k_tot = sum(k for _, _, k in self._parts)
-        return min(math.exp(log_eta), 1e-12) / (4.0 * k_tot)
+        return min(math.exp(log_eta), 1e-12) / (4.0 * 2.0 ** math.ceil(math.log2(k_tot)))
 
     def profiles(self, h: float, log_eta: float, query: PldQuery = _UNAIMED,
                  directions: Sequence[int] | None = None,

@@ -19,6 +19,7 @@ Any exponent gives a valid Chernoff bound: the grid and the unimodal searches
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from functools import cached_property
@@ -27,7 +28,7 @@ import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld.components import Component
-from autoacct.pld.discretize import DiscretePLD, log_mgfs
+from autoacct.pld.discretize import DiscretePLD, log_mgf, log_mgfs
 
 #: Positive exponents at which cumulants are evaluated for tail bounds and tilts
 #: (any exponent gives a valid Chernoff bound; this grid only decides how tight).
@@ -46,14 +47,25 @@ def exponents(h: float) -> np.ndarray:
     Tilts are chosen among them and every tail bound searches them; the cumulant of a
     set of components is tabulated once at all of them (:class:`Components`), whatever the tilt.
     """
+    return _exponents(float(h))
+
+
+@functools.lru_cache(maxsize=256)
+def _exponents(h: float) -> np.ndarray:
+    """:func:`exponents`, made once per spacing (read-only): a ledger asks for the same few."""
     pos = np.unique(np.concatenate((THETAS[1:], _LATTICE_THETAS / h)))
-    return np.concatenate((-pos[::-1], [0.0], pos))
+    out = np.concatenate((-pos[::-1], [0.0], pos))
+    out.flags.writeable = False
+    return out
 
 
 def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.ndarray:
     """K(theta) = sum_i k_i log E[e^{theta L_i}; L_i finite] for each theta."""
     theta = np.atleast_1d(np.asarray(theta, dtype=float))
-    table = log_mgfs([side_pld(c, side) for c in comps], theta)
+    # One law's row is kept with it while it is a cached discretised law (a ledger asks
+    # for the same law's table query after query); several laws' rows are computed at once.
+    table = (log_mgf(side_pld(comps[0], side), theta)[None, :] if len(comps) == 1
+             else log_mgfs([side_pld(c, side) for c in comps], theta))
     counts = np.array([float(c.count) for c in comps])
     # An empty law (log-MGF -inf) makes K = -inf; counts are positive, so no 0 * inf.
     return (table * counts[:, None]).sum(axis=0)
@@ -200,10 +212,9 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     wanted = lam_star * np.array([0.0, 1 / 64, 1 / 16, 1 / 4, 1 / 2])
     candidates = np.unique(np.append(np.searchsorted(grid, wanted), i_star))
     choice, width = lam_star, np.inf
-    for i in candidates[(candidates >= k.zero) & (candidates <= i_star)]:
+    candidates = candidates[(candidates >= k.zero) & (candidates <= i_star)]
+    for i, n in zip(candidates, _window_points_at(k, candidates, h, log_eta)):
         lam = float(grid[i])
-        lo, hi = _window_from(k, lam, h, log_eta)
-        n = hi - lo + 1
         # Curvature K''(lam) by the second divided difference on the (non-uniform) grid.
         j = np.array([i - 1, i, i + 1])
         kk, tt = k(j), grid[j]
@@ -283,6 +294,27 @@ def _windows(k: Cumulant, lam: float, h: float, log_eta: float, scales: np.ndarr
     lo, hi = np.maximum(lo, scales * support_lo), np.minimum(hi, scales * support_hi)
     j_lo = np.floor(lo / h)
     return j_lo.astype(np.int64), np.maximum(np.ceil(hi / h), j_lo + 1).astype(np.int64)
+
+
+def _window_points_at(k: Cumulant, idx: np.ndarray, h: float, log_eta: float) -> list[int]:
+    """The points hi - lo + 1 of the window of :func:`_window_from` for the law tilted by
+    each of the tabulated exponents ``k.grid[idx]``, all at once: the same values."""
+    grid = k.grid
+    values = k(np.arange(grid.size))
+    lam = grid[idx]
+    rise = values[None, :] - values[idx][:, None]
+    t = grid[None, :] - lam[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # Each row's exponents above its own (t > 0) give its upper end, those below its lower end.
+        hi = np.nanmin(np.where(t > 0, (rise - log_eta) / t, np.inf), axis=1)
+        lo = np.nanmax(np.where(t < 0, (log_eta - rise) / -t, -np.inf), axis=1)
+    comps = k.comps
+    support_lo = sum(c.count * c.upper.start * c.upper.h for c in comps)
+    support_hi = sum(c.count * (c.upper.start + len(c.upper.masses) - 1) * c.upper.h for c in comps)
+    lo, hi = np.maximum(lo, support_lo), np.minimum(hi, support_hi)
+    j_lo = np.floor(lo / h)
+    j_hi = np.maximum(np.ceil(hi / h), j_lo + 1)
+    return [int(b) - int(a) + 1 for a, b in zip(j_lo.astype(np.int64), j_hi.astype(np.int64))]
 
 
 def window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> tuple[int, int]:

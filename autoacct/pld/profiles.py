@@ -258,9 +258,13 @@ class DiscreteProfile(SolvedEpsilon):
             if high[-1] == scan.size - 1:
                 return n
             lo, hi = int(scan[high[-1]]), int(scan[high[-1] + 1])
+        # The bisection between them, on the values of the whole bracket computed at once
+        # (its points are at most n / (_SCAN - 1) + 1).
+        base = lo
+        inside = values(np.arange(lo, hi + 1)) > target
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if values(np.array([mid]))[0] > target:
+            if inside[mid - base]:
                 lo = mid
             else:
                 hi = mid
