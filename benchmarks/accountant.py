@@ -49,6 +49,7 @@ class Run(NamedTuple):
 
 def loop(every: int) -> Run:
     """One loop of STEPS steps, querying every ``every`` steps and at the end."""
+    pld_accountant.clear_caches()  # a training run starts in a fresh process
     acc = Accountant()
     eps, q_wall, q_cpu = 0.0, 0.0, 0.0
     t0, c0 = time.perf_counter(), time.process_time()

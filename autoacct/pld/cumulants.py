@@ -33,6 +33,10 @@ from autoacct.pld.discretize import DiscretePLD, log_mgf, log_mgfs
 #: Positive exponents at which cumulants are evaluated for tail bounds and tilts
 #: (any exponent gives a valid Chernoff bound; this grid only decides how tight).
 THETAS = np.concatenate(([0.0], np.logspace(-3.0, 4.0, 25)))
+#: Further positive exponents of a Chernoff profile (16 per decade): its bound is the best
+#: over the exponents tabulated, and the grid of THETAS (factors of about 2 apart) can leave
+#: it several per cent above the best over all exponents, too high to settle a direction.
+CHERNOFF_THETAS = np.logspace(-3.0, 4.0, 7 * 16 + 1)
 #: Exponents in units of 1/h: they bound the mass of the last few lattice points.
 _LATTICE_THETAS = np.logspace(0.0, 4.0, 5)
 _U = MACHINE_EPSILON
@@ -128,9 +132,9 @@ class Cumulant:
     another grid need not be on), tabulated for every exponent at once."""
 
     def __init__(self, comps: Sequence[Component], side: str, h: float, lam: float = 0.0,
-                 values: np.ndarray | None = None) -> None:
+                 values: np.ndarray | None = None, extra: np.ndarray | None = None) -> None:
         self.comps, self.side, self.h, self.lam = comps, side, h, lam
-        self.grid = np.union1d(exponents(h), [lam, -lam])
+        self.grid = np.union1d(exponents(h), [lam, -lam] if extra is None else np.append(extra, [lam, -lam]))
         self.zero = int(np.flatnonzero(self.grid == 0.0)[0])
         self._values = cumulant(comps, side, self.grid) if values is None else values
 
@@ -213,16 +217,17 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     candidates = np.unique(np.append(np.searchsorted(grid, wanted), i_star))
     choice, width = lam_star, np.inf
     candidates = candidates[(candidates >= k.zero) & (candidates <= i_star)]
-    for i, n in zip(candidates, _window_points_at(k, candidates, h, log_eta)):
-        lam = float(grid[i])
+    # The table as Python floats: the same arithmetic as on its entries, without indexing arrays.
+    kv, gv = k(np.arange(grid.size)).tolist(), grid.tolist()
+    for i, n in zip(candidates.tolist(), _window_points_at(k, candidates, h, log_eta)):
+        lam = gv[i]
         # Curvature K''(lam) by the second divided difference on the (non-uniform) grid.
-        j = np.array([i - 1, i, i + 1])
-        kk, tt = k(j), grid[j]
+        kk, tt = kv[i - 1:i + 2], gv[i - 1:i + 2]
         curv = 2.0 * ((kk[2] - kk[1]) / (tt[2] - tt[1]) - (kk[1] - kk[0]) / (tt[1] - tt[0])) / (tt[2] - tt[0])
-        p_max = min(1.0, max(h / math.sqrt(2.0 * math.pi * max(float(curv), 1e-300)),
+        p_max = min(1.0, max(h / math.sqrt(2.0 * math.pi * max(curv, 1e-300)),
                              _atom_peak(comps, lam)))
         geometric = n if lam <= 0 else min(n, 1.0 / -math.expm1(-lam * h))
-        log_err = (float(k(np.array([i]))[0]) - lam * target
+        log_err = (kv[i] - lam * target
                    + math.log(k_tot * 8.0 * _U * (math.log2(max(n, 2)) + 2.0) * p_max * geometric))
         if log_err <= log_budget and n < width:
             choice, width = lam, n

@@ -794,7 +794,7 @@ class LawCache:
     def law(self, loss: PrivacyLoss, h: float, j_lo: int, j_hi: int, halves: bool) -> _Law:
         """The law discretised on the points j h, j_lo <= j <= j_hi: with the halves of
         the cells (upper and lower PLDs) or without (the upper PLD alone)."""
-        key = (_law_key(loss), float(h), int(j_lo), int(j_hi), halves)
+        key = (law_key(loss), float(h), int(j_lo), int(j_hi), halves)
         with self._lock:
             found = self._laws.get(key)
             if found is not None:
@@ -843,7 +843,7 @@ class LawCache:
                     del self._by_pld[id(pld)]
 
 
-def _law_key(loss: PrivacyLoss) -> Hashable:
+def law_key(loss: PrivacyLoss) -> Hashable:
     """What a discretised law depends on: the law's class and value key, and the attributes
     the discretisers read beyond its cell masses."""
     err = loss.value_error
