@@ -54,6 +54,14 @@ def exponents(h: float) -> np.ndarray:
     return _exponents(float(h))
 
 
+@functools.lru_cache(maxsize=1024)
+def _grid(h: float, lam: float, chernoff: bool) -> tuple[np.ndarray, int]:
+    """A :class:`Cumulant`'s exponents (read-only) and the index of 0, made once per argument."""
+    grid = np.union1d(exponents(h), [lam, -lam] if not chernoff else np.append(CHERNOFF_THETAS, [lam, -lam]))
+    grid.flags.writeable = False
+    return grid, int(np.flatnonzero(grid == 0.0)[0])
+
+
 @functools.lru_cache(maxsize=256)
 def _exponents(h: float) -> np.ndarray:
     """:func:`exponents`, made once per spacing (read-only): a ledger asks for the same few."""
@@ -68,8 +76,10 @@ def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.nda
     theta = np.atleast_1d(np.asarray(theta, dtype=float))
     # One law's row is kept with it while it is a cached discretised law (a ledger asks
     # for the same law's table query after query); several laws' rows are computed at once.
-    table = (log_mgf(side_pld(comps[0], side), theta)[None, :] if len(comps) == 1
-             else log_mgfs([side_pld(c, side) for c in comps], theta))
+    if len(comps) == 1:
+        # (the sum below of its one row times the count, as a product)
+        return log_mgf(side_pld(comps[0], side), theta) * float(comps[0].count)
+    table = log_mgfs([side_pld(c, side) for c in comps], theta)
     counts = np.array([float(c.count) for c in comps])
     # An empty law (log-MGF -inf) makes K = -inf; counts are positive, so no 0 * inf.
     return (table * counts[:, None]).sum(axis=0)
@@ -132,17 +142,19 @@ class Cumulant:
     another grid need not be on), tabulated for every exponent at once."""
 
     def __init__(self, comps: Sequence[Component], side: str, h: float, lam: float = 0.0,
-                 values: np.ndarray | None = None, extra: np.ndarray | None = None) -> None:
+                 values: np.ndarray | None = None, chernoff: bool = False) -> None:
         self.comps, self.side, self.h, self.lam = comps, side, h, lam
-        self.grid = np.union1d(exponents(h), [lam, -lam] if extra is None else np.append(extra, [lam, -lam]))
-        self.zero = int(np.flatnonzero(self.grid == 0.0)[0])
+        # With ``chernoff``, the further exponents of CHERNOFF_THETAS too.
+        self.grid, self.zero = _grid(float(h), float(lam), chernoff)
         self._values = cumulant(comps, side, self.grid) if values is None else values
 
     def recounted(self, comps: Components) -> Cumulant:
         """The same table for ``comps``: this table's one component, taken another number of
         times (K is linear in the count)."""
         (old,), (new,) = self.comps, comps
-        return Cumulant(comps, self.side, self.h, self.lam, self._values * (new.count / old.count))
+        out = Cumulant(comps, self.side, self.h, self.lam, self._values * (new.count / old.count))
+        out.grid, out.zero = self.grid, self.zero
+        return out
 
     def __call__(self, idx: np.ndarray) -> np.ndarray:
         return self._values[np.asarray(idx, dtype=int)]

@@ -30,7 +30,7 @@ import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld.components import Component
-from autoacct.pld.cumulants import CHERNOFF_THETAS, Cumulant, as_components, best_index
+from autoacct.pld.cumulants import Cumulant, as_components, best_index
 
 _EPS = MACHINE_EPSILON
 _ULP = 8 * _EPS
@@ -48,6 +48,9 @@ class SolvedEpsilon:
     def epsilon(self, delta: float | np.ndarray) -> np.ndarray:
         """eps(delta) for each delta (an upper profile's safe upper answer, a lower profile's
         lower one; see ``_solve_once``)."""
+        if type(delta) is float:
+            # (one delta, as the accountant asks: the same value, without the arrays)
+            return np.float64(self._solve(delta))
         delta = np.asarray(delta, dtype=float)
         out = np.array([self._solve(float(d)) for d in np.atleast_1d(delta).ravel()])
         return out.reshape(delta.shape) if delta.shape else out[0]
@@ -461,8 +464,8 @@ def chernoff_profiles(comps: Sequence[Component], h: float) -> tuple[ChernoffPro
     """(upper, lower) :class:`ChernoffProfile` of the composition of ``comps``."""
     log_fin = sum(c.count * (math.log1p(-c.upper.p_inf) if c.upper.p_inf < 1.0 else -math.inf)
                   for c in comps)
-    # On the finer exponents of CHERNOFF_THETAS: any exponent gives a valid bound, and these
+    # On the finer exponents of cumulants.CHERNOFF_THETAS too: any exponent gives a valid bound, and these
     # come close to the best one (the log-MGF rows of a cached law are computed once).
-    k = Cumulant(as_components(comps), "upper", h, extra=CHERNOFF_THETAS)
+    k = Cumulant(as_components(comps), "upper", h, chernoff=True)
     inf_mass = -math.expm1(log_fin)
     return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)
