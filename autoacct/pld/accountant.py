@@ -438,13 +438,23 @@ class FFTAccountant:
         """:func:`choose_spacing` for direction d (kept: a query asks for it on every pass)."""
         key = ("spacing", d, eps_scale, tol)
         if key not in self._memo:
-            self._memo[key] = choose_spacing(self._directions[d], eps_scale, tol)
+            self._memo[key] = choose_spacing(self._laws_of(d), eps_scale, tol)
+        return self._memo[key]
+
+    def _laws_of(self, d: int) -> list[tuple[PrivacyLoss, int]]:
+        """Direction d's (law, count) parts, each law replaced by the one kept for its value
+        (:data:`_LAWS_KEPT`): what sizes grids (moments, cumulants at the sizing tilts) is
+        then computed once per law in the process, not once per mechanism that has it."""
+        key = ("laws", d)
+        if key not in self._memo:
+            self._memo[key] = [(_LAWS_KEPT.get(law_key(loss), lambda loss=loss: loss), k)
+                               for loss, k in self._directions[d]]
         return self._memo[key]
 
     @cached_property
     def _widest(self) -> float:
         """The widest range any one law spans (up to P-mass 1e-16 in each tail)."""
-        widths = [b - a for parts in self._directions for loss, _ in parts
+        widths = [b - a for parts in map(self._laws_of, range(len(self._directions))) for loss, _ in parts
                   for a, b in [loss.quantile_range(1e-16)]]
         return max(widths, default=0.0)
 
@@ -463,7 +473,7 @@ class FFTAccountant:
     def _direction_scales(self, delta: float) -> list[float]:
         """A rough eps(delta) of each direction from a normal approximation; sizes grids only."""
         out = []
-        for parts in self._directions:
+        for parts in map(self._laws_of, range(len(self._directions))):
             mean = sum(k * loss.moments[0] for loss, k in parts)
             var = sum(k * loss.moments[1] for loss, k in parts)
             out.append(mean + math.sqrt(2.0 * var * math.log(1.0 / delta)))
@@ -672,6 +682,8 @@ class _ValueMemo:
 
 #: Tail sides and jump scales of laws (see FFTAccountant._tail_side), by value.
 _TAILS = _ValueMemo(4096)
+#: A law object per law value (see FFTAccountant._laws_of): equal laws have equal moments.
+_LAWS_KEPT = _ValueMemo(256)
 
 
 def clear_caches() -> None:
@@ -679,6 +691,7 @@ def clear_caches() -> None:
     answers stay the same, only the work to reach them is done again."""
     law_cache().clear()
     _TAILS.clear()
+    _LAWS_KEPT.clear()
 
 
 def _lower_of(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
