@@ -447,8 +447,7 @@ class FFTAccountant:
         then computed once per law in the process, not once per mechanism that has it."""
         key = ("laws", d)
         if key not in self._memo:
-            self._memo[key] = [(_LAWS_KEPT.get(law_key(loss), lambda loss=loss: loss), k)
-                               for loss, k in self._directions[d]]
+            self._memo[key] = [(_kept_law(loss), k) for loss, k in self._directions[d]]
         return self._memo[key]
 
     @cached_property
@@ -684,6 +683,12 @@ class _ValueMemo:
 _TAILS = _ValueMemo(4096)
 #: A law object per law value (see FFTAccountant._laws_of): equal laws have equal moments.
 _LAWS_KEPT = _ValueMemo(256)
+
+
+def _kept_law(loss: PrivacyLoss) -> PrivacyLoss:
+    """The law object kept for ``loss``'s value (``loss`` itself the first time)."""
+    kept: PrivacyLoss = _LAWS_KEPT.get(law_key(loss), lambda: loss)
+    return kept
 
 
 def clear_caches() -> None:

@@ -738,6 +738,7 @@ class _Law:
             if self.make is None:
                 raise RuntimeError("a law discretised for its upper PLD alone has no lower one")
             made = self.make()
+            made.masses.flags.writeable = False  # shared by every query that reads the law
 
             def keep() -> None:
                 self.made, self.make = made, None
@@ -807,6 +808,7 @@ class LawCache:
             law = _Law(self, key, upper, make)
         else:
             law = _Law(self, key, _made_upper(loss, h, j_lo, j_hi), None)
+        law.upper.masses.flags.writeable = False  # shared by every query that reads the law
         with self._lock:
             if key not in self._laws and law.nbytes * _LARGEST_SHARE <= self.max_bytes:
                 self._laws[key] = law
