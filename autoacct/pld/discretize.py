@@ -44,6 +44,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cached_property, partial
 
@@ -343,7 +344,7 @@ def _lower_in_modes(p_inf: float, g: np.ndarray, h: float, j_lo: int, gam: np.nd
             # A round beyond the first is not in the grid's cost model (one round): a law
             # with a few atoms can take all _ROUNDS on every cell; each counts against the
             # query's time budget (see :mod:`autoacct.limits`), raising before it starts.
-            afford(0.0, n * ROUND_SECONDS, f"lowering a PLD on {n} cells (round {r + 1})")
+            _charge(0.0, n * ROUND_SECONDS, f"lowering a PLD on {n} cells (round {r + 1})")
         # Rounded cells leave the sub-measure: its cells next to them are at a support end.
         mode = np.maximum(level, _modes(np.where(level == _ROUNDED, 0.0, m_p[1:-1])))
         masses, bad = _second_order(gam, dgam, h, m_p, m_q, halves, atoms_q, mode, hull)
@@ -709,18 +710,34 @@ LAW_CACHE_BYTES = 64 << 20
 _LARGEST_SHARE = 8
 
 
+#: The budget charges (:func:`~autoacct.limits.afford` arguments) of the lower PLD being made.
+_CHARGES: ContextVar[list[tuple[float, float, str]] | None] = ContextVar("autoacct_law_charges", default=None)
+
+
+def _charge(nbytes: float, seconds: float, what: str) -> None:
+    """:func:`~autoacct.limits.afford`, recorded for the lower PLD being made (see _Law.lower)."""
+    afford(nbytes, seconds, what)
+    charges = _CHARGES.get()
+    if charges is not None:
+        charges.append((nbytes, seconds, what))
+
+
 class _Law:
     """One discretised law in the cache: its upper PLD and its lower one, made when first
     asked for (from the kept cell masses of the upper one, when those were computed), and
     the log-MGF rows computed from either (:func:`log_mgf`)."""
 
-    __slots__ = ("cache", "key", "upper", "made", "make", "rows")
+    __slots__ = ("cache", "key", "upper", "made", "make", "rows", "charges")
 
     def __init__(self, cache: LawCache, key: Hashable, upper: DiscretePLD,
                  make: Callable[[], DiscretePLD] | None) -> None:
         self.cache, self.key, self.upper, self.make = cache, key, upper, make
         self.made: DiscretePLD | None = None
         self.rows: dict[tuple[int, bytes], np.ndarray] = {}
+        #: What making the lower PLD charged the running query's budget: charged again each
+        #: time it is read from the cache, so that a query's budget, hence its answer, does
+        #: not depend on what earlier queries left in the cache.
+        self.charges: list[tuple[float, float, str]] = []
 
     @property
     def nbytes(self) -> int:
@@ -737,13 +754,20 @@ class _Law:
         if self.made is None:
             if self.make is None:
                 raise RuntimeError("a law discretised for its upper PLD alone has no lower one")
-            made = self.make()
+            charges: list[tuple[float, float, str]] = []
+            token = _CHARGES.set(charges)
+            try:
+                made = self.make()
+            finally:
+                _CHARGES.reset(token)
             made.masses.flags.writeable = False  # shared by every query that reads the law
 
             def keep() -> None:
-                self.made, self.make = made, None
+                self.made, self.make, self.charges = made, None, charges
             self.cache.resized(self, keep)
-        assert self.made is not None
+            return made
+        for nbytes, seconds, what in self.charges:
+            afford(nbytes, seconds, what)
         return self.made
 
 

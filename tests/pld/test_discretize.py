@@ -205,3 +205,26 @@ def test_range_for_a_count_rounded_up_still_certifies_gaussians(k):
     truth = gaussian_eps_closed(mu * math.sqrt(k), 1e-6)
     assert lower <= truth <= upper
     assert upper - lower <= 1e-3 * upper
+
+
+def test_a_cached_lower_pld_charges_the_query_budget_as_when_made():
+    """Making a lower PLD charges the running query's time budget for its extra rounds (a law
+    with a steep support end takes several); read again from the cache it charges the same,
+    so that a query's budget, hence its answer, does not depend on what is cached."""
+    from autoacct.limits import _QUERY, query_clock
+    from autoacct.pld.discretize import LawCache
+
+    loss = PoissonAddLoss(GaussianLoss(1 / 0.6), 0.001)
+    h = 0.01
+    j_lo, j_hi = index_range(loss, h, 1e-16)
+    cache = LawCache()
+
+    def spent() -> float:
+        with query_clock(lambda: 0.0):
+            cache.law(loss, h, j_lo, j_hi, True).lower()
+            query = _QUERY.get()
+            assert query is not None
+            return query.spent
+
+    made = spent()
+    assert made > 0.0 and spent() == made and len(cache) == 1
