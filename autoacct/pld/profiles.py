@@ -368,7 +368,7 @@ class DiscreteProfile(SolvedEpsilon):
             # Already below target at the window's first point: that point is a
             # safe upper answer; nothing is known below the window for a lower one.
             return max(float(self.x[0]), 0.0) if self.upper else 0.0
-        lo_x = (self.start + i - 1) * self.h  # x_{i-1}, as self.x holds it
+        lo_x = float((self.start + i - 1) * self.h)  # x_{i-1}, as self.x holds it
         la, lb = (float(v[0]) for v in self._log_suffix(np.array([i]), self._sums_at(np.array([i]))))
         err = float(np.exp(min(self.log_c1 - self.lam * lo_x, 700.0)))  # _err at lo_x
         const = self.c0 + err if self.upper else self.c0 - err
@@ -384,7 +384,7 @@ class DiscreteProfile(SolvedEpsilon):
             eps = lo_x
         else:
             eps = float(np.log(num) - lb)
-            eps = min(max(eps, lo_x), (self.start + i) * self.h)
+            eps = min(max(eps, lo_x), float((self.start + i) * self.h))
         eps += (_ULP if self.upper else -_ULP) * (abs(eps) + 1.0)
         return max(eps, 0.0)
 
@@ -464,8 +464,8 @@ def chernoff_profiles(comps: Sequence[Component], h: float) -> tuple[ChernoffPro
     """(upper, lower) :class:`ChernoffProfile` of the composition of ``comps``."""
     log_fin = sum(c.count * (math.log1p(-c.upper.p_inf) if c.upper.p_inf < 1.0 else -math.inf)
                   for c in comps)
-    # On the finer exponents of cumulants.CHERNOFF_THETAS too: any exponent gives a valid bound, and these
-    # come close to the best one (the log-MGF rows of a cached law are computed once).
+    # On the finer exponents of cumulants.CHERNOFF_THETAS too: any exponent gives a valid
+    # bound, and these come close to the best one (a cached law's log-MGF rows are kept).
     k = Cumulant(as_components(comps), "upper", h, chernoff=True)
     inf_mass = -math.expm1(log_fin)
     return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)
