@@ -13,6 +13,12 @@ identity otherwise); a mechanism the ledger cannot describe by its fields is mer
 with itself. Merging changes nothing mathematically (k runs then j runs of M are k + j runs
 of M) and makes a DP-SGD run one entry, which the accountant composes by one spectrum power.
 
+Asked again after more steps, the ledger composes the new count afresh, but what does not
+depend on the exact count is shared by value through the PLD accountant's process-wide
+caches (discretised laws on ranges that follow the count by powers of 2, their log-MGF
+tables, tail sides): the answer is the same bits as that of a fresh ``Composition``, and a
+query every 100 of 10,000 DP-SGD steps costs about half a query asked once.
+
 The ledger round-trips through JSON (:meth:`Accountant.to_json`,
 :meth:`Accountant.from_json`) when each mechanism is one of autoacct's own (a zoo mechanism,
 possibly subsampled or composed): it is written as its class and its fields, and rebuilt from

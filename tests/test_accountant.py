@@ -172,3 +172,28 @@ def test_empty_ledger_validates_its_queries():
         Accountant().epsilon(0.0)
     with pytest.raises(ValueError, match="epsilon"):
         Accountant().delta(-1.0)
+
+
+def test_ledger_asked_often_equals_fresh_compositions_bitwise():
+    """Asked every 120 of 600 DP-SGD steps, then after a Laplace release and more steps, the
+    ledger reuses discretised laws, tail sides and log-MGF rows across its counts (process-wide
+    caches); each answer equals, bit for bit, that of the same Composition built fresh after
+    the caches are emptied (computed from nothing), and the ledger asked again after emptying
+    them answers the same."""
+    from autoacct.pld.accountant import clear_caches
+
+    acc = Accountant()
+    asked = []
+    for i in range(1, 601):
+        acc.step_dpsgd(1.1, 0.01)
+        if i % 120 == 0:
+            asked.append(([_step(1.1, 0.01)], [i], acc.epsilon_bounds(1e-5)))
+    acc.step(Laplace(3.0))
+    for j in (40, 80):
+        acc.step_dpsgd(1.1, 0.01, count=40)
+        asked.append(([_step(1.1, 0.01), Laplace(3.0), _step(1.1, 0.01)], [600, 1, j], acc.epsilon_bounds(1e-5)))
+    for mechanisms, counts, bounds in asked:
+        clear_caches()
+        assert Composition()(mechanisms, counts).epsilon_bounds(1e-5) == bounds
+    clear_caches()
+    assert Accountant.from_json(acc.to_json()).epsilon_bounds(1e-5) == asked[-1][2]

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import enum
 import math
+import threading
 import warnings
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from functools import cached_property, partial
 from typing import Any
 
@@ -31,7 +33,7 @@ from autoacct.pld import jumps, levels
 from autoacct.pld.components import Component
 from autoacct.pld.compose import compose, max_window
 from autoacct.pld.cumulants import Components, choose_tilt, window_points
-from autoacct.pld.discretize import DiscretePLD, discretize, discretize_lazy, discretize_upper
+from autoacct.pld.discretize import DiscretePLD, discretize, discretize_lazy, discretize_upper, law_cache, law_key
 from autoacct.pld.grid import (
     CELL_BYTES,
     CELL_SECONDS,
@@ -152,9 +154,17 @@ class FFTAccountant:
         return discretize_upper(loss, h, j_lo, j_hi)
 
     def _eta(self, log_eta: float) -> float:
-        """P-mass each law may leave outside its grid range on each side."""
+        """P-mass each law may leave outside its grid range on each side: a quarter of the
+        mass allowed out of the composition, e^log_eta (at most 1e-12), shared by the runs.
+
+        The number of runs is rounded up to a power of 2: a smaller eta only widens the
+        ranges (the mass outside them is counted on the safe side either way), and the
+        ranges then stay put while the count grows by up to a factor 2, so that a ledger
+        asked again and again finds its laws discretised already (see
+        :class:`~autoacct.pld.discretize.LawCache`).
+        """
         k_tot = sum(k for _, _, k in self._parts)
-        return min(math.exp(log_eta), 1e-12) / (4.0 * k_tot)
+        return min(math.exp(log_eta), 1e-12) / (4.0 * _round_up_pow2(k_tot))
 
     def profiles(self, h: float, log_eta: float, query: PldQuery = _UNAIMED,
                  directions: Sequence[int] | None = None,
@@ -219,12 +229,20 @@ class FFTAccountant:
         return self._memo[key]
 
     def _tail_side(self, d: int, log_eta: float) -> tuple[int, float, float] | None:
-        """:func:`jumps.tail_side` of direction d's one law (None for several laws)."""
+        """:func:`jumps.tail_side` of direction d's one law (None for several laws), for its
+        count rounded up to a power of 2: the tail then holds at most a share TAIL_RATE / k
+        all the same, and the answer, kept by value (:data:`_TAILS`), holds while the count
+        grows by up to a factor 2."""
         key = ("tail-side", log_eta, d)
         if key not in self._memo:
             parts = self._directions[d]
-            self._memo[key] = (jumps.tail_side(parts[0][0], parts[0][1], self._eta(log_eta))
-                               if len(parts) == 1 else None)
+            side = None
+            if len(parts) == 1:
+                (loss, k), = parts
+                k2, eta = _round_up_pow2(k), self._eta(log_eta)
+                side = _TAILS.get(("tail-side", law_key(loss), k2, eta),
+                                  lambda: jumps.tail_side(loss, k2, eta))
+            self._memo[key] = side
         return self._memo[key]
 
     def _split_law(self, d: int, h: float, log_eta: float, scale: float, tol: float,
@@ -284,8 +302,13 @@ class FFTAccountant:
             side = self._tail_side(d, log_eta)
             if side is not None and side[0] > 0 and side[2] <= jumps.MAX_BULK_SHARE:
                 (loss, k), = parts
-                a, b = loss.quantile_range(self._eta(log_eta))
-                out = max(out, jumps.quantiles(loss, delta / k, a, b)[1])
+                # (for the count rounded up to a power of 2, as the tail side: kept by value)
+                mass, eta = delta / _round_up_pow2(k), self._eta(log_eta)
+
+                def high(loss: PrivacyLoss = loss, mass: float = mass, eta: float = eta) -> float:
+                    a, b = loss.quantile_range(eta)
+                    return jumps.quantiles(loss, mass, a, b)[1]
+                out = max(out, _TAILS.get(("jump", law_key(loss), mass, eta), high))
         return out
 
     def _tilt(self, d: int, h: float, log_eta: float, query: PldQuery, comps: Components) -> float:
@@ -409,16 +432,32 @@ class FFTAccountant:
         queries at nearby scales share one composed PLD.
         """
         chosen = range(len(self._directions)) if directions is None else directions
-        h = min(choose_spacing(self._directions[d], eps_scale, tol) for d in chosen)
+        h = min(self._spacing_of(d, eps_scale, tol) for d in chosen)
         # No single law may need more grid points than half the FFT may have, nor more than
         # the memory budget affords (see :func:`max_cells`): memory stays bounded (the bounds
         # stay valid; the accuracy check then reports what could not be reached).
         return max(h, self._widest / min(max_window() // 2, max_cells()))
 
+    def _spacing_of(self, d: int, eps_scale: float, tol: float) -> float:
+        """:func:`choose_spacing` for direction d (kept: a query asks for it on every pass)."""
+        key = ("spacing", d, eps_scale, tol)
+        if key not in self._memo:
+            self._memo[key] = choose_spacing(self._laws_of(d), eps_scale, tol)
+        return self._memo[key]
+
+    def _laws_of(self, d: int) -> list[tuple[PrivacyLoss, int]]:
+        """Direction d's (law, count) parts, each law replaced by the one kept for its value
+        (:data:`_LAWS_KEPT`): what sizes grids (moments, cumulants at the sizing tilts) is
+        then computed once per law in the process, not once per mechanism that has it."""
+        key = ("laws", d)
+        if key not in self._memo:
+            self._memo[key] = [(_kept_law(loss), k) for loss, k in self._directions[d]]
+        return self._memo[key]
+
     @cached_property
     def _widest(self) -> float:
         """The widest range any one law spans (up to P-mass 1e-16 in each tail)."""
-        widths = [b - a for parts in self._directions for loss, _ in parts
+        widths = [b - a for parts in map(self._laws_of, range(len(self._directions))) for loss, _ in parts
                   for a, b in [loss.quantile_range(1e-16)]]
         return max(widths, default=0.0)
 
@@ -437,7 +476,7 @@ class FFTAccountant:
     def _direction_scales(self, delta: float) -> list[float]:
         """A rough eps(delta) of each direction from a normal approximation; sizes grids only."""
         out = []
-        for parts in self._directions:
+        for parts in map(self._laws_of, range(len(self._directions))):
             mean = sum(k * loss.moments[0] for loss, k in parts)
             var = sum(k * loss.moments[1] for loss, k in parts)
             out.append(mean + math.sqrt(2.0 * var * math.log(1.0 / delta)))
@@ -610,6 +649,58 @@ class FFTAccountant:
                 zero = [np.zeros(np.shape(alpha))]
                 return np.min([np.max([u.tradeoff(alpha) for u, _ in made if isinstance(u, DiscreteProfile)]
                                       or zero, axis=0) for made in self._made], axis=0)
+
+
+def _round_up_pow2(k: int) -> int:
+    """The least power of 2 at least k >= 1."""
+    return 1 << (int(k) - 1).bit_length()
+
+
+class _ValueMemo:
+    """A small process-wide memo of values computed from laws (floats and tuples of them),
+    by a key of the laws' values and the arguments; least recently used out first."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._kept: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """The value kept for ``key``, or ``make()`` (then kept)."""
+        with self._lock:
+            if key in self._kept:
+                self._kept.move_to_end(key)
+                return self._kept[key]
+        value = make()
+        with self._lock:
+            self._kept[key] = value
+            while len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+
+#: Tail sides and jump scales of laws (see FFTAccountant._tail_side), by value.
+_TAILS = _ValueMemo(4096)
+#: A law object per law value (see FFTAccountant._laws_of): equal laws have equal moments.
+_LAWS_KEPT = _ValueMemo(256)
+
+
+def _kept_law(loss: PrivacyLoss) -> PrivacyLoss:
+    """The law object kept for ``loss``'s value (``loss`` itself the first time)."""
+    kept: PrivacyLoss = _LAWS_KEPT.get(law_key(loss), lambda: loss)
+    return kept
+
+
+def clear_caches() -> None:
+    """Empty the process-wide caches of the PLD accountant (discretised laws, tail sides):
+    answers stay the same, only the work to reach them is done again."""
+    law_cache().clear()
+    _TAILS.clear()
+    _LAWS_KEPT.clear()
 
 
 def _lower_of(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:

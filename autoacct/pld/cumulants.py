@@ -19,6 +19,7 @@ Any exponent gives a valid Chernoff bound: the grid and the unimodal searches
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from functools import cached_property
@@ -27,11 +28,15 @@ import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld.components import Component
-from autoacct.pld.discretize import DiscretePLD, log_mgfs
+from autoacct.pld.discretize import DiscretePLD, log_mgf, log_mgfs
 
 #: Positive exponents at which cumulants are evaluated for tail bounds and tilts
 #: (any exponent gives a valid Chernoff bound; this grid only decides how tight).
 THETAS = np.concatenate(([0.0], np.logspace(-3.0, 4.0, 25)))
+#: Further positive exponents of a Chernoff profile (16 per decade): its bound is the best
+#: over the exponents tabulated, and the grid of THETAS (factors of about 2 apart) can leave
+#: it several per cent above the best over all exponents, too high to settle a direction.
+CHERNOFF_THETAS = np.logspace(-3.0, 4.0, 7 * 16 + 1)
 #: Exponents in units of 1/h: they bound the mass of the last few lattice points.
 _LATTICE_THETAS = np.logspace(0.0, 4.0, 5)
 _U = MACHINE_EPSILON
@@ -46,13 +51,34 @@ def exponents(h: float) -> np.ndarray:
     Tilts are chosen among them and every tail bound searches them; the cumulant of a
     set of components is tabulated once at all of them (:class:`Components`), whatever the tilt.
     """
+    return _exponents(float(h))
+
+
+@functools.lru_cache(maxsize=1024)
+def _grid(h: float, lam: float, chernoff: bool) -> tuple[np.ndarray, int]:
+    """A :class:`Cumulant`'s exponents (read-only) and the index of 0, made once per argument."""
+    grid = np.union1d(exponents(h), [lam, -lam] if not chernoff else np.append(CHERNOFF_THETAS, [lam, -lam]))
+    grid.flags.writeable = False
+    return grid, int(np.flatnonzero(grid == 0.0)[0])
+
+
+@functools.lru_cache(maxsize=256)
+def _exponents(h: float) -> np.ndarray:
+    """:func:`exponents`, made once per spacing (read-only): a ledger asks for the same few."""
     pos = np.unique(np.concatenate((THETAS[1:], _LATTICE_THETAS / h)))
-    return np.concatenate((-pos[::-1], [0.0], pos))
+    out = np.concatenate((-pos[::-1], [0.0], pos))
+    out.flags.writeable = False
+    return out
 
 
 def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.ndarray:
     """K(theta) = sum_i k_i log E[e^{theta L_i}; L_i finite] for each theta."""
     theta = np.atleast_1d(np.asarray(theta, dtype=float))
+    # One law's row is kept with it while it is a cached discretised law (a ledger asks
+    # for the same law's table query after query); several laws' rows are computed at once.
+    if len(comps) == 1:
+        # (the sum below of its one row times the count, as a product)
+        return log_mgf(side_pld(comps[0], side), theta) * float(comps[0].count)
     table = log_mgfs([side_pld(c, side) for c in comps], theta)
     counts = np.array([float(c.count) for c in comps])
     # An empty law (log-MGF -inf) makes K = -inf; counts are positive, so no 0 * inf.
@@ -116,17 +142,19 @@ class Cumulant:
     another grid need not be on), tabulated for every exponent at once."""
 
     def __init__(self, comps: Sequence[Component], side: str, h: float, lam: float = 0.0,
-                 values: np.ndarray | None = None) -> None:
+                 values: np.ndarray | None = None, chernoff: bool = False) -> None:
         self.comps, self.side, self.h, self.lam = comps, side, h, lam
-        self.grid = np.union1d(exponents(h), [lam, -lam])
-        self.zero = int(np.flatnonzero(self.grid == 0.0)[0])
+        # With ``chernoff``, the further exponents of CHERNOFF_THETAS too.
+        self.grid, self.zero = _grid(float(h), float(lam), chernoff)
         self._values = cumulant(comps, side, self.grid) if values is None else values
 
     def recounted(self, comps: Components) -> Cumulant:
         """The same table for ``comps``: this table's one component, taken another number of
         times (K is linear in the count)."""
         (old,), (new,) = self.comps, comps
-        return Cumulant(comps, self.side, self.h, self.lam, self._values * (new.count / old.count))
+        out = Cumulant(comps, self.side, self.h, self.lam, self._values * (new.count / old.count))
+        out.grid, out.zero = self.grid, self.zero
+        return out
 
     def __call__(self, idx: np.ndarray) -> np.ndarray:
         return self._values[np.asarray(idx, dtype=int)]
@@ -200,18 +228,18 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     wanted = lam_star * np.array([0.0, 1 / 64, 1 / 16, 1 / 4, 1 / 2])
     candidates = np.unique(np.append(np.searchsorted(grid, wanted), i_star))
     choice, width = lam_star, np.inf
-    for i in candidates[(candidates >= k.zero) & (candidates <= i_star)]:
-        lam = float(grid[i])
-        lo, hi = _window_from(k, lam, h, log_eta)
-        n = hi - lo + 1
+    candidates = candidates[(candidates >= k.zero) & (candidates <= i_star)]
+    # The table as Python floats: the same arithmetic as on its entries, without indexing arrays.
+    kv, gv = k(np.arange(grid.size)).tolist(), grid.tolist()
+    for i, n in zip(candidates.tolist(), _window_points_at(k, candidates, h, log_eta)):
+        lam = gv[i]
         # Curvature K''(lam) by the second divided difference on the (non-uniform) grid.
-        j = np.array([i - 1, i, i + 1])
-        kk, tt = k(j), grid[j]
+        kk, tt = kv[i - 1:i + 2], gv[i - 1:i + 2]
         curv = 2.0 * ((kk[2] - kk[1]) / (tt[2] - tt[1]) - (kk[1] - kk[0]) / (tt[1] - tt[0])) / (tt[2] - tt[0])
-        p_max = min(1.0, max(h / math.sqrt(2.0 * math.pi * max(float(curv), 1e-300)),
+        p_max = min(1.0, max(h / math.sqrt(2.0 * math.pi * max(curv, 1e-300)),
                              _atom_peak(comps, lam)))
         geometric = n if lam <= 0 else min(n, 1.0 / -math.expm1(-lam * h))
-        log_err = (float(k(np.array([i]))[0]) - lam * target
+        log_err = (kv[i] - lam * target
                    + math.log(k_tot * 8.0 * _U * (math.log2(max(n, 2)) + 2.0) * p_max * geometric))
         if log_err <= log_budget and n < width:
             choice, width = lam, n
@@ -283,6 +311,27 @@ def _windows(k: Cumulant, lam: float, h: float, log_eta: float, scales: np.ndarr
     lo, hi = np.maximum(lo, scales * support_lo), np.minimum(hi, scales * support_hi)
     j_lo = np.floor(lo / h)
     return j_lo.astype(np.int64), np.maximum(np.ceil(hi / h), j_lo + 1).astype(np.int64)
+
+
+def _window_points_at(k: Cumulant, idx: np.ndarray, h: float, log_eta: float) -> list[int]:
+    """The points hi - lo + 1 of the window of :func:`_window_from` for the law tilted by
+    each of the tabulated exponents ``k.grid[idx]``, all at once: the same values."""
+    grid = k.grid
+    values = k(np.arange(grid.size))
+    lam = grid[idx]
+    rise = values[None, :] - values[idx][:, None]
+    t = grid[None, :] - lam[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # Each row's exponents above its own (t > 0) give its upper end, those below its lower end.
+        hi = np.nanmin(np.where(t > 0, (rise - log_eta) / t, np.inf), axis=1)
+        lo = np.nanmax(np.where(t < 0, (log_eta - rise) / -t, -np.inf), axis=1)
+    comps = k.comps
+    support_lo = sum(c.count * c.upper.start * c.upper.h for c in comps)
+    support_hi = sum(c.count * (c.upper.start + len(c.upper.masses) - 1) * c.upper.h for c in comps)
+    lo, hi = np.maximum(lo, support_lo), np.minimum(hi, support_hi)
+    j_lo = np.floor(lo / h)
+    j_hi = np.maximum(np.ceil(hi / h), j_lo + 1)
+    return [int(b) - int(a) + 1 for a, b in zip(j_lo.astype(np.int64), j_hi.astype(np.int64))]
 
 
 def window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> tuple[int, int]:

@@ -48,6 +48,9 @@ class SolvedEpsilon:
     def epsilon(self, delta: float | np.ndarray) -> np.ndarray:
         """eps(delta) for each delta (an upper profile's safe upper answer, a lower profile's
         lower one; see ``_solve_once``)."""
+        if type(delta) is float:
+            # (one delta, as the accountant asks: the same value, without the arrays)
+            return np.float64(self._solve(delta))
         delta = np.asarray(delta, dtype=float)
         out = np.array([self._solve(float(d)) for d in np.atleast_1d(delta).ravel()])
         return out.reshape(delta.shape) if delta.shape else out[0]
@@ -105,14 +108,95 @@ class DiscreteProfile(SolvedEpsilon):
                for rate in (self.lam, self.lam + 1.0)]
         return out[0], out[1]
 
-    def _log_suffix(self, i: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    @cached_property
+    def _blocks(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        """What the solve reads the sums of :attr:`_sums` from without making them all: the
+        stride s, the weights at indices 1, 2, ... in blocks of s (index 1 + b s starts
+        block b), and S and T at each block's start (and 0 at index N).
+
+        With r = e^{-lam h} (the recursion's factor), block b's own sum is
+        P_b = sum_c w_(1+bs+c) r^c, the powers made by repeated multiplication, and the
+        starts follow by the recursion S_(1+bs) = P_b + r^s S_(1+(b+1)s) over the blocks.
+        Against the exact sums each P_b is off by at most (2c - 1) roundoffs for its power
+        r^c (r's own rounding c times, c - 1 products), one for each product and s - 1
+        for the sum, fewer than 3 s in all, and each step of the recursion over
+        the blocks adds at most 2 s + 2 (r^s, the product and the sum), so a start with t
+        terms after it is off by at most 3 t roundoffs for s >= 2 (for s = 1 this is the
+        recursion of :attr:`_sums` itself): the bound :meth:`_rounding` charges.
+        """
+        from scipy.signal import lfilter
+
+        w = np.maximum(self.tilted[1:], 0.0)
+        s = max(1, -(-len(w) // (_SCAN - 1)))
+        nb = -(-len(w) // s)
+        padded = np.zeros((nb, s))
+        padded.ravel()[:len(w)] = w
+        r = self._factors
+        powers = np.ones((2, s))
+        powers[:, 1:] = r[:, None]
+        np.cumprod(powers, axis=1, out=powers)
+        blocks = np.einsum("bs,rs->rb", padded, powers)
+        starts = [np.append(lfilter([1.0], [1.0, -powers[j, -1] * r[j]], blocks[j, ::-1])[::-1], 0.0)
+                  if nb else np.zeros(1) for j in range(2)]
+        return s, padded, starts[0], starts[1]
+
+    @cached_property
+    def _factors(self) -> np.ndarray:
+        """The recursion's factors e^{-lam h} and e^{-(lam + 1) h}, as :attr:`_sums` takes them."""
+        return np.array([np.exp(-rate * self.h) for rate in (self.lam, self.lam + 1.0)])
+
+    @cached_property
+    def _local(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """The sums within the blocks made so far (:meth:`_block_suffix`), by block."""
+        return {}
+
+    def _block_suffix(self, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """S and T at the indices 1 + b s, ..., 1 + (b + 1) s of block b (:attr:`_blocks`):
+        the recursion of :attr:`_sums` run down the block from the next block's start
+        (3 roundoffs per term, as there)."""
+        from scipy.signal import lfilter
+
+        if b not in self._local:
+            _, padded, sa, sb = self._blocks
+            out = []
+            for r, starts in zip(self._factors, (sa, sb)):
+                down = lfilter([1.0], [1.0, -r], padded[b, ::-1], zi=[r * starts[b + 1]])[0]
+                out.append(np.append(down[::-1], starts[b + 1]))
+            self._local[b] = out[0], out[1]
+        return self._local[b]
+
+    def _sums_at(self, i: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """S_i and T_i of :attr:`_sums` (within their rounding bound) at indices 1 <= i <= N,
+        from the block starts and the blocks the indices fall in (:attr:`_blocks`)."""
+        s, _, sa, sb = self._blocks
+        i = np.asarray(i)
+        b, c = np.divmod(i - 1, s)
+        # Indices past the last weight (i = N) are the final start (0).
+        last = len(sa) - 1
+        b = np.minimum(b, last)
+        c[b == last] = 0
+        inside = c > 0
+        if not inside.any():
+            return sa[b], sb[b]
+        out_a, out_b = sa[b], sb[b]
+        for blk in np.unique(b[inside]):
+            block_a, block_b = self._block_suffix(int(blk))
+            at = (b == blk) & inside
+            out_a[at], out_b[at] = block_a[c[at]], block_b[c[at]]
+        return out_a, out_b
+
+    def _log_suffix(self, i: np.ndarray, sums: tuple[np.ndarray, np.ndarray] | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
         """log A_i = log sum_{j >= i} p_j and log B_i = log sum_{j >= i} p_j e^{-x_j}
-        (p_j = p~_j e^{K - lam x_j}), at the indices ``i`` only."""
-        sa, sb = self._sums
+        (p_j = p~_j e^{K - lam x_j}), at the indices ``i`` only; from ``sums``, the sums
+        S_i and T_i at those indices, when given."""
+        if sums is None:
+            full_a, full_b = self._sums
+            sums = full_a[i], full_b[i]
         x = (self.start + np.asarray(i)) * self.h
         with np.errstate(divide="ignore"):
-            return (np.log(sa[i]) + self.log_k - self.lam * x,
-                    np.log(sb[i]) + self.log_k - (self.lam + 1.0) * x)
+            return (np.log(sums[0]) + self.log_k - self.lam * x,
+                    np.log(sums[1]) + self.log_k - (self.lam + 1.0) * x)
 
     @cached_property
     def _suffix(self) -> tuple[np.ndarray, np.ndarray]:
@@ -147,9 +231,11 @@ class DiscreteProfile(SolvedEpsilon):
         with np.errstate(invalid="ignore"):
             return np.where(np.isfinite(mass), rel * mass, 0.0)
 
-    def _raw(self, i: np.ndarray, eps: np.ndarray, err_at: np.ndarray) -> np.ndarray:
-        """delta at ``eps`` using suffix sums from index i and the error term evaluated at ``err_at``."""
-        la, lb = self._log_suffix(i)
+    def _raw(self, i: np.ndarray, eps: np.ndarray, err_at: np.ndarray,
+             sums: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """delta at ``eps`` using suffix sums from index i (``sums``: S_i and T_i when given)
+        and the error term evaluated at ``err_at``."""
+        la, lb = self._log_suffix(i, sums)
         lb_eps = eps + lb
         with np.errstate(over="ignore", invalid="ignore"):
             a = np.exp(np.minimum(la, 700.0))
@@ -240,9 +326,10 @@ class DiscreteProfile(SolvedEpsilon):
 
         def values(j: np.ndarray) -> np.ndarray:
             x = (self.start + j) * self.h
-            return self._raw(j + 1, x, x)
+            return self._raw(j + 1, x, x, self._sums_at(j + 1))
 
-        scan = np.unique(np.linspace(0, n - 1, _SCAN).astype(int))
+        # The points whose sums start the blocks of _blocks, and the last point.
+        scan = np.append(np.arange(0, n - 1, self._blocks[0]), n - 1)
         above = values(scan) > target
         if self.upper:
             below = np.flatnonzero(~above)
@@ -258,9 +345,13 @@ class DiscreteProfile(SolvedEpsilon):
             if high[-1] == scan.size - 1:
                 return n
             lo, hi = int(scan[high[-1]]), int(scan[high[-1] + 1])
+        # The bisection between them, on the values of the whole bracket computed at once
+        # (its points are at most n / (_SCAN - 1) + 1).
+        base = lo
+        inside = values(np.arange(lo, hi + 1)) > target
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if values(np.array([mid]))[0] > target:
+            if inside[mid - base]:
                 lo = mid
             else:
                 hi = mid
@@ -277,9 +368,9 @@ class DiscreteProfile(SolvedEpsilon):
             # Already below target at the window's first point: that point is a
             # safe upper answer; nothing is known below the window for a lower one.
             return max(float(self.x[0]), 0.0) if self.upper else 0.0
-        lo_x = float(self.x[i - 1])
-        la, lb = (float(v[0]) for v in self._log_suffix(np.array([i])))
-        err = float(self._err(np.array(lo_x)))
+        lo_x = float((self.start + i - 1) * self.h)  # x_{i-1}, as self.x holds it
+        la, lb = (float(v[0]) for v in self._log_suffix(np.array([i]), self._sums_at(np.array([i]))))
+        err = float(np.exp(min(self.log_c1 - self.lam * lo_x, 700.0)))  # _err at lo_x
         const = self.c0 + err if self.upper else self.c0 - err
         # On [x_{i-1}, x_i): delta = A_i - e^eps B_i + const (error frozen at the left end).
         a_i = math.exp(la)
@@ -293,7 +384,7 @@ class DiscreteProfile(SolvedEpsilon):
             eps = lo_x
         else:
             eps = float(np.log(num) - lb)
-            eps = min(max(eps, lo_x), float(self.x[i]))
+            eps = min(max(eps, lo_x), float((self.start + i) * self.h))
         eps += (_ULP if self.upper else -_ULP) * (abs(eps) + 1.0)
         return max(eps, 0.0)
 
@@ -373,6 +464,8 @@ def chernoff_profiles(comps: Sequence[Component], h: float) -> tuple[ChernoffPro
     """(upper, lower) :class:`ChernoffProfile` of the composition of ``comps``."""
     log_fin = sum(c.count * (math.log1p(-c.upper.p_inf) if c.upper.p_inf < 1.0 else -math.inf)
                   for c in comps)
-    k = as_components(comps).cumulant("upper")
+    # On the finer exponents of cumulants.CHERNOFF_THETAS too: any exponent gives a valid
+    # bound, and these come close to the best one (a cached law's log-MGF rows are kept).
+    k = Cumulant(as_components(comps), "upper", h, chernoff=True)
     inf_mass = -math.expm1(log_fin)
     return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)

@@ -134,3 +134,97 @@ def test_add_law_lower_is_zero_beyond_its_support(sigma, q, h):
     _, truth, lower = _bounds(loss, h, eps)
     assert np.all(truth == 0.0)
     assert np.all(lower <= 0.0)
+
+
+# ----- the cache of discretised laws and the ranges the accountant takes ------------------------
+
+def test_law_cache_keeps_the_computed_values_and_stays_within_its_bytes():
+    """A law from the cache is the one computed without it, bit for bit (upper and lower PLDs,
+    and the log-MGF row kept with it); the cache holds at most its bytes (discrete PLDs and the
+    cell masses kept for a lower PLD not yet made), dropping the least recently used laws."""
+    from autoacct.pld import discretize as module
+    from autoacct.pld.discretize import LawCache, _made_lazy, _made_upper, log_mgfs
+
+    loss = PoissonRemoveLoss(GaussianLoss(1 / 1.1), 0.01)
+    cache = LawCache(max_bytes=1_000_000)
+    spacings = 4e-3 * 0.5 ** (np.arange(16) / 16)
+    for i, h in enumerate(spacings):
+        j_lo, j_hi = index_range(loss, h, 1e-16)
+        law = cache.law(loss, h, j_lo, j_hi, True)
+        assert cache.law(loss, h, j_lo, j_hi, True) is law  # a hit: the same law
+        if i in (0, len(spacings) - 1):
+            up, lower = _made_lazy(loss, h, j_lo, j_hi)
+            assert np.array_equal(law.upper.masses, up.masses) and law.upper.p_inf == up.p_inf
+            low, made = law.lower(), lower()
+            assert np.array_equal(low.masses, made.masses) and low.deficit == made.deficit
+            only_up = cache.law(loss, h, j_lo, j_hi, False)
+            assert np.array_equal(only_up.upper.masses, _made_upper(loss, h, j_lo, j_hi).masses)
+        assert 0 < cache.nbytes <= cache.max_bytes
+        assert cache.nbytes == sum(kept.nbytes for kept in cache._laws.values())
+    # The first laws were dropped to make room; asking again computes the same values.
+    assert len(cache) < len(spacings)
+    j_lo, j_hi = index_range(loss, spacings[0], 1e-16)
+    again = cache.law(loss, spacings[0], j_lo, j_hi, True)
+    assert np.array_equal(again.upper.masses, _made_lazy(loss, spacings[0], j_lo, j_hi)[0].masses)
+
+    theta = np.array([-2.0, 0.0, 0.5, 3.0])
+    kept = module.law_cache().law(loss, 2e-3, *index_range(loss, 2e-3, 1e-16), True)
+    row = module.log_mgf(kept.upper, theta)
+    assert np.array_equal(row, log_mgfs([kept.upper], theta)[0])
+    assert module.log_mgf(kept.upper, theta) is row
+
+
+def test_law_cache_does_not_keep_a_law_larger_than_its_share():
+    from autoacct.pld.discretize import LawCache
+
+    loss = GaussianLoss(0.5)
+    cache = LawCache(max_bytes=8 * 8 * 1000)
+    j_lo, j_hi = index_range(loss, 1e-3, 1e-16)  # thousands of cells, more than 1000
+    cache.law(loss, 1e-3, j_lo, j_hi, True)
+    assert len(cache) == 0 and cache.nbytes == 0
+
+
+@pytest.mark.parametrize("k", [3, 5, 100, 1000])
+def test_range_for_a_count_rounded_up_still_certifies_gaussians(k):
+    """The accountant leaves each law's tails beyond a range for the count rounded up to a
+    power of 2 (a smaller mass, a wider range): k runs of a Gaussian pair, given as a law the
+    accountant does not compose in closed form, are still bracketed around the exact
+    Gaussian eps(delta) with mu = sqrt(k) mu_1 (Balle and Wang 2018)."""
+    from closed_forms import gaussian_eps_closed
+
+    from autoacct.losses.restricted import RestrictedLoss
+    from autoacct.pld.accountant import FFTAccountant
+
+    mu = 0.5
+    law = RestrictedLoss(GaussianLoss(mu), -math.inf, math.inf)  # the Gaussian law, no gdp_mu
+    acc = FFTAccountant([(law, law, k)])
+    pow2 = 1 << (k - 1).bit_length()
+    tails = math.exp(math.log(1e-15))
+    assert acc._eta(math.log(1e-15)) == tails / (4.0 * pow2) <= tails / (4.0 * k)
+    lower, upper = acc.epsilon(1e-6, acc.eps_scale(1e-6))
+    truth = gaussian_eps_closed(mu * math.sqrt(k), 1e-6)
+    assert lower <= truth <= upper
+    assert upper - lower <= 1e-3 * upper
+
+
+def test_a_cached_lower_pld_charges_the_query_budget_as_when_made():
+    """Making a lower PLD charges the running query's time budget for its extra rounds (a law
+    with a steep support end takes several); read again from the cache it charges the same,
+    so that a query's budget, hence its answer, does not depend on what is cached."""
+    from autoacct.limits import _QUERY, query_clock
+    from autoacct.pld.discretize import LawCache
+
+    loss = PoissonAddLoss(GaussianLoss(1 / 0.6), 0.001)
+    h = 0.01
+    j_lo, j_hi = index_range(loss, h, 1e-16)
+    cache = LawCache()
+
+    def spent() -> float:
+        with query_clock(lambda: 0.0):
+            cache.law(loss, h, j_lo, j_hi, True).lower()
+            query = _QUERY.get()
+            assert query is not None
+            return query.spent
+
+    made = spent()
+    assert made > 0.0 and spent() == made and len(cache) == 1
