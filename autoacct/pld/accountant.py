@@ -111,8 +111,8 @@ class FFTAccountant:
         #: Everything derived from the parts, by a key whose first entry names it and whose
         #: rest is every argument it depends on (the parts never change):
         #: ("components", h, log_eta, d), ("tilt", h, log_eta, d, target, log budget),
-        #: ("plan", h, log_eta, d, target, log budget), ("profiles", h, log_eta, lam, d, lower)
-        #: and ("chernoff", h, log_eta, d).
+        #: ("plan", h, log_eta, d, target, log budget), ("profiles", h, log_eta, lam, d, lower),
+        #: ("chernoff", h, log_eta, d), ("spacing", d, eps_scale, tol) and ("laws", d).
         self._memo: dict[tuple, Any] = {}
         # Every composed profile made so far, per direction. Answers take the best
         # certified value over all of them, so that eps(delta) and delta(eps) stay
