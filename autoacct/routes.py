@@ -37,7 +37,7 @@ from scipy import special
 
 from autoacct import _validation as check
 from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_profile
-from autoacct.converters.rdp import rdp_to_delta, rdp_to_epsilon
+from autoacct.converters.rdp import DELTA_FLOOR, rdp_to_delta, rdp_to_epsilon
 from autoacct.errors import AccuracyWarning, BudgetExceeded, BudgetWarning, RouteUnavailableError
 from autoacct.exactness import MACHINE_EPSILON, ExactFloat
 from autoacct.limits import current as current_limits
@@ -300,7 +300,14 @@ def _single_profile(laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any, upper: bool
     for law in laws:
         val = np.asarray(law.profile(eps), dtype=float)
         err = np.asarray(law.profile_error(eps), dtype=float)
-        vals.append(val + err if upper else val - err - law.p_inf_truncated)
+        if upper:
+            # Below 1e-300 the closed forms' exponentials may underflow (a Gaussian step's
+            # profile is positive at every eps): where the loss can still exceed eps the bound
+            # is then DELTA_FLOOR, the floor the other routes keep.
+            val = val + err
+            vals.append(np.where((val < DELTA_FLOOR) & (np.asarray(eps) < law.max_loss), DELTA_FLOOR, val))
+        else:
+            vals.append(val - err - law.p_inf_truncated)
     best = np.maximum(vals[0], vals[1])
     if upper:
         return np.minimum(best, 1.0)

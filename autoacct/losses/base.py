@@ -17,6 +17,7 @@ accountant can share work between equal components.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from functools import cache, cached_property
@@ -137,6 +138,12 @@ class PrivacyLoss(ABC):
         """An absolute bound on the rounding error of :meth:`profile` at ``eps``; used only
         for laws that answer one run of their pair directly (see ``exact_profile``)."""
         return PROFILE_REL * np.asarray(self.profile(eps), dtype=float)
+
+    @property
+    def max_loss(self) -> float:
+        """An upper bound on the largest finite loss with positive P-mass (+inf where none is
+        known): beyond it the profile is the mass at +inf exactly, below it may be positive."""
+        return math.inf
 
     @cached_property
     def moments(self) -> tuple[float, float]:
@@ -296,7 +303,10 @@ class GaussianLoss(ContinuousLoss):
 
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
         value, rel = gaussian_delta_with_error(self.mu, eps)
-        return np.where(np.isfinite(rel), value * rel, 1.0)
+        # Where the relative bound is infinite the absolute one is 1 (value * rel would be
+        # 0 * inf there, NaN with a warning).
+        with np.errstate(invalid="ignore", over="ignore"):
+            return np.where(np.isfinite(rel), value * rel, 1.0)
 
     def quantile_range(self, eta: float) -> tuple[float, float]:
         z = -special.ndtri(eta)
@@ -423,6 +433,11 @@ class DiscreteLoss(PrivacyLoss):
     @property
     def atoms(self) -> tuple[np.ndarray, np.ndarray]:
         return self.values, self.p_mass
+
+    @property
+    def max_loss(self) -> float:
+        finite = self.values[(self.p_mass > 0) & np.isfinite(self.values)]
+        return float(finite.max()) if finite.size else -math.inf
 
     #: Finitely many atoms: the profile is a finite sum, answered directly for one run,
     #: with the absolute rounding bound of :meth:`profile_error`.
@@ -583,6 +598,10 @@ class LaplaceLoss(ContinuousLoss):
 
     def quantile_range(self, eta: float) -> tuple[float, float]:
         return -1.0 / self.b, 1.0 / self.b
+
+    @property
+    def max_loss(self) -> float:
+        return 1.0 / self.b
 
     exact_profile = True
 

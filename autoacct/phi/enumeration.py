@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from autoacct.converters.rdp import DELTA_FLOOR
 from autoacct.phi.laws import UNIT_ROUNDOFF, AtomsLaw, Law
 
 #: Compositions of atom laws with at most this many distinct composed atoms are enumerated.
@@ -47,6 +48,9 @@ class Enumerated:
             safe = np.where(np.isfinite(top), top, 0.0)
             with np.errstate(under="ignore"):
                 total = np.exp(terms - safe[:, None]).sum(axis=1) * np.exp(safe)
+            # A positive sum below 1e-300 (n terms, the largest e^top) may have underflowed:
+            # it is then bounded by DELTA_FLOOR, the floor every route's upper delta keeps.
+            total = np.where(safe + math.log(n) < math.log(DELTA_FLOOR), DELTA_FLOOR, total)
             out[i:i + step] = np.where(np.isfinite(top), total, 0.0)
         upper = self.p_inf * (1.0 + self.p_inf_rel) + out * (1.0 + (2.0 * n + 16.0) * UNIT_ROUNDOFF)
         return np.clip(upper, 0.0, 1.0).reshape(eps.shape)

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from autoacct.converters.rdp import DELTA_FLOOR
 from autoacct.errors import BudgetExceeded, BudgetWarning, PhiAccuracyWarning
 from autoacct.limits import check_deadline
 from autoacct.losses import PrivacyLoss
@@ -361,9 +362,14 @@ class Direction:
         n_chunks = max(1, -(-n // _CHUNK))
         err = e0 + np.abs(flat) * e1 + UNIT_ROUNDOFF * (8.0 + math.log2(max(n, 2)) + n_chunks) * absum
         # A scale beyond floats (e^700 times a large sum) bounds nothing: the answer is then 1.
-        with np.errstate(over="ignore", invalid="ignore"):
-            scale = sp.dt / (2.0 * math.pi) * np.exp(np.minimum(sp.l0 - sp.alpha * flat, 700.0))
-            upper = sp.p_inf * (1.0 + 4.0 * UNIT_ROUNDOFF) + scale * (total + err + 2.0 * sp.tail)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            exponent = np.minimum(sp.l0 - sp.alpha * flat, 700.0)
+            part = sp.dt / (2.0 * math.pi) * np.exp(exponent) * (total + err + 2.0 * sp.tail)
+            log_scale = math.log(sp.dt / (2.0 * math.pi)) + exponent
+            # Where the part's logarithm is below that of 1e-300 its product may underflow:
+            # DELTA_FLOOR bounds it there.
+            small = log_scale + np.log(np.maximum(total + err + 2.0 * sp.tail, _TINY)) < math.log(DELTA_FLOOR)
+            upper = sp.p_inf * (1.0 + 4.0 * UNIT_ROUNDOFF) + np.where(small, DELTA_FLOOR, part)
         upper = np.where(np.isfinite(upper), upper, 1.0)
         return np.clip(upper, 0.0, 1.0).reshape(eps.shape)
 
@@ -375,7 +381,10 @@ class Direction:
         with np.errstate(over="ignore", invalid="ignore"):
             ch = kk[None, :] - lam[None, :] * np.asarray(eps, dtype=float).ravel()[:, None]
         ch = np.where(np.isnan(ch), np.inf, ch)
-        return (p_inf + np.exp(np.minimum(ch.min(axis=1), 0.0))).reshape(np.shape(eps))
+        best = np.minimum(ch.min(axis=1), 0.0)
+        # Below 1e-300 the exponential may underflow: DELTA_FLOOR bounds it there.
+        tail = np.where(best < math.log(DELTA_FLOOR), DELTA_FLOOR, np.exp(best))
+        return (p_inf + tail).reshape(np.shape(eps))
 
     def delta(self, eps: np.ndarray, budget: tuple[float, float], tol: float) -> np.ndarray:
         """Upper bound on this direction's delta at each eps (one spectrum per damping exponent)."""

@@ -62,6 +62,12 @@ def base_profile_error(base: PrivacyLoss, x: np.ndarray, log_q: float) -> np.nda
     return np.where(ok, spread + own, 0.0)
 
 
+def _rounded_up(x: float) -> float:
+    """``x`` moved up by more than the few roundings of log1p and expm1 that made it (a
+    larger max_loss only keeps the upper profile's floor further right: safe)."""
+    return x + 1e-14 * abs(x) + 1e-300 if math.isfinite(x) else x
+
+
 class PoissonRemoveLoss(RepresentedLoss):
     """Loss of the pair ((1-q) Q + q P, Q) for a base pair (P, Q) with loss L.
 
@@ -99,6 +105,12 @@ class PoissonRemoveLoss(RepresentedLoss):
     @property
     def key(self) -> tuple:
         return ("poisson-remove", self.q, self.base.key)
+
+    @property
+    def max_loss(self) -> float:
+        """log(1 - q + q e^M) for the base's M, phi being increasing (rounded up)."""
+        m = self.base.max_loss
+        return _rounded_up(math.log1p(self.q * math.expm1(m))) if m <= 700.0 else math.inf
 
     def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         e = np.asarray(edges, dtype=float)
@@ -194,6 +206,13 @@ class PoissonAddLoss(RepresentedLoss):
     @property
     def key(self) -> tuple:
         return ("poisson-add", self.q, self.base.key)
+
+    @property
+    def max_loss(self) -> float:
+        """-log(1 - q + q e^{-M}) for the base's M: -phi is decreasing and the symmetric base's
+        smallest loss under Q is -M (-log(1 - q), the atom of L = -inf, for M = inf)."""
+        m = self.base.max_loss
+        return _rounded_up(-math.log1p(self.q * math.expm1(-m))) if m >= -700.0 else math.inf
 
     def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         e = np.asarray(edges, dtype=float)
