@@ -256,8 +256,7 @@ class _Search:
         decides whether the accountant's next step is started, from predicted, not measured,
         times, so a probe that finishes without a BudgetWarning has computed exactly the full
         evaluation and counts as one; one cut short keeps its (valid, looser) bounds and is
-        marked ``limited`` if they decide its side of the budget (to be evaluated in full
-        if it comes near the answer), and is evaluated in full at once otherwise.
+        marked ``limited``, to be evaluated in full if it comes near the answer.
         """
         p = self.point(x)
         t = self.tol if tol is None else tol
@@ -274,18 +273,17 @@ class _Search:
                 # answer's own are issued again when it is re-checked (a different budget).
                 warnings.simplefilter("always")
                 low, up = self.goal.bounds(p.mech, self.via, t)
-            cut = any(issubclass(w.category, BudgetWarning) for w in caught)
-            if cut and (low > self.target or up <= self.target):
-                # Decided: certified to miss the budget, or to meet it in truth.
+            if any(issubclass(w.category, BudgetWarning) for w in caught):
+                # Cut short. Its side of the budget is decided when low > target (certified
+                # to miss it) or up <= target (meets it in truth); otherwise it is presumed
+                # to miss it (up > target), which the search checks in full before relying
+                # on it near the answer: a cut upper bound can be many times the full one
+                # (at q 1e-5, k 1e6, sigma 0.63: 1.12 against 0.109).
                 p.limited = True
                 p.low = max(p.low, low)
                 p.up_best = min(p.up_best, up)
                 p.up = up if t == self.tol else p.up
                 return p
-            if cut:
-                # Undecided: a cut-short upper bound can be many times the full one (at q 1e-5,
-                # k 1e6, sigma 0.63: 1.12 against 0.109), so it says nothing of the side.
-                return self.evaluate(x, tol)
         else:
             start = time.perf_counter()
             with warnings.catch_warnings():
@@ -392,9 +390,13 @@ class _Search:
                 if done is not None:
                     return done
                 continue
-            if s.limited and self.u(barrier) - self.u(s) <= _PROBE_WINDOWS * self.window:
-                self.evaluate(s.x)  # it may be the answer: certify it at the caller's budget
-                continue
+            if self.u(barrier) - self.u(s) <= _PROBE_WINDOWS * self.window:
+                if s.limited:
+                    self.evaluate(s.x)  # it may be the answer: certify it at the caller's budget
+                    continue
+                if barrier.valid and barrier.limited and barrier.low <= self.target:
+                    self.evaluate(barrier.x)  # only presumed to miss the budget
+                    continue
             certs = [p for p in above if (not p.valid) or p.low > self.target]
             cert = min(certs, key=self.u) if certs else None
             if cert is not None and self._close_enough(s, cert):
@@ -639,6 +641,11 @@ class _Search:
                 return None
             a, b = full[0], full[1]
             root = self.u(a) - self.g(a) * (self.u(b) - self.u(a)) / (self.g(b) - self.g(a))
+            if self.g(a) < 0 and self.g(b) < 0:
+                # Extrapolated from the safe side, where log eps_up is flatter than near the
+                # budget (it is convex in u at extreme budgets): go half way, staying safe
+                # and cheap, rather than past the budget.
+                root = us + 0.5 * (root - us)
             return root if us < root < un else None
         gs, gn = self.g(s), self.g(n)
         if not (math.isfinite(gs) and math.isfinite(gn)) or gn <= gs:
