@@ -317,6 +317,13 @@ class _Search:
             return -math.inf
         return math.log(p.up) - math.log(self.target)
 
+    def g_est(self, p: _Point) -> float:
+        """g(p) for interpolation: for a probe cut short, whose upper bound may be far above
+        the full one, log of the geometric mean of its bounds over eps* (g(p) if low is 0)."""
+        if p.limited and p.low > 0 and p.up is not None and math.isfinite(p.up):
+            return 0.5 * (math.log(p.low) + math.log(p.up)) - math.log(self.target)
+        return self.g(p)
+
     def x_of(self, u: float) -> float:
         return math.exp(self.sign * u)
 
@@ -636,28 +643,15 @@ class _Search:
         if not n.valid or n.up is None:
             return None
         us, un = self.u(s), self.u(n)
-        if s.limited or n.limited:
-            full = [p for p in self._valid_sorted() if not p.limited and math.isfinite(self.g(p))]
-            full.sort(key=lambda p: abs(self.g(p)))
-            if len(full) < 2 or self.g(full[0]) == self.g(full[1]):
-                return None
-            a, b = full[0], full[1]
-            root = self.u(a) - self.g(a) * (self.u(b) - self.u(a)) / (self.g(b) - self.g(a))
-            if self.g(a) < 0 and self.g(b) < 0:
-                # Extrapolated from the safe side, where log eps_up is flatter than near the
-                # budget (it is convex in u at extreme budgets): go half way, staying safe
-                # and cheap, rather than past the budget.
-                root = us + 0.5 * (root - us)
-            return root if us < root < un else None
-        gs, gn = self.g(s), self.g(n)
+        gs, gn = self.g_est(s), self.g_est(n)
         if not (math.isfinite(gs) and math.isfinite(gn)) or gn <= gs:
             return None
         secant = us - gs * (un - us) / (gn - gs)
-        pts = [p for p in self._valid_sorted() if not p.limited and math.isfinite(self.g(p))]
-        pts.sort(key=lambda p: abs(self.g(p)))
+        pts = [p for p in self._valid_sorted() if math.isfinite(self.g_est(p))]
+        pts.sort(key=lambda p: abs(self.g_est(p)))
         pts = pts[:3]
         if len(pts) == 3:
-            (ua, ga), (ub, gb), (uc, gc) = ((self.u(p), self.g(p)) for p in pts)
+            (ua, ga), (ub, gb), (uc, gc) = ((self.u(p), self.g_est(p)) for p in pts)
             if len({ga, gb, gc}) == 3:
                 iqi = (ua * gb * gc / ((ga - gb) * (ga - gc)) + ub * ga * gc / ((gb - ga) * (gb - gc))
                        + uc * ga * gb / ((gc - ga) * (gc - gb)))
