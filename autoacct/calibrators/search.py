@@ -635,11 +635,11 @@ class _Search:
     def _root_estimate(self, s: _Point, n: _Point) -> float | None:
         """Where log eps_up crosses log eps*: inverse quadratic or secant interpolation in u.
 
-        Only full evaluations are interpolated: the upper bound of a probe cut short can be
-        far above the full one (at q 1e-3, k 1e4, sigma 0.956: 0.88 against 0.52), and a
-        secant through it would aim far on the safe side. With an end of the bracket a cut
-        probe, the secant through the two full evaluations nearest the budget is taken
-        when it falls inside the bracket, else none (a bisection step)."""
+        A probe cut short enters at :meth:`g_est`: its upper bound can be far above the
+        full one (at q 1e-3, k 1e4, sigma 0.956: 0.88 against 0.52), and a secant through
+        it would aim far on the safe side. Only the bracket's ends are interpolated by the
+        secant, never extrapolated: log eps_up is convex in u at extreme budgets, so a
+        line through two safe values aims past the budget, where queries are dearest."""
         if not n.valid or n.up is None:
             return None
         us, un = self.u(s), self.u(n)
