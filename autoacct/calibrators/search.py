@@ -30,10 +30,20 @@ that eps_up is increasing in u and roughly linear in log scale. It
    x_c and x_s. When the accountant's bounds are too far apart for that, the
    lower bound at x_c is refined with a smaller accountant ``tol``.
 
+The first guess and the bracketing steps toward more private values are *probes*:
+queries under a smaller time budget (:mod:`autoacct.limits`), since far from the
+budget a query can cost tens of times one at it (DP-SGD at q 1e-5, k 1e4, eps 1:
+30 s at the CLT guess, 7 s at the answer). The budget only decides whether the
+accountant starts its next step, by predicted times, so a probe that is not cut
+short is the full query. One that is cut keeps its valid, looser bounds, which
+decide its side of the budget (or, undecided, presume it unsafe), and is queried
+in full only if the bracket closes around it.
+
 The returned value is always one whose certified epsilon at the caller's ``tol``
-was checked to be within the budget (the safe end of the bracket), re-checked
-on the mechanism handed back. Every evaluation is cached, so no parameter value
-is accounted twice at the same accuracy.
+(and time budget) was checked to be within the budget (the safe end of the
+bracket), re-checked on the mechanism handed back; the optimality gap rests on
+certified lower bounds only. Every evaluation is cached, so no parameter value
+is accounted twice at the same accuracy and budget.
 """
 
 from __future__ import annotations
