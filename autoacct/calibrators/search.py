@@ -409,13 +409,17 @@ class _Search:
                 if done is not None:
                     return done
                 continue
+            presumed = barrier.valid and barrier.limited and barrier.low <= self.target
             if self.u(barrier) - self.u(s) <= _PROBE_WINDOWS * self.window:
                 if s.limited:
                     self.evaluate(s.x)  # it may be the answer: certify it at the caller's budget
                     continue
-                if barrier.valid and barrier.limited and barrier.low <= self.target:
+                if presumed:
                     self.evaluate(barrier.x)  # only presumed to miss the budget
                     continue
+            if presumed and self._contradicted(barrier):
+                self.evaluate(barrier.x)
+                continue
             certs = [p for p in above if (not p.valid) or p.low > self.target]
             cert = min(certs, key=self.u) if certs else None
             if cert is not None and self._close_enough(s, cert):
@@ -429,6 +433,20 @@ class _Search:
             tried.add(step)
             x, tol, probe = step
             self.evaluate(x, tol, probe=probe)
+
+    def _contradicted(self, b: _Point) -> bool:
+        """Whether the full evaluations nearest the budget extrapolate past the cut probe b
+        presumed to miss it: its cut upper bound may be far above the truth (at q 1e-5,
+        k 1e6, eps 0.1 a first guess 1% from the answer was cut to [0, 1.07]), and the
+        search would creep toward it from the safe side. log eps_up being convex in u, the
+        extrapolation errs toward b, so b is then often just beyond the budget."""
+        full = sorted((p for p in self._valid_sorted() if not p.limited and math.isfinite(self.g(p))),
+                      key=lambda p: abs(self.g(p)))[:2]
+        if len(full) < 2 or full[0].t == full[1].t:
+            return False
+        (ua, ga), (ub, gb) = ((self.u(p), self.g(p)) for p in full)
+        slope = (ga - gb) / (ua - ub)
+        return slope > 0 and ua - ga / slope >= self.u(b)
 
     def _close_enough(self, s: _Point, c: _Point) -> bool:
         if self.integer and abs(c.x - s.x) <= 1:
