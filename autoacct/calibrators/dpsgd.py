@@ -33,6 +33,22 @@ from autoacct.dpsgd import dpsgd
 from autoacct.mechanism import Mechanism
 from autoacct.subsampling.schemes import scheme
 
+#: Why a sampler's certified lower bounds stay below its upper bounds at every accountant tol,
+#: so that the noise multiplier's optimality is certified only as far as those lower bounds reach.
+#: Both are lower bounds on the mechanism's epsilon (the first an attained pair, the second a
+#: post-processing), not on the dominating pair whose epsilon the upper bounds account.
+_LOOSE_LOWER = {
+    "without-replacement": (
+        "for sampling without replacement the lower bound is the epsilon of the pair that one "
+        "fixed pair of neighbouring datasets attains at every step, a lower bound on the "
+        "mechanism but not on the dominating pair the upper bound accounts (which need not be "
+        "attained; Lebeda, Regehr, Kamath and Steinke 2024)"),
+    "balls-in-bins": (
+        "for balls-in-bins sampling the lower bound is that of each epoch's outputs summed (a "
+        "Gaussian with noise multiplier sigma sqrt(t)), a lower bound on the mechanism but not "
+        "on the pair whose Renyi DP the upper bound accounts"),
+}
+
 
 def _shape(sample_rate: float | None, steps: int | None, dataset_size: int | None,
            batch_size: int | None, epochs: int | None) -> tuple[float, float]:
@@ -102,7 +118,7 @@ def calibrate_dpsgd_result(epsilon: float | None = None, delta: float | None = N
     x0 = c / math.sqrt(math.log1p(ratio)) if ratio > 0 else 1.0
     return calibrate_result(lambda s: dpsgd(noise_multiplier=s, **run), epsilon, delta, tpr=tpr, fpr=fpr,
                             advantage=advantage, increasing=False, x0=x0, tol=tol, rtol=rtol,
-                            name="noise_multiplier")
+                            name="noise_multiplier", loose_lower=_LOOSE_LOWER.get(sampling))
 
 
 def calibrate_dpsgd(epsilon: float | None = None, delta: float | None = None,
