@@ -51,6 +51,7 @@ deadline can depend on the machine's speed.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -167,6 +168,18 @@ def afford(nbytes: float, seconds: float, what: str) -> None:
             raise BudgetExceeded("time", f"{what} would end past the time budget of {lim.seconds:g} s "
                                  f"(it takes about {seconds:.2g} s after {query.spent:.2g} s of such steps)")
         query.spent += seconds
+        _PREDICTED.total = predicted_seconds() + seconds
+
+
+#: Predicted seconds of every step started in this thread (see :func:`predicted_seconds`).
+_PREDICTED = threading.local()
+
+
+def predicted_seconds() -> float:
+    """The predicted seconds of every grid step started so far in this thread, all queries
+    together: the difference across a call is that call's predicted work, a measure of its
+    cost that, unlike the wall clock, does not depend on the machine or its load."""
+    return float(getattr(_PREDICTED, "total", 0.0))
 
 
 #: The wall-clock deadline of the running public query (time.monotonic() seconds), if any.

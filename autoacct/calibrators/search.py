@@ -49,7 +49,6 @@ is accounted twice at the same accuracy and budget.
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,7 +58,7 @@ from autoacct import _validation as check
 from autoacct.calibrators.goals import AdvantageGoal, EpsilonGoal, Goal, TprGoal, goal_of
 from autoacct.errors import AccuracyWarning, BudgetWarning, InfeasibleBudgetError
 from autoacct.limits import current as current_limits
-from autoacct.limits import limits
+from autoacct.limits import limits, predicted_seconds
 from autoacct.mechanism import ROUTES, Mechanism
 from autoacct.pld import DEFAULT_TOL
 
@@ -82,10 +81,13 @@ _MAX_LOG_RANGE = 30.0
 _PRIOR_SLOPE_UP = 3.0
 #: Time budget (predicted seconds, see autoacct.limits) of a probe: an evaluation away from
 #: the budget, which needs only to say on which side of it a value lies. It is this many
-#: times the longest full evaluation so far, and at least _PROBE_MIN_SECONDS. A smaller
-#: floor cuts queries that are cheap in full (DP-SGD at q 0.1, k 1e6, eps 0.01: cut at 0.5 s
-#: of predicted time, its fallback bounds took 3.7 s of wall time against 0.4 s in full).
-_PROBE_FACTOR = 2.0
+#: times the predicted seconds of the longest full evaluation so far (predictions run about
+#: 4 to 5 times the CPU seconds of this kind of machine, about twice its wall seconds under
+#: load, where the rule was tuned as twice the wall time), and at least _PROBE_MIN_SECONDS.
+#: A smaller floor cuts queries that are cheap in full (DP-SGD at q 0.1, k 1e6, eps 0.01:
+#: cut at 0.5 s of predicted time, its fallback bounds took 3.7 s of wall time against 0.4 s
+#: in full).
+_PROBE_FACTOR = 1.0
 _PROBE_MIN_SECONDS = 1.0
 #: A probe that met the budget is evaluated in full once the bracket is this many rtol
 #: windows wide: it may be the answer, which must be certified at the caller's budget.
@@ -197,7 +199,9 @@ class _Search:
         self.evaluations = 0
         self.sign = 0 if increasing is None else (1 if increasing else -1)
         self.widths: list[float] = []
-        #: Wall seconds of the longest full evaluation so far (sizes the probes' budget).
+        #: Predicted seconds (autoacct.limits.predicted_seconds) of the longest full evaluation
+        #: so far, which sizes the probes' budget: predicted, not measured, so that the
+        #: search, hence its answer, does not depend on the machine or its load.
         self.slowest = 0.0
 
     # ----- domain -------------------------------------------------------------------
@@ -297,12 +301,12 @@ class _Search:
                 p.up = up if t == self.tol else p.up
                 return p
         else:
-            start = time.perf_counter()
+            start = predicted_seconds()
             with warnings.catch_warnings():
                 if t != self.tol:
                     warnings.simplefilter("ignore", AccuracyWarning)
                 low, up = self.goal.bounds(p.mech, self.via, t)
-            self.slowest = max(self.slowest, time.perf_counter() - start)
+            self.slowest = max(self.slowest, predicted_seconds() - start)
         p.limited = False
         p.tols.add(t)
         p.stalled = len(p.tols) > 1 and low <= p.low
@@ -313,8 +317,8 @@ class _Search:
         return p
 
     def _probe_seconds(self) -> float:
-        """A probe's time budget: _PROBE_FACTOR times the longest full evaluation so far
-        (wall seconds, a proxy for the accountant's predicted ones), at least _PROBE_MIN_SECONDS."""
+        """A probe's time budget: _PROBE_FACTOR times the predicted seconds of the longest full
+        evaluation so far, at least _PROBE_MIN_SECONDS."""
         return max(_PROBE_MIN_SECONDS, _PROBE_FACTOR * self.slowest)
 
     def u(self, p: _Point) -> float:
