@@ -168,9 +168,9 @@ _T = TypeVar("_T")
 def bounded(what: str, answer: Callable[[], _T], trivial: _T) -> _T:
     """``answer()``, or ``trivial`` (the bound that says nothing: eps <= inf, delta <= 1, a
     tradeoff >= 0) with a :class:`BudgetWarning` when it runs past its wall-clock deadline,
-    the time budget from its start (:func:`autoacct.limits.deadline`): the bound on the
-    routes whose cost no size predicts. Each such route of a query has its own deadline,
-    so that one route's time is not taken from another's."""
+    DEADLINE_FACTOR times the time budget from its start (:func:`autoacct.limits.deadline`):
+    the bound on the routes whose cost no size predicts. Each such route of a query has its
+    own deadline, so that one route's time is not taken from another's."""
     try:
         with deadline():
             return answer()
