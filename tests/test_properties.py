@@ -787,6 +787,17 @@ def _known_subsampled_gaussian_step_underflow() -> None:
     assert 0 < truth < mp.mpf(10) ** -4000 and lo <= truth <= up
 
 
+def _known_swor_gaussian_step_beyond_grid_underflow() -> None:
+    # Found by the long run: SampleWithoutReplacement(2.84e-20)(Gaussian(489.7)) at eps = 1.5
+    # times its eps(1e-300) had the delta bracket (0.0, 0.0) against the truth 3.9e-16294008:
+    # beyond its grid the upper PLD keeps only the mass moved to +inf, which underflowed.
+    q, sigma = 2.839999269689791e-20, 489.7456402333318
+    m = SampleWithoutReplacement(q)(Gaussian(sigma))
+    e = 1.5 * m.epsilon_bounds(1e-300)[1]
+    lo, up = m.delta_bounds(e)
+    assert lo == 0.0 and up > 0.0 and mp_poisson_gaussian_delta(q, sigma, e) > 0
+
+
 def _known_subsampled_gaussian_step_leaked_warning() -> None:
     # Found by the long run: PoissonSubsample(1e-23)(Gaussian(1000.0)).epsilon_bounds(1e-300)
     # leaked "RuntimeWarning: invalid value encountered in multiply" (0 * inf in the Gaussian
@@ -914,6 +925,7 @@ FORMER_FAILURES: dict[str, Callable[[], None]] = {
     "rr-composed-delta-upper-underflow": _known_rr_composed_delta_underflow,
     "subsampled-gaussian-step-delta-underflow": _known_subsampled_gaussian_step_underflow,
     "subsampled-gaussian-step-leaked-warning": _known_subsampled_gaussian_step_leaked_warning,
+    "swor-gaussian-step-beyond-grid-underflow": _known_swor_gaussian_step_beyond_grid_underflow,
 }
 
 KNOWN_FAILURES: dict[str, tuple[Callable[[], None], str]] = {}

@@ -172,6 +172,10 @@ class BoundedRangeEnvelopeLoss(ContinuousLoss):
     def key(self) -> tuple:
         return ("bounded-range-envelope", self.eps)
 
+    @property
+    def max_loss(self) -> float:
+        return self.eps
+
     def _clip(self, x: np.ndarray) -> np.ndarray:
         return np.clip(np.asarray(x, dtype=float), -self.eps, self.eps)
 

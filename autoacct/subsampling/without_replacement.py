@@ -92,6 +92,11 @@ class SymmetrizedLoss(RepresentedLoss):
     def key(self) -> tuple:
         return ("symmetrized", self.half.key)
 
+    @property
+    def max_loss(self) -> float:
+        # Its positive losses are those of ``half`` under A; the rest are at most 0.
+        return max(self.half.max_loss, 0.0)
+
     def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         e = np.asarray(edges, dtype=float)
         # Positive losses: the cells clipped to (0, inf). Negative losses: L in
