@@ -189,8 +189,9 @@ _DEADLINE: ContextVar[float | None] = ContextVar("autoacct_deadline", default=No
 #: The wall-clock deadline is this many times the time budget. The budget's predicted
 #: seconds are rates measured on a loaded machine; on a shared machine a query that fits
 #: them can take a few times longer by the wall clock (the phi route on a three-part DP-SGD
-#: schedule: 4 s idle, 14.5 s at a load average of 7.5 on 2 cores), and the deadline is
-#: there to stop work growing without bound, not to make answers depend on the load.
+#: schedule took 14.5 s at a load average of 7.5 on 2 cores, and a deadline of the budget
+#: itself cut it), and the deadline is there to stop work growing without bound, not to make
+#: answers depend on the load.
 DEADLINE_FACTOR = 3.0
 
 
