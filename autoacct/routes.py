@@ -292,6 +292,21 @@ def single_step(m: Mechanism) -> tuple[PrivacyLoss, PrivacyLoss] | None:
     return (fwd, bwd) if fwd.exact_profile and bwd.exact_profile else None
 
 
+def _monotone(eps: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> ArrayBounds:
+    """Bounds on delta at an array of eps made monotone as delta is: an upper bound at a
+    smaller eps bounds delta at a larger one, a lower bound at a larger eps one at a smaller
+    (a closed form's rounding margins alone can break the order between nearby eps: a
+    subsampled Gaussian step's upper bound at 1 + 4e-16 was 1.2e-11 relatively above its
+    value at 1)."""
+    flat = np.ravel(eps)
+    order = np.argsort(flat, kind="stable")
+    up, lo = np.ravel(upper)[order], np.ravel(lower)[order]
+    up_out, lo_out = np.empty_like(up), np.empty_like(lo)
+    up_out[order] = np.minimum.accumulate(up)
+    lo_out[order] = np.maximum.accumulate(lo[::-1])[::-1]
+    return lo_out.reshape(np.shape(lower)), up_out.reshape(np.shape(upper))
+
+
 def _max_loss(parts: list[Any]) -> float:
     """The composition's largest finite loss, sum of k times each part's (+inf if any part's
     is unknown or there is no finite one): an upper bound on where its profile can be positive
@@ -381,7 +396,7 @@ class PldRoute(_LawRoute):
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         laws = single_step(m)
         if laws is not None:
-            return _single_profile(laws, eps, upper=False), _single_profile(laws, eps, upper=True)
+            return _monotone(eps, _single_profile(laws, eps, upper=False), _single_profile(laws, eps, upper=True))
         acc = self.accountant(m)
         lower, upper = acc.delta(eps, acc.eps_scale(REFERENCE_DELTA), tol)
         below = self.attained(m)
