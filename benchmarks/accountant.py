@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import autoacct.pld.accountant as pld_accountant
 from autoacct import Accountant
-from autoacct.pld.discretize import law_cache
+from autoacct.pld.lawcache import law_cache
 
 SIGMA, Q, STEPS, EVERY, DELTA = 1.1, 0.01, 10_000, 100, 1e-5
 

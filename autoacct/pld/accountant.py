@@ -33,7 +33,7 @@ from autoacct.pld import jumps, levels
 from autoacct.pld.components import Component
 from autoacct.pld.compose import compose, max_window
 from autoacct.pld.cumulants import Components, choose_tilt, window_points
-from autoacct.pld.discretize import DiscretePLD, discretize, discretize_lazy, discretize_upper, law_cache, law_key
+from autoacct.pld.discretize import DiscretePLD, discretize, discretize_lazy, discretize_upper
 from autoacct.pld.grid import (
     CELL_BYTES,
     CELL_SECONDS,
@@ -43,6 +43,7 @@ from autoacct.pld.grid import (
     index_range,
     max_cells,
 )
+from autoacct.pld.lawcache import law_cache, law_key
 from autoacct.pld.profiles import ChernoffProfile, DiscreteProfile, chernoff_profiles
 from autoacct.pld.query import PldQuery
 
@@ -161,7 +162,7 @@ class FFTAccountant:
         ranges (the mass outside them is counted on the safe side either way), and the
         ranges then stay put while the count grows by up to a factor 2, so that a ledger
         asked again and again finds its laws discretised already (see
-        :class:`~autoacct.pld.discretize.LawCache`).
+        :class:`~autoacct.pld.lawcache.LawCache`).
         """
         k_tot = sum(k for _, _, k in self._parts)
         return min(math.exp(log_eta), 1e-12) / (4.0 * _round_up_pow2(k_tot))

@@ -5,7 +5,7 @@ composed law is K(theta) = sum_i k_i log E[e^{theta L_i}; L_i finite]. It is
 tabulated once per component set on a fixed grid of exponents (both signs, and
 the exponents in units of 1/h that bound the last lattice points), from the
 components' exact discrete moment generating functions
-(:func:`discretize.log_mgfs`). From the table come:
+(:func:`mgf.log_mgfs`). From the table come:
 
 * the tilt lam for a query near a target eps (:func:`choose_tilt`);
 * the FFT window outside which the tilted law has a given mass (:func:`window`);
@@ -28,7 +28,9 @@ import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld.components import Component
-from autoacct.pld.discretize import DiscretePLD, log_mgf, log_mgfs
+from autoacct.pld.discretize import DiscretePLD
+from autoacct.pld.lawcache import log_mgf
+from autoacct.pld.mgf import log_mgfs
 
 #: Positive exponents at which cumulants are evaluated for tail bounds and tilts
 #: (any exponent gives a valid Chernoff bound; this grid only decides how tight).

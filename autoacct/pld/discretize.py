@@ -41,18 +41,15 @@ delta_w; applying this factor by factor orders the composed profiles.
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property, partial
 
 import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
-from autoacct.limits import afford
 from autoacct.losses import DiscreteLoss, PrivacyLoss
+from autoacct.pld.lawcache import charge, law_cache
 
 
 @dataclass(frozen=True)
@@ -102,83 +99,10 @@ class DiscretePLD:
         return (int(nz[0]), int(nz[-1])) if nz.size else None
 
 
-def log_mgfs(plds: Sequence[DiscretePLD], theta: np.ndarray) -> np.ndarray:
-    """log E[e^{theta L}; L finite] of every law at every exponent, shape (len(plds), len(theta)).
-
-    The laws must share one lattice spacing h. For theta >= 0 each law's sum is
-    taken relative to its largest finite loss x_top, sum_d w(x_top - d h) e^{-theta h d},
-    and for theta < 0 relative to its smallest one, so every factor is at most 1
-    and nothing overflows. Cut into blocks of ``_MGF_BLOCK`` lattice points, every
-    law at every exponent is one matrix product: block sums against the table
-    e^{-|theta| h c}, c < _MGF_BLOCK, times the block's offset factor. Terms lost to
-    underflow are each below 1e-322, and ``_UNDERFLOW`` per point is added back, so
-    the values are never below the exact ones by more than rounding.
-    """
-    theta = np.asarray(theta, dtype=float)
-    out = np.full((len(plds), theta.size), -np.inf)
-    live = [i for i, pld in enumerate(plds) if pld.support is not None]
-    if not live or theta.size == 0:
-        return out
-    h = plds[live[0]].h
-    if any(plds[i].h != h for i in live):
-        raise ValueError("log_mgfs needs laws on one lattice")
-    c = np.arange(_MGF_BLOCK)
-    for sign in (1.0, -1.0):
-        cols = np.flatnonzero(theta >= 0) if sign > 0 else np.flatnonzero(theta < 0)
-        if cols.size == 0:
-            continue
-        rate = np.abs(theta[cols]) * h
-        sums = _block_sums([plds[i] for i in live], sign > 0, c, rate)
-        ends = [_support(plds[i])[1] if sign > 0 else _support(plds[i])[0] for i in live]
-        ref = (np.array([plds[i].start for i in live]) + np.array(ends)) * h
-        with np.errstate(divide="ignore"):
-            out[np.ix_(np.array(live), cols)] = np.log(sums) + np.multiply.outer(ref, theta[cols])
-    return out
-
-
-def _block_sums(plds: list[DiscretePLD], from_top: bool, c: np.ndarray, rate: np.ndarray) -> np.ndarray:
-    """sum_d w(x_end -/+ d h) e^{-rate d} for each law (rows) and rate (columns), with x_end the
-    law's last (``from_top``) or first point of positive mass, plus the underflow allowance."""
-    sizes = [_support(pld)[1] - _support(pld)[0] + 1 for pld in plds]
-    blocks = [-(-n // _MGF_BLOCK) for n in sizes]
-    first = np.concatenate(([0], np.cumsum(blocks)[:-1]))
-    flat = np.zeros(int(sum(blocks)) * _MGF_BLOCK)
-    for pld, b0, n in zip(plds, first, sizes):
-        lo, hi = _support(pld)
-        seg = pld.masses[lo:hi + 1]
-        flat[b0 * _MGF_BLOCK:b0 * _MGF_BLOCK + n] = seg[::-1] if from_top else seg
-    rows = flat.reshape(-1, _MGF_BLOCK)
-    # Each block's offset factor e^{-rate b B}, tabulated once per block index b.
-    index = np.concatenate([np.arange(b) for b in blocks])
-    factors = np.exp(-np.multiply.outer(np.arange(max(blocks)) * _MGF_BLOCK, rate))
-    table = np.exp(-np.multiply.outer(c, rate))
-    terms = np.empty((rows.shape[0], rate.size))
-    for i in range(0, rows.shape[0], _MGF_ROWS):
-        np.matmul(rows[i:i + _MGF_ROWS], table, out=terms[i:i + _MGF_ROWS])
-    terms *= factors[index]
-    return np.add.reduceat(terms, first, axis=0) + _UNDERFLOW * np.array(sizes)[:, None]
-
-
-def _support(pld: DiscretePLD) -> tuple[int, int]:
-    """The first and last index of positive mass of a PLD known to have some."""
-    if pld.support is None:
-        raise ValueError("the discrete PLD has no finite mass")
-    return pld.support
-
-
-#: Lattice points per block of :func:`log_mgfs`.
-_MGF_BLOCK = 256
-#: Blocks per matrix product in :func:`log_mgfs`: products this small run on one thread of a
-#: threaded BLAS, which on a busy machine costs less CPU time than several.
-_MGF_ROWS = 64
-#: Bound on what underflow takes from one term of :func:`log_mgfs` (a few subnormal ulps).
-_UNDERFLOW = 1e-322
-
-
 def discretize(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> tuple[DiscretePLD, DiscretePLD]:
     """Upper and lower discrete PLDs of ``loss`` on the grid points j h, j_lo <= j <= j_hi
     (from the cache of discretised laws, see :class:`LawCache`)."""
-    law = _LAWS.law(loss, h, j_lo, j_hi, True)
+    law = law_cache().law(loss, h, j_lo, j_hi, True, law_maker(loss, h, j_lo, j_hi, True))
     return law.upper, law.lower()
 
 
@@ -187,7 +111,7 @@ def discretize_lazy(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int
     """The upper discrete PLD of :func:`discretize`, and a function that returns the lower one,
     made when first called from the cell masses computed for the upper one (kept until then:
     a few arrays of the grid's length). From the cache of discretised laws."""
-    law = _LAWS.law(loss, h, j_lo, j_hi, True)
+    law = law_cache().law(loss, h, j_lo, j_hi, True, law_maker(loss, h, j_lo, j_hi, True))
     return law.upper, law.lower
 
 
@@ -251,7 +175,17 @@ def discretize_upper(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> Discr
     """The upper discrete PLD of :func:`discretize` alone, from whole cells' masses (the
     cells' halves are not computed, so its masses may differ from :func:`discretize`'s in
     the last bits). From the cache of discretised laws."""
-    return _LAWS.law(loss, h, j_lo, j_hi, False).upper
+    return law_cache().law(loss, h, j_lo, j_hi, False, law_maker(loss, h, j_lo, j_hi, False)).upper
+
+
+def law_maker(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int, halves: bool
+              ) -> Callable[[], tuple[DiscretePLD, Callable[[], DiscretePLD] | None]]:
+    """What :meth:`~autoacct.pld.lawcache.LawCache.law` calls on a miss: the law discretised
+    with the cells' halves (upper PLD and the maker of the lower one) or without them (the
+    upper PLD alone)."""
+    if halves:
+        return partial(_made_lazy, loss, h, j_lo, j_hi)
+    return lambda: (_made_upper(loss, h, j_lo, j_hi), None)
 
 
 def _made_upper(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
@@ -344,7 +278,7 @@ def _lower_in_modes(p_inf: float, g: np.ndarray, h: float, j_lo: int, gam: np.nd
             # A round beyond the first is not in the grid's cost model (one round): a law
             # with a few atoms can take all _ROUNDS on every cell; each counts against the
             # query's time budget (see :mod:`autoacct.limits`), raising before it starts.
-            _charge(0.0, n * ROUND_SECONDS, f"lowering a PLD on {n} cells (round {r + 1})")
+            charge(0.0, n * ROUND_SECONDS, f"lowering a PLD on {n} cells (round {r + 1})")
         # Rounded cells leave the sub-measure: its cells next to them are at a support end.
         mode = np.maximum(level, _modes(np.where(level == _ROUNDED, 0.0, m_p[1:-1])))
         masses, bad = _second_order(gam, dgam, h, m_p, m_q, halves, atoms_q, mode, hull)
@@ -700,204 +634,3 @@ def _atoms_q(loss: PrivacyLoss, points: np.ndarray) -> np.ndarray:
     edges[1::2] = points
     _, m_q = loss.cell_masses(edges)
     return m_q[0::2]
-
-
-# ----- the cache of discretised laws -----------------------------------------------------------
-
-#: Bytes the process-wide cache of discretised laws may hold (:class:`LawCache`).
-LAW_CACHE_BYTES = 64 << 20
-#: A law taking more than this share of the cache is discretised without being kept.
-_LARGEST_SHARE = 8
-
-
-#: The budget charges (:func:`~autoacct.limits.afford` arguments) of the lower PLD being made.
-_CHARGES: ContextVar[list[tuple[float, float, str]] | None] = ContextVar("autoacct_law_charges", default=None)
-
-
-def _charge(nbytes: float, seconds: float, what: str) -> None:
-    """:func:`~autoacct.limits.afford`, recorded for the lower PLD being made (see _Law.lower)."""
-    afford(nbytes, seconds, what)
-    charges = _CHARGES.get()
-    if charges is not None:
-        charges.append((nbytes, seconds, what))
-
-
-class _Law:
-    """One discretised law in the cache: its upper PLD and its lower one, made when first
-    asked for (from the kept cell masses of the upper one, when those were computed), and
-    the log-MGF rows computed from either (:func:`log_mgf`)."""
-
-    __slots__ = ("cache", "key", "upper", "made", "make", "rows", "charges")
-
-    def __init__(self, cache: LawCache, key: Hashable, upper: DiscretePLD,
-                 make: Callable[[], DiscretePLD] | None) -> None:
-        self.cache, self.key, self.upper, self.make = cache, key, upper, make
-        self.made: DiscretePLD | None = None
-        self.rows: dict[tuple[int, bytes], np.ndarray] = {}
-        #: What making the lower PLD charged the running query's budget: charged again each
-        #: time it is read from the cache, so that a query's budget, hence its answer, does
-        #: not depend on what earlier queries left in the cache.
-        self.charges: list[tuple[float, float, str]] = []
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of its arrays (a pending lower PLD counts the cell masses kept for it)."""
-        n = self.upper.masses.nbytes
-        if self.made is not None:
-            n += self.made.masses.nbytes
-        elif self.make is not None:
-            n += _KEPT_ARRAYS * self.upper.masses.nbytes
-        return n + sum(r.nbytes for r in self.rows.values())
-
-    def lower(self) -> DiscretePLD:
-        """The lower discrete PLD (made once)."""
-        if self.made is None:
-            if self.make is None:
-                raise RuntimeError("a law discretised for its upper PLD alone has no lower one")
-            charges: list[tuple[float, float, str]] = []
-            token = _CHARGES.set(charges)
-            try:
-                made = self.make()
-            finally:
-                _CHARGES.reset(token)
-            made.masses.flags.writeable = False  # shared by every query that reads the law
-
-            def keep() -> None:
-                self.made, self.make, self.charges = made, None, charges
-            self.cache.resized(self, keep)
-            return made
-        for nbytes, seconds, what in self.charges:
-            afford(nbytes, seconds, what)
-        return self.made
-
-
-#: Arrays of the grid's length that :func:`_made_lazy` keeps for the lower PLD (grid points,
-#: P- and Q-masses of the cells and of their halves, the connect-the-dots masses), rounded up.
-_KEPT_ARRAYS = 7
-
-
-class LawCache:
-    """A bounded, process-wide cache of discretised laws, least recently used out first.
-
-    A discretised law is a function of the law (its class, ``key`` and the attributes the
-    discretiser reads), the spacing h and the index range, and of whether the halves of the
-    cells were computed (:func:`discretize` computes them for the lower PLD, and its upper
-    PLD may then differ from :func:`discretize_upper`'s in the last bits): those are the
-    key, so an answer is the same whether a law comes from the cache or is computed. Two
-    queries that discretise the same law on the same grid (a ledger asked after every
-    hundred steps, whose range follows the count only by powers of 2, see
-    ``FFTAccountant._eta``) then discretise it once. Holds at most ``max_bytes`` bytes of
-    arrays (discrete PLDs, cell masses kept for a lower PLD, log-MGF rows); a law larger
-    than an eighth of that is not kept. Thread-safe.
-    """
-
-    def __init__(self, max_bytes: int = LAW_CACHE_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self._laws: OrderedDict[Hashable, _Law] = OrderedDict()
-        # The laws kept, by the identity of their discrete PLDs (for log_mgf): a kept law
-        # keeps its PLDs alive, so an identity stays theirs while listed.
-        self._by_pld: dict[int, _Law] = {}
-        self._bytes = 0
-        self._lock = threading.RLock()
-        self.hits = self.misses = 0
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held now."""
-        return self._bytes
-
-    def __len__(self) -> int:
-        return len(self._laws)
-
-    def clear(self) -> None:
-        """Drop every law kept (their values are the same when computed again)."""
-        with self._lock:
-            self._laws.clear()
-            self._by_pld.clear()
-            self._bytes = 0
-
-    def law(self, loss: PrivacyLoss, h: float, j_lo: int, j_hi: int, halves: bool) -> _Law:
-        """The law discretised on the points j h, j_lo <= j <= j_hi: with the halves of
-        the cells (upper and lower PLDs) or without (the upper PLD alone)."""
-        key = (law_key(loss), float(h), int(j_lo), int(j_hi), halves)
-        with self._lock:
-            found = self._laws.get(key)
-            if found is not None:
-                self._laws.move_to_end(key)
-                self.hits += 1
-                return found
-            self.misses += 1
-        if halves:
-            upper, make = _made_lazy(loss, h, j_lo, j_hi)
-            law = _Law(self, key, upper, make)
-        else:
-            law = _Law(self, key, _made_upper(loss, h, j_lo, j_hi), None)
-        law.upper.masses.flags.writeable = False  # shared by every query that reads the law
-        with self._lock:
-            if key not in self._laws and law.nbytes * _LARGEST_SHARE <= self.max_bytes:
-                self._laws[key] = law
-                self._by_pld[id(law.upper)] = law
-                self._bytes += law.nbytes
-                self._evict()
-        return law
-
-    def resized(self, law: _Law, change: Callable[[], object]) -> None:
-        """Apply ``change`` to ``law`` and count the bytes it adds (or frees)."""
-        with self._lock:
-            kept = self._laws.get(law.key) is law
-            before = law.nbytes
-            change()
-            if kept:
-                self._bytes += law.nbytes - before
-                if law.made is not None:
-                    self._by_pld[id(law.made)] = law
-                self._evict()
-
-    def rows_of(self, pld: DiscretePLD) -> _Law | None:
-        """The kept law one of whose PLDs ``pld`` is, or None."""
-        with self._lock:
-            law = self._by_pld.get(id(pld))
-            return law if law is not None and (law.upper is pld or law.made is pld) else None
-
-    def _evict(self) -> None:
-        """Drop the least recently used laws until the bytes fit (under the lock)."""
-        while self._bytes > self.max_bytes and self._laws:
-            _, old = self._laws.popitem(last=False)
-            self._bytes -= old.nbytes
-            for pld in (old.upper, old.made):
-                if pld is not None and self._by_pld.get(id(pld)) is old:
-                    del self._by_pld[id(pld)]
-
-
-def law_key(loss: PrivacyLoss) -> Hashable:
-    """What a discretised law depends on: the law's class and value key, and the attributes
-    the discretisers read beyond its cell masses."""
-    err = loss.value_error
-    return (type(loss).__module__, type(loss).__qualname__, loss.key, loss.p_inf, loss.p_inf_truncated,
-            loss.lattice, loss.has_atoms, loss.purely_atomic, loss.rounded_lower,
-            np.asarray(err, dtype=float).tobytes())
-
-
-#: The process-wide cache of discretised laws.
-_LAWS = LawCache()
-
-
-def law_cache() -> LawCache:
-    """The process-wide cache of discretised laws (for its size, counts and ``clear``)."""
-    return _LAWS
-
-
-def log_mgf(pld: DiscretePLD, theta: np.ndarray) -> np.ndarray:
-    """``log_mgfs([pld], theta)[0]`` (read-only), kept with the law while ``pld`` is one of the
-    cache's discretised laws: the same values either way."""
-    theta = np.asarray(theta, dtype=float)
-    law = _LAWS.rows_of(pld)
-    if law is None:
-        return log_mgfs([pld], theta)[0]
-    key = (0 if pld is law.upper else 1, theta.tobytes())
-    row = law.rows.get(key)
-    if row is None:
-        row = log_mgfs([pld], theta)[0]
-        row.flags.writeable = False
-        _LAWS.resized(law, lambda: law.rows.setdefault(key, row))
-    return row

@@ -54,7 +54,8 @@ from autoacct.losses import PrivacyLoss
 from autoacct.pld.components import Component
 from autoacct.pld.compose import Convolution, convolve, max_window
 from autoacct.pld.cumulants import Components, window
-from autoacct.pld.discretize import DiscretePLD, log_mgfs, lower_from_cell_masses
+from autoacct.pld.discretize import DiscretePLD, lower_from_cell_masses
+from autoacct.pld.mgf import log_mgfs
 
 #: One lattice is used when its window has at most this many points, or the count is below
 #: MIN_COUNT.

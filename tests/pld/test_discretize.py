@@ -142,45 +142,50 @@ def test_law_cache_keeps_the_computed_values_and_stays_within_its_bytes():
     """A law from the cache is the one computed without it, bit for bit (upper and lower PLDs,
     and the log-MGF row kept with it); the cache holds at most its bytes (discrete PLDs and the
     cell masses kept for a lower PLD not yet made), dropping the least recently used laws."""
-    from autoacct.pld import discretize as module
-    from autoacct.pld.discretize import LawCache, _made_lazy, _made_upper, log_mgfs
+    from autoacct.pld import lawcache as module
+    from autoacct.pld.discretize import _made_lazy, _made_upper, law_maker
+    from autoacct.pld.lawcache import LawCache
+    from autoacct.pld.mgf import log_mgfs
 
     loss = PoissonRemoveLoss(GaussianLoss(1 / 1.1), 0.01)
     cache = LawCache(max_bytes=1_000_000)
     spacings = 4e-3 * 0.5 ** (np.arange(16) / 16)
     for i, h in enumerate(spacings):
         j_lo, j_hi = index_range(loss, h, 1e-16)
-        law = cache.law(loss, h, j_lo, j_hi, True)
-        assert cache.law(loss, h, j_lo, j_hi, True) is law  # a hit: the same law
+        law = cache.law(loss, h, j_lo, j_hi, True, law_maker(loss, h, j_lo, j_hi, True))
+        make = law_maker(loss, h, j_lo, j_hi, True)
+        assert cache.law(loss, h, j_lo, j_hi, True, make) is law  # a hit: the same law
         if i in (0, len(spacings) - 1):
             up, lower = _made_lazy(loss, h, j_lo, j_hi)
             assert np.array_equal(law.upper.masses, up.masses) and law.upper.p_inf == up.p_inf
             low, made = law.lower(), lower()
             assert np.array_equal(low.masses, made.masses) and low.deficit == made.deficit
-            only_up = cache.law(loss, h, j_lo, j_hi, False)
+            only_up = cache.law(loss, h, j_lo, j_hi, False, law_maker(loss, h, j_lo, j_hi, False))
             assert np.array_equal(only_up.upper.masses, _made_upper(loss, h, j_lo, j_hi).masses)
         assert 0 < cache.nbytes <= cache.max_bytes
         assert cache.nbytes == sum(kept.nbytes for kept in cache._laws.values())
     # The first laws were dropped to make room; asking again computes the same values.
     assert len(cache) < len(spacings)
     j_lo, j_hi = index_range(loss, spacings[0], 1e-16)
-    again = cache.law(loss, spacings[0], j_lo, j_hi, True)
+    again = cache.law(loss, spacings[0], j_lo, j_hi, True, law_maker(loss, spacings[0], j_lo, j_hi, True))
     assert np.array_equal(again.upper.masses, _made_lazy(loss, spacings[0], j_lo, j_hi)[0].masses)
 
     theta = np.array([-2.0, 0.0, 0.5, 3.0])
-    kept = module.law_cache().law(loss, 2e-3, *index_range(loss, 2e-3, 1e-16), True)
+    rng = index_range(loss, 2e-3, 1e-16)
+    kept = module.law_cache().law(loss, 2e-3, *rng, True, law_maker(loss, 2e-3, *rng, True))
     row = module.log_mgf(kept.upper, theta)
     assert np.array_equal(row, log_mgfs([kept.upper], theta)[0])
     assert module.log_mgf(kept.upper, theta) is row
 
 
 def test_law_cache_does_not_keep_a_law_larger_than_its_share():
-    from autoacct.pld.discretize import LawCache
+    from autoacct.pld.discretize import law_maker
+    from autoacct.pld.lawcache import LawCache
 
     loss = GaussianLoss(0.5)
     cache = LawCache(max_bytes=8 * 8 * 1000)
     j_lo, j_hi = index_range(loss, 1e-3, 1e-16)  # thousands of cells, more than 1000
-    cache.law(loss, 1e-3, j_lo, j_hi, True)
+    cache.law(loss, 1e-3, j_lo, j_hi, True, law_maker(loss, 1e-3, j_lo, j_hi, True))
     assert len(cache) == 0 and cache.nbytes == 0
 
 
@@ -212,7 +217,8 @@ def test_a_cached_lower_pld_charges_the_query_budget_as_when_made():
     with a steep support end takes several); read again from the cache it charges the same,
     so that a query's budget, hence its answer, does not depend on what is cached."""
     from autoacct.limits import _QUERY, query_clock
-    from autoacct.pld.discretize import LawCache
+    from autoacct.pld.discretize import law_maker
+    from autoacct.pld.lawcache import LawCache
 
     loss = PoissonAddLoss(GaussianLoss(1 / 0.6), 0.001)
     h = 0.01
@@ -221,7 +227,7 @@ def test_a_cached_lower_pld_charges_the_query_budget_as_when_made():
 
     def spent() -> float:
         with query_clock(lambda: 0.0):
-            cache.law(loss, h, j_lo, j_hi, True).lower()
+            cache.law(loss, h, j_lo, j_hi, True, law_maker(loss, h, j_lo, j_hi, True)).lower()
             query = _QUERY.get()
             assert query is not None
             return query.spent
