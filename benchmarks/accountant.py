@@ -24,7 +24,7 @@ import pstats
 import time
 from typing import NamedTuple
 
-import autoacct.pld.accountant as pld_accountant
+import autoacct.pld.lawcache as pld_lawcache
 from autoacct import Accountant
 from autoacct.pld.lawcache import law_cache
 
@@ -43,7 +43,7 @@ class Run(NamedTuple):
 
 def loop(every: int) -> Run:
     """One loop of STEPS steps, querying every ``every`` steps and at the end."""
-    pld_accountant.clear_caches()  # a training run starts in a fresh process
+    pld_lawcache.clear_caches()  # a training run starts in a fresh process
     acc = Accountant()
     eps, q_wall, q_cpu = 0.0, 0.0, 0.0
     t0, c0 = time.perf_counter(), time.process_time()
@@ -128,7 +128,7 @@ def profile() -> None:
 
 def cache_report() -> None:
     """What the process-wide cache of discretised laws does over one queried loop."""
-    pld_accountant.clear_caches()
+    pld_lawcache.clear_caches()
     cache = law_cache()
     hits, misses = cache.hits, cache.misses
     loop(EVERY)  # (clears the caches again at its start)

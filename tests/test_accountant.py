@@ -180,7 +180,7 @@ def test_ledger_asked_often_equals_fresh_compositions_bitwise():
     caches); each answer equals, bit for bit, that of the same Composition built fresh after
     the caches are emptied (computed from nothing), and the ledger asked again after emptying
     them answers the same."""
-    from autoacct.pld.accountant import clear_caches
+    from autoacct.pld.lawcache import clear_caches
 
     acc = Accountant()
     asked = []

@@ -17,33 +17,36 @@ from __future__ import annotations
 
 import enum
 import math
-import threading
-import warnings
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Sequence
 from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
 
-from autoacct.errors import AccuracyWarning, BudgetExceeded, BudgetWarning
+from autoacct.errors import BudgetExceeded
 from autoacct.limits import afford, query_clock
 from autoacct.losses import GaussianLoss, PrivacyLoss
 from autoacct.pld import jumps, levels
 from autoacct.pld.components import Component
 from autoacct.pld.compose import compose, max_window
+from autoacct.pld.costs import (
+    SharedCheck,
+    afford_cells,
+    afford_laws,
+    lower_of,
+    nbytes_of,
+    shared_lower_of,
+    warn_budget,
+    warn_loose,
+)
 from autoacct.pld.cumulants import Components, choose_tilt, window_points
 from autoacct.pld.discretize import DiscretePLD, discretize, discretize_lazy, discretize_upper
 from autoacct.pld.grid import (
-    CELL_BYTES,
-    CELL_SECONDS,
-    UPPER_CELL_BYTES,
-    UPPER_CELL_SECONDS,
     choose_spacing,
     index_range,
     max_cells,
 )
-from autoacct.pld.lawcache import law_cache, law_key
+from autoacct.pld.lawcache import TAILS, kept_law, law_key, round_up_pow2, round_up_quarter
 from autoacct.pld.profiles import ChernoffProfile, DiscreteProfile, chernoff_profiles
 from autoacct.pld.query import PldQuery
 
@@ -130,8 +133,8 @@ class FFTAccountant:
             parts = self._directions[d]
             ranges = [index_range(loss, h, eta) for loss, _ in parts]
             cells = [j_hi - j_lo for j_lo, j_hi in ranges]
-            _afford_laws(cells, lower is not LowerPld.LAZY)
-            shared = _SharedCheck(cells) if len(parts) > 1 else None
+            afford_laws(cells, lower is not LowerPld.LAZY)
+            shared = SharedCheck(cells) if len(parts) > 1 else None
             comps = []
             for (loss, k), (j_lo, j_hi) in zip(parts, ranges):
                 atoms = loss.atoms if loss.rounded_lower else None
@@ -139,8 +142,8 @@ class FFTAccountant:
                     comps.append(Component(*discretize_lazy(loss, h, j_lo, j_hi), k, atoms))
                 elif lower is LowerPld.LAZY:
                     up = discretize_upper(loss, h, j_lo, j_hi)
-                    make = (partial(_lower_of, loss, h, j_lo, j_hi) if shared is None
-                            else partial(_shared_lower_of, shared, loss, h, j_lo, j_hi))
+                    make = (partial(lower_of, loss, h, j_lo, j_hi) if shared is None
+                            else partial(shared_lower_of, shared, loss, h, j_lo, j_hi))
                     comps.append(Component(up, make, k, atoms))
                 else:
                     comps.append(Component(*discretize(loss, h, j_lo, j_hi), k, atoms))
@@ -151,7 +154,7 @@ class FFTAccountant:
         """The upper discrete PLD of direction d's one law on the lattice hZ."""
         (loss, _), = self._directions[d]
         j_lo, j_hi = index_range(loss, h, self._eta(log_eta))
-        _afford_cells(j_hi - j_lo, False)
+        afford_cells(j_hi - j_lo, False)
         return discretize_upper(loss, h, j_lo, j_hi)
 
     def _eta(self, log_eta: float) -> float:
@@ -165,7 +168,7 @@ class FFTAccountant:
         :class:`~autoacct.pld.lawcache.LawCache`).
         """
         k_tot = sum(k for _, _, k in self._parts)
-        return min(math.exp(log_eta), 1e-12) / (4.0 * _round_up_pow2(k_tot))
+        return min(math.exp(log_eta), 1e-12) / (4.0 * round_up_pow2(k_tot))
 
     def profiles(self, h: float, log_eta: float, query: PldQuery = _UNAIMED,
                  directions: Sequence[int] | None = None,
@@ -231,17 +234,17 @@ class FFTAccountant:
 
     def _tail_side(self, d: int, log_eta: float) -> tuple[int, float, float] | None:
         """:func:`jumps.tail_side` of direction d's one law (None for several laws), for its
-        count rounded up to the next ceil(2^(j/4)) (:func:`_round_up_quarter`): the tail then
+        count rounded up to the next ceil(2^(j/4)) (:func:`~autoacct.pld.lawcache.round_up_quarter`): the tail then
         holds at most a share TAIL_RATE / k all the same, and the answer, kept by value
-        (:data:`_TAILS`), holds while the count grows by up to 19%."""
+        (:data:`~autoacct.pld.lawcache.TAILS`), holds while the count grows by up to 19%."""
         key = ("tail-side", log_eta, d)
         if key not in self._memo:
             parts = self._directions[d]
             side = None
             if len(parts) == 1:
                 (loss, k), = parts
-                k2, eta = _round_up_quarter(k), self._eta(log_eta)
-                side = _TAILS.get(("tail-side", law_key(loss), k2, eta),
+                k2, eta = round_up_quarter(k), self._eta(log_eta)
+                side = TAILS.get(("tail-side", law_key(loss), k2, eta),
                                   lambda: jumps.tail_side(loss, k2, eta))
             self._memo[key] = side
         return self._memo[key]
@@ -281,14 +284,14 @@ class FFTAccountant:
             rounding = math.ceil if side[0] > 0 else math.floor
             bulk, tail = jumps.parts_at(loss, side[0], rounding(side[1] / coarse) * coarse)
             j_lo, j_hi = index_range(bulk, h, eta)
-            _afford_cells(j_hi - j_lo, True)
+            afford_cells(j_hi - j_lo, True)
             bulk_fine = Component(*discretize(bulk, h, j_lo, j_hi), k)
             c_lo, c_hi = index_range(bulk, coarse, eta)
-            _afford_cells(c_hi - c_lo, False)
+            afford_cells(c_hi - c_lo, False)
             bulk_coarse = Component(discretize_upper(bulk, coarse, c_lo, c_hi),
-                                    partial(_lower_of, bulk, coarse, c_lo, c_hi), k)
+                                    partial(lower_of, bulk, coarse, c_lo, c_hi), k)
             t_lo, t_hi = index_range(tail, coarse, eta)
-            _afford_cells(t_hi - t_lo, True)
+            afford_cells(t_hi - t_lo, True)
             tail_coarse = Component(*discretize(tail, coarse, t_lo, t_hi), k)
             self._memo[key] = jumps.split_law(bulk_fine, bulk_coarse, tail_coarse, ratio)
         return self._memo[key]
@@ -304,12 +307,12 @@ class FFTAccountant:
             if side is not None and side[0] > 0 and side[2] <= jumps.MAX_BULK_SHARE:
                 (loss, k), = parts
                 # (for the count rounded up as for the tail side: kept by value)
-                mass, eta = delta / _round_up_quarter(k), self._eta(log_eta)
+                mass, eta = delta / round_up_quarter(k), self._eta(log_eta)
 
                 def high(loss: PrivacyLoss = loss, mass: float = mass, eta: float = eta) -> float:
                     a, b = loss.quantile_range(eta)
                     return jumps.quantiles(loss, mass, a, b)[1]
-                out = max(out, _TAILS.get(("jump", law_key(loss), mass, eta), high))
+                out = max(out, TAILS.get(("jump", law_key(loss), mass, eta), high))
         return out
 
     def _tilt(self, d: int, h: float, log_eta: float, query: PldQuery, comps: Components) -> float:
@@ -448,11 +451,11 @@ class FFTAccountant:
 
     def _laws_of(self, d: int) -> list[tuple[PrivacyLoss, int]]:
         """Direction d's (law, count) parts, each law replaced by the one kept for its value
-        (:data:`_LAWS_KEPT`): what sizes grids (moments, cumulants at the sizing tilts) is
+        (:data:`~autoacct.pld.lawcache.LAWS_KEPT`): what sizes grids (moments, cumulants at the sizing tilts) is
         then computed once per law in the process, not once per mechanism that has it."""
         key = ("laws", d)
         if key not in self._memo:
-            self._memo[key] = [(_kept_law(loss), k) for loss, k in self._directions[d]]
+            self._memo[key] = [(kept_law(loss), k) for loss, k in self._directions[d]]
         return self._memo[key]
 
     @cached_property
@@ -497,7 +500,7 @@ class FFTAccountant:
     def held_bytes(self) -> float:
         """Bytes of the arrays this accountant keeps (its discretised laws and composed
         profiles): every later step's memory estimate adds them (:func:`afford`)."""
-        return float(sum(_nbytes(v) for v in self._memo.values()))
+        return float(sum(nbytes_of(v) for v in self._memo.values()))
 
     def epsilon(self, delta: float, eps_scale: float, tol: float = DEFAULT_TOL) -> tuple[float, float]:
         """Certified (lower, upper) bounds on eps(delta), within ``tol`` unless the resource
@@ -509,7 +512,7 @@ class FFTAccountant:
                 return self._epsilon(delta, eps_scale, tol)
             except BudgetExceeded as exc:
                 lower, upper = self._best_epsilon(delta)
-                _warn_budget(exc, f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}]", tol)
+                warn_budget(exc, f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}]", tol)
                 return self._certified_lower(lower), upper
 
     def _epsilon(self, delta: float, eps_scale: float, tol: float) -> tuple[float, float]:
@@ -566,7 +569,7 @@ class FFTAccountant:
             if not math.isfinite(upper):
                 break
             grid_tol = self._finer(eps_scale, grid_tol, grid_tol * _shrink(gap, tol * upper), on_fine_grid)
-        _warn(f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}] are wider than tol={tol:g}")
+        warn_loose(f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}] are wider than tol={tol:g}")
         return self._certified_lower(lower), upper
 
     def delta(self, eps: np.ndarray, eps_scale: float, tol: float = DEFAULT_TOL,
@@ -579,7 +582,7 @@ class FFTAccountant:
                 return self._delta(np.asarray(eps, dtype=float), eps_scale, tol, log_eta)
             except BudgetExceeded as exc:
                 lower, upper = self._best_delta(np.asarray(eps, dtype=float))
-                _warn_budget(exc, "delta bounds", tol)
+                warn_budget(exc, "delta bounds", tol)
                 return self._certified_lowers(lower), upper
 
     def _delta(self, eps: np.ndarray, eps_scale: float, tol: float, log_eta: float
@@ -613,7 +616,7 @@ class FFTAccountant:
                 return self._certified_lowers(lower), upper
             worst = float(np.max(np.where(ok, 0.0, (upper - lower) / np.maximum(upper, 1e-300))))
             grid_tol *= _shrink(worst, tol)
-        _warn(f"delta bounds are wider than tol={tol:g}")
+        warn_loose(f"delta bounds are wider than tol={tol:g}")
         return self._certified_lowers(lower), upper
 
     def _certified_lower(self, lower: float) -> float:
@@ -646,137 +649,10 @@ class FFTAccountant:
                 profs = self.profiles(self.spacing(eps_scale, tol), math.log(1e-18))
                 return np.min([u.tradeoff(alpha) for u, _ in profs], axis=0)
             except BudgetExceeded as exc:
-                _warn_budget(exc, "the tradeoff curve", tol)
+                warn_budget(exc, "the tradeoff curve", tol)
                 zero = [np.zeros(np.shape(alpha))]
                 return np.min([np.max([u.tradeoff(alpha) for u, _ in made if isinstance(u, DiscreteProfile)]
                                       or zero, axis=0) for made in self._made], axis=0)
-
-
-def _round_up_pow2(k: int) -> int:
-    """The least power of 2 at least k >= 1."""
-    return 1 << (int(k) - 1).bit_length()
-
-
-def _round_up_quarter(k: int) -> int:
-    """The least integer ceil(2^(j/4)) at least k >= 1: a count rounded up by at most 19%.
-    The tail side and the jump scale take it rather than a power of 2, which moved their
-    sizing enough to push queries past the time budget (q = 1e-5, sigma = 0.394, k = 1e4:
-    [0, 0.99722] with a BudgetWarning instead of [0.997179, 0.997183])."""
-    j = math.ceil(4.0 * math.log2(k)) if k > 1 else 0
-    while math.ceil(2.0 ** (j / 4.0)) < k:  # log2's rounding
-        j += 1
-    return max(int(k), math.ceil(2.0 ** (j / 4.0)))
-
-
-class _ValueMemo:
-    """A small process-wide memo of values computed from laws (floats and tuples of them),
-    by a key of the laws' values and the arguments; least recently used out first."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._kept: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
-        """The value kept for ``key``, or ``make()`` (then kept)."""
-        with self._lock:
-            if key in self._kept:
-                self._kept.move_to_end(key)
-                return self._kept[key]
-        value = make()
-        with self._lock:
-            self._kept[key] = value
-            while len(self._kept) > self._size:
-                self._kept.popitem(last=False)
-        return value
-
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
-
-
-#: Tail sides and jump scales of laws (see FFTAccountant._tail_side), by value.
-_TAILS = _ValueMemo(4096)
-#: A law object per law value (see FFTAccountant._laws_of): equal laws have equal moments.
-_LAWS_KEPT = _ValueMemo(256)
-
-
-def _kept_law(loss: PrivacyLoss) -> PrivacyLoss:
-    """The law object kept for ``loss``'s value (``loss`` itself the first time)."""
-    kept: PrivacyLoss = _LAWS_KEPT.get(law_key(loss), lambda: loss)
-    return kept
-
-
-def clear_caches() -> None:
-    """Empty the process-wide caches of the PLD accountant (discretised laws, tail sides):
-    answers stay the same, only the work to reach them is done again."""
-    law_cache().clear()
-    _TAILS.clear()
-    _LAWS_KEPT.clear()
-
-
-def _lower_of(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
-    """The lower discrete PLD of :func:`discretize` (which makes the upper one again)."""
-    _afford_cells(j_hi - j_lo, True)
-    return discretize(loss, h, j_lo, j_hi)[1]
-
-
-def _afford_cells(cells: int, full: bool) -> None:
-    """Check that discretising a law on ``cells`` cells fits the budget (see :func:`afford`):
-    its upper and lower PLDs when ``full``, else its upper one."""
-    per_byte, per_second = (CELL_BYTES, CELL_SECONDS) if full else (UPPER_CELL_BYTES, UPPER_CELL_SECONDS)
-    afford(cells * per_byte, cells * per_second, f"discretising a law on {cells} cells")
-
-
-def _afford_laws(cells: Sequence[int], full: bool) -> None:
-    """Check that discretising laws on ``cells`` cells each fits the budget, in one step (one
-    check per law would sum the kept arrays once per law, a cost quadratic in the number of
-    distinct laws): the time of all of them, and the working bytes of the largest plus the
-    PLDs all of them keep (8 bytes a cell for each of the upper and, when ``full``, lower one)."""
-    if len(cells) == 1:
-        _afford_cells(cells[0], full)
-        return
-    per_byte, per_second = (CELL_BYTES, CELL_SECONDS) if full else (UPPER_CELL_BYTES, UPPER_CELL_SECONDS)
-    total = float(sum(cells))
-    afford(max(cells) * per_byte + total * (16.0 if full else 8.0), total * per_second,
-           f"discretising {len(cells)} laws on {int(total)} cells")
-
-
-class _SharedCheck:
-    """One budget check for the lower PLDs of all the laws of a direction, made lazily: the
-    first one read checks for all of them (one composition reads them together), so that n
-    laws cost one check rather than n, each summing every kept array. The bytes counted
-    include the upper PLDs, already kept: an overestimate of 8 bytes a cell."""
-
-    def __init__(self, cells: list[int]) -> None:
-        self._cells = cells
-        self._done = False
-
-    def __call__(self) -> None:
-        if not self._done:
-            _afford_laws(self._cells, True)
-            self._done = True
-
-
-def _shared_lower_of(check: _SharedCheck, loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
-    """:func:`_lower_of` for one of several laws whose lower PLDs share one budget check."""
-    check()
-    return discretize(loss, h, j_lo, j_hi)[1]
-
-
-def _nbytes(value: object) -> int:
-    """Bytes of the arrays a memo entry keeps (discrete PLDs, composed profiles, components;
-    a lower PLD not yet made counts nothing)."""
-    if isinstance(value, (tuple, list)):
-        return sum(_nbytes(v) for v in value)
-    if isinstance(value, Component):
-        lower = value.__dict__.get("lower")
-        return _nbytes(value.upper) + (_nbytes(lower) if lower is not None else 0)
-    if isinstance(value, DiscretePLD):
-        return int(value.masses.nbytes)
-    if isinstance(value, DiscreteProfile):
-        return int(value.tilted.nbytes)
-    return 0
 
 
 def _lower_short(c: Component, query: PldQuery) -> bool:
@@ -816,16 +692,3 @@ def _shrink(gap: float, target: float) -> float:
     The gap scales like h^2, i.e. like the grid tolerance.
     """
     return min(max(0.5 * target / gap, 0.01), 0.5)
-
-
-def _warn_budget(exc: BudgetExceeded, what: str, tol: float) -> None:
-    """Say that the budget stopped a query, why, and what to change."""
-    warnings.warn(f"{what} may be wider than tol={tol:g}: {exc}. A larger {exc.kind} budget "
-                  "(autoacct.limits(memory=..., seconds=...)), a larger tol or a larger delta would "
-                  "tighten them; the bounds are valid but looser than requested", BudgetWarning,
-                  stacklevel=4)
-
-
-def _warn(msg: str) -> None:
-    warnings.warn(msg + "; the bounds are valid but looser than requested", AccuracyWarning,
-                  stacklevel=4)

@@ -22,7 +22,7 @@ from closed_forms import gaussian_eps_closed
 from autoacct import AccuracyWarning, Composition, Gaussian, PoissonSubsample
 from autoacct.limits import query_clock
 from autoacct.losses import GaussianLoss
-from autoacct.pld import FFTAccountant, accountant
+from autoacct.pld import FFTAccountant, accountant, costs
 from autoacct.pld.accountant import LowerPld
 
 pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
@@ -103,6 +103,7 @@ def _recorded_checks(monkeypatch) -> list[str]:
         real(nbytes, seconds, what)
 
     monkeypatch.setattr(accountant, "afford", recording)
+    monkeypatch.setattr(costs, "afford", recording)  # where the laws' checks are made
     return steps
 
 
