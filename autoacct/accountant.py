@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from autoacct import _validation as check
-from autoacct.calibrators.search import calibrate_result
+from autoacct.calibrators.calibrate import calibrate_result
 from autoacct.errors import InfeasibleBudgetError
 from autoacct.mechanism import Mechanism, Neighboring
 from autoacct.subsampling.schemes import scheme

@@ -9,10 +9,11 @@
 * :class:`ParameterCalibrator`: autodp-style class interface over the same search.
 """
 
+from autoacct.calibrators.calibrate import calibrate, calibrate_result
 from autoacct.calibrators.dpsgd import calibrate_dpsgd, calibrate_dpsgd_result, calibrate_dpsgd_steps
 from autoacct.calibrators.gaussian import calibrate_gaussian, gdp_mu
 from autoacct.calibrators.parameter import ParameterCalibrator
-from autoacct.calibrators.search import DEFAULT_RTOL, CalibrationResult, calibrate, calibrate_result
+from autoacct.calibrators.result import DEFAULT_RTOL, CalibrationResult
 from autoacct.errors import InfeasibleBudgetError
 
 __all__ = ["DEFAULT_RTOL", "CalibrationResult", "InfeasibleBudgetError", "ParameterCalibrator",

@@ -26,9 +26,10 @@ from typing import Any
 from scipy import special
 
 from autoacct import _validation as check
+from autoacct.calibrators.calibrate import calibrate_result
 from autoacct.calibrators.gaussian import gdp_mu
 from autoacct.calibrators.goals import AdvantageGoal, EpsilonGoal, Goal, TprGoal, goal_of
-from autoacct.calibrators.search import DEFAULT_RTOL, CalibrationResult, calibrate_result
+from autoacct.calibrators.result import DEFAULT_RTOL, CalibrationResult
 from autoacct.dpsgd import dpsgd
 from autoacct.mechanism import Mechanism
 from autoacct.subsampling.schemes import scheme

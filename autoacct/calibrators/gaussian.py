@@ -18,7 +18,7 @@ import warnings
 from scipy import optimize
 
 from autoacct import _validation as check
-from autoacct.calibrators.search import DEFAULT_RTOL
+from autoacct.calibrators.result import DEFAULT_RTOL
 from autoacct.errors import AccuracyWarning
 from autoacct.losses import gaussian_delta
 from autoacct.zoo import Composition, Gaussian

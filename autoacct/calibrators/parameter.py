@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from autoacct.calibrators.search import DEFAULT_RTOL, CalibrationResult, calibrate_result
+from autoacct.calibrators.calibrate import calibrate_result
+from autoacct.calibrators.result import DEFAULT_RTOL, CalibrationResult
 from autoacct.mechanism import Calibrator, Mechanism
 
 

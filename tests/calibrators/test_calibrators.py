@@ -244,14 +244,14 @@ def test_cut_short_probes_keep_the_contract(monkeypatch):
     monkeypatch.setattr(search, "_PROBE_MIN_SECONDS", 1e-6)
     monkeypatch.setattr(search, "_PROBE_FACTOR", 0.0)
     limited = []
-    evaluate = search._Search.evaluate
+    evaluate = search.Search.evaluate
 
     def spy(self, x, tol=None, *, probe=False):
         p = evaluate(self, x, tol, probe=probe)
         limited.append(p.limited)
         return p
 
-    monkeypatch.setattr(search._Search, "evaluate", spy)
+    monkeypatch.setattr(search.Search, "evaluate", spy)
     eps, delta, q, k = 2.0, 1e-5, 0.01, 100
     res = calibrate_dpsgd_result(eps, delta, q, k)
     assert any(limited)
