@@ -33,6 +33,8 @@ ROUTES = routes.ROUTE_NAMES
 
 #: Orders alpha -> Renyi DP of both orders of a pair, shape (2,) + alpha.shape.
 PairRdp = Callable[[np.ndarray], np.ndarray]
+#: ``log_moment(rows, counts, n)``: see :meth:`Mechanism.rdp_family`.
+RdpFamily = Callable[[np.ndarray, np.ndarray, int], float]
 
 _T = TypeVar("_T")
 _HOOKS = ("exact_gdp_mu", "loss_parts", "rdp_curve", "dp_guarantee")
@@ -239,6 +241,33 @@ class Mechanism:
     def attained_parts(self) -> list[LossPart] | None:
         """Pairs attained at every run by one fixed pair of datasets, where ``loss_parts`` are
         attained by one run only; None when ``loss_parts`` serve for lower bounds too."""
+        return None
+
+    def snap(self, ratio: float, up: bool) -> tuple[Hashable, Callable[[], Mechanism]] | None:
+        """This mechanism with its parameters moved onto the geometric grid ratio^Z (ratio > 1):
+        ``(key, make)``, where ``make()`` builds the moved mechanism and ``key`` tells equal
+        ones apart without building them. With ``up`` the moved mechanism dominates this one
+        (this one's dominating pairs are post-processings of its pairs, in each direction, so
+        every upper bound on it holds here, also under composition); without ``up`` this one
+        dominates it, and attains what it attains (every lower bound on it holds here). None
+        (the default) where no such move is known. A composition of thousands of distinct
+        steps is bounded through a few hundred moved ones (``ComposedMechanism.grouped``)."""
+        return None
+
+    def grouped(self, up: bool, most: int) -> tuple[Mechanism, float] | None:
+        """A mechanism with at most ``most`` distinct parts that dominates this one (``up``) or
+        that this one dominates and attains (not ``up``), with the ratio of the parameter grid
+        it was made on; None (the default) where there is none. Compositions of many distinct
+        steps have one (``Mechanism.snap``; :mod:`autoacct.zoo.grouping`)."""
+        return None
+
+    def rdp_family(self) -> tuple[RdpFamily, tuple[float, ...]] | None:
+        """This mechanism as a member of a family whose summed Renyi DP a composition of many
+        members computes at once: ``(log_moment, row)``, where ``log_moment(rows, counts, n)``
+        is an upper bound on sum_i counts_i (n - 1) D_n over members given by their ``rows``
+        (D_n the Renyi DP of the member's pair at the integer order n >= 2, both orders of the
+        pair) and ``row`` is this member's; None (the default) where there is no such family.
+        See ``ComposedMechanism.rdp_curve``."""
         return None
 
     def dominated(self) -> Mechanism | None:

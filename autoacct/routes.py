@@ -30,7 +30,7 @@ import math
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 from scipy import special
@@ -386,6 +386,11 @@ class PldRoute(_LawRoute):
                 return _single_profile(laws, e, upper=False)
             return (epsilon_from_profile(low, delta, upper=False, vectorised=True),
                     epsilon_from_profile(up, delta, upper=True, vectorised=True))
+        pair = self.grouped(m)
+        if pair is not None:
+            lower, upper = self.epsilon(pair.below, delta, tol)[0], self.epsilon(pair.above, delta, tol)[1]
+            pair.warn(f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}]", _within(lower, upper, tol), tol)
+            return lower, upper
         acc = self.accountant(m)
         lower, upper = acc.epsilon(delta, acc.eps_scale(delta), tol)
         below = self.attained(m)
@@ -398,6 +403,11 @@ class PldRoute(_LawRoute):
         laws = single_step(m)
         if laws is not None:
             return _monotone(eps, _single_profile(laws, eps, upper=False), _single_profile(laws, eps, upper=True))
+        pair = self.grouped(m)
+        if pair is not None:
+            lower, upper = self.delta(pair.below, eps, tol)[0], self.delta(pair.above, eps, tol)[1]
+            pair.warn("delta bounds", bool(np.all((upper - lower <= tol * upper) | (upper <= 0.0))), tol)
+            return lower, upper
         acc = self.accountant(m)
         lower, upper = acc.delta(eps, acc.eps_scale(REFERENCE_DELTA), tol)
         below = self.attained(m)
@@ -412,8 +422,58 @@ class PldRoute(_LawRoute):
         return lower, np.where(floor, DELTA_FLOOR, upper)
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
+        pair = self.grouped(m)
+        if pair is not None:
+            return self.tradeoff(pair.above, fpr)
         acc = self.accountant(m)
         return acc.tradeoff(fpr, acc.eps_scale(REFERENCE_DELTA))
+
+    def grouped(self, m: Mechanism) -> Grouped | None:
+        """Where ``m``'s composition has more than GROUP_ABOVE distinct laws (an exact
+        composition then costs more than the time budget: 3,000 distinct subsampled Gaussians
+        need about 8e6 cells), the mechanisms with at most GROUPS_MOST distinct parts that
+        dominate it and that it dominates (``Mechanism.grouped``); None otherwise."""
+        def make() -> Grouped | None:
+            acc = self.accountant(m)
+            if acc.distinct <= GROUP_ABOVE:
+                return None
+            # A composition's FFT work is its distinct laws times its window, which grows like
+            # the square root of its runs: GROUPS_MOST distinct laws of as many runs in all
+            # take 2-3 s; more runs get proportionally fewer groups.
+            most = max(GROUPS_FEWEST, int(GROUPS_MOST * math.sqrt(min(1.0, GROUPS_MOST / acc.runs))))
+            above, below = m.grouped(True, most), m.grouped(False, most)
+            if above is None or below is None:
+                return None
+            return Grouped(above[0], below[0], max(above[1], below[1]), acc.distinct)
+        return m.cached(("pld-grouped",), make)
+
+
+#: Distinct laws above which the PLD route bounds a composition through grouped steps (2,000:
+#: 3,000 distinct subsampled Gaussians exceed the default time budget), the most distinct
+#: steps a grouping of GROUPS_MOST runs may have (1,000 distinct subsampled Gaussians take 2-3
+#: s), and the fewest any grouping is allowed.
+GROUP_ABOVE = 2000
+GROUPS_MOST = 1000
+GROUPS_FEWEST = 64
+
+
+class Grouped(NamedTuple):
+    """A composition's steps moved onto a parameter grid (:meth:`PldRoute.grouped`): ``above``
+    dominates it, ``below`` is dominated by it, made on the grid of ratio ``ratio`` from
+    ``distinct`` distinct laws."""
+
+    above: Mechanism
+    below: Mechanism
+    ratio: float
+    distinct: int
+
+    def warn(self, what: str, met: bool, tol: float) -> None:
+        """Say that the bounds ``what`` come from the grouping, where they miss ``tol``."""
+        if not met:
+            warnings.warn(f"{what} may be wider than tol={tol:g}: the {self.distinct} distinct steps were "
+                          f"bounded through steps moved onto a parameter grid of ratio {self.ratio:.4g} "
+                          "(dominating ones above, dominated ones below). Fewer distinct steps, or "
+                          "grouping them yourself, gives tighter bounds.", AccuracyWarning, stacklevel=5)
 
 
 class PhiRoute(_LawRoute):

@@ -12,9 +12,10 @@ import numpy as np
 
 from autoacct import _validation as check
 from autoacct.losses import GaussianLoss, PrivacyLoss
-from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, Transformer
+from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, RdpFamily, Transformer
 from autoacct.routes import rdp_of
 from autoacct.subsampling.gaussian_rdp import sgm_rdp
+from autoacct.subsampling.gaussian_rdp_family import family_log_moment
 from autoacct.subsampling.numerics import UNIT_ROUNDOFF
 
 #: Integer orders up to which the general subsampled RDP bounds are tabulated;
@@ -255,6 +256,14 @@ class RateSubsampledMechanism(SubsampledMechanism, abstract=True):
         general = self.cached(("general_rdp",), lambda: SubsampledRdp(
             base_curve(self.base), self.q, self._rdp_bound()))
         return self._cached_rdp(general)
+
+    def rdp_family(self) -> tuple[RdpFamily, tuple[float, ...]] | None:
+        # A Gaussian base sampled at 0 < q < 1 by a scheme whose curve is sgm_rdp's: the family
+        # of (q, sigma), evaluated at integer orders as sgm_rdp does (gaussian_rdp_family).
+        mu = self.base.exact_gdp_mu()
+        if not self._EXACT_GAUSSIAN_RDP or mu is None or not 0.0 < self.q < 1.0:
+            return None
+        return family_log_moment, (self.q, 1.0 / mu)
 
     def _rdp_bound(self) -> Callable[..., np.ndarray]:
         """The scheme's bound at integer orders, ``bound(curve, q, orders)``; the class's

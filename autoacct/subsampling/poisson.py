@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 from autoacct import _validation
 from autoacct import _validation as check
 from autoacct.losses import PROFILE_REL, DiscreteLoss, PrivacyLoss
-from autoacct.mechanism import LossPart, Neighboring
+from autoacct.mechanism import LossPart, Mechanism, Neighboring
 from autoacct.subsampling.atoms import held_as_atoms, poisson_atom_losses
 from autoacct.subsampling.base import RateSubsampledMechanism, Sampler
 from autoacct.subsampling.numerics import (
@@ -43,6 +43,7 @@ from autoacct.subsampling.represented import (
     previous_float,
     representation,
 )
+from autoacct.zoo.grouping import snap_value
 
 
 def base_profile_error(base: PrivacyLoss, x: np.ndarray, log_q: float) -> np.ndarray:
@@ -450,6 +451,18 @@ class PoissonSubsampledMechanism(RateSubsampledMechanism):
         if loss is None:
             return poisson_rdp_bound
         return functools.partial(poisson_pair_rdp_bound, loss)
+
+    def snap(self, ratio: float, up: bool) -> tuple[Hashable, Callable[[], Mechanism]] | None:
+        # A larger rate dominates, for any base pair (P, Q): keeping a draw of
+        # (1 - q') Q + q' P with probability q / q' and else drawing afresh from Q (known) maps
+        # it to (1 - q) Q + q P, and Q to Q, in both directions; a dominating base dominates
+        # the mixtures, by the same kernel applied inside them.
+        base = self.base.snap(ratio, up)
+        if base is None or not 0.0 < self.q < 1.0:
+            return None
+        q = snap_value(self.q, ratio, up)
+        key, make = base
+        return ("PoissonSubsample", q, key), lambda: PoissonSubsampledMechanism(make(), q)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ the mechanism with parameter b / s.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import InitVar, dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
@@ -20,6 +21,7 @@ from autoacct import _validation as check
 from autoacct.exactness import ExactFloat, rational_up
 from autoacct.losses import LaplaceLoss, leaky_rr_loss, randomized_response_loss
 from autoacct.mechanism import LossPart, Mechanism, PairRdp
+from autoacct.zoo.grouping import snap_value
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -45,6 +47,14 @@ class Gaussian(Mechanism):
             v = alpha / (2.0 * self.sigma ** 2)
             return np.stack([v, v])
         return curve
+
+    def snap(self, ratio: float, up: bool) -> tuple[Hashable, Callable[[], Mechanism]] | None:
+        # A smaller noise multiplier dominates: N(1, s^2) vs N(0, s^2) is a post-processing
+        # (added N(0, s^2 - s'^2) noise) of the pair with s' <= s.
+        sigma = snap_value(self.sigma, ratio, not up)
+        if sigma < 1e-300:
+            return None
+        return ("Gaussian", sigma), functools.partial(Gaussian, sigma)
 
 
 @dataclass(frozen=True, eq=False, repr=False)

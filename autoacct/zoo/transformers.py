@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,9 @@ from autoacct import _validation as check
 from autoacct.exactness import rational_up
 from autoacct.limits import check_deadline
 from autoacct.losses import PrivacyLoss, randomized_response_loss
-from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, Transformer
+from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, RdpFamily, Transformer
+from autoacct.subsampling.numerics import interpolate_log_moments
+from autoacct.zoo.grouping import group
 from autoacct.zoo.mechanisms import rr_rdp
 
 
@@ -70,6 +73,8 @@ class ComposedMechanism(Mechanism):
     counts: tuple[int, ...]
     #: Most children whose lower ends :meth:`epsilon_lower` asks for.
     LOWER_CHILDREN: ClassVar[int] = 16
+    #: Fewest children of one family whose Renyi DP :meth:`rdp_curve` sums at once.
+    FAMILY_MIN: ClassVar[int] = 16
 
     def __post_init__(self) -> None:
         self._set(children=tuple(self.children), counts=tuple(self.counts))
@@ -125,21 +130,60 @@ class ComposedMechanism(Mechanism):
         return out
 
     def rdp_curve(self) -> PairRdp | None:
-        curves = [child.rdp_curve() for child in self.children]
+        # Children of one family (``Mechanism.rdp_family``: subsampled Gaussians of distinct
+        # rates and noise), FAMILY_MIN or more, are summed at once; the others one by one.
+        families: dict[RdpFamily, list[int]] = {}
+        for i, child in enumerate(self.children):
+            member = child.rdp_family()
+            if member is not None:
+                families.setdefault(member[0], []).append(i)
+        batched = {fn: idx for fn, idx in families.items() if len(idx) >= self.FAMILY_MIN}
+        alone = sorted(set(range(len(self.children))) - {i for idx in batched.values() for i in idx})
+        curves = [self.children[i].rdp_curve() for i in alone]
         if any(c is None for c in curves):
             return None
+        parts = [self._family_curve(fn, idx) for fn, idx in batched.items()]
+        parts += [functools.partial(_scaled, c, self.counts[i]) for c, i in zip(curves, alone) if c is not None]
 
         def curve(alpha: np.ndarray) -> np.ndarray:
             total = np.zeros((2,) + np.shape(alpha))
-            for i, (c, k) in enumerate(zip(curves, self.counts)):
-                assert c is not None
+            for j, part in enumerate(parts):
                 # A sum over some of the parts bounds nothing: past the deadline, stop (checked
                 # between parts, so that a query on one part is never cut).
-                if i:
-                    check_deadline(f"the Renyi DP of a composition of {len(curves)} mechanisms")
-                total = total + k * np.asarray(c(alpha), dtype=float)
+                if j:
+                    check_deadline(f"the Renyi DP of a composition of {len(self.children)} mechanisms")
+                total = total + part(alpha)
             return total
         return curve
+
+    def _family_curve(self, fn: RdpFamily, idx: list[int]) -> PairRdp:
+        """The summed Renyi DP of the children ``idx`` of one family (``fn``), at every order:
+        integer orders from ``fn`` (kept), fractional ones by the convexity of the log-moment
+        between their integer neighbours (``interpolate_log_moments``), a bound looser than a
+        member's own fractional value but found without a series per member."""
+        rows = np.array([self.children[i].rdp_family()[1] for i in idx])  # type: ignore[index]
+        counts = np.array([float(self.counts[i]) for i in idx])
+        key = ("rdp-family", fn.__module__, fn.__qualname__)
+
+        def log_moment(n: int) -> float:
+            return self.cached((*key, n), lambda: fn(rows, counts, n))
+
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            v = interpolate_log_moments(log_moment, np.asarray(alpha, dtype=float))
+            return np.stack([v, v])
+        return curve
+
+    def grouped(self, up: bool, most: int) -> tuple[Mechanism, float] | None:
+        # Children moved onto the finest grid that leaves at most ``most`` distinct, equal ones
+        # merged (zoo.grouping): every child dominates (is dominated by) its moved self, and
+        # compositions keep that order.
+        def make() -> tuple[Mechanism, float] | None:
+            out = group(self.children, self.counts, up, most)
+            if out is None:
+                return None
+            children, counts, ratio = out
+            return ComposedMechanism(tuple(children), tuple(counts)), ratio
+        return self.cached(("grouped", up, most), make)
 
     def dp_guarantee(self) -> tuple[float, float] | None:
         # Basic composition (Dwork and Roth 2014, Theorem 3.16): epsilons and deltas add.
@@ -172,6 +216,11 @@ class ComposedMechanism(Mechanism):
             below = Composition()([d for d, _ in kept], [k for _, k in kept])
             lows.append(below.epsilon_bounds(delta)[0])
         return max(lows)
+
+
+def _scaled(curve: PairRdp, count: int, alpha: np.ndarray) -> np.ndarray:
+    """``count`` runs of a pair with Renyi DP ``curve``: its curve times the count."""
+    return count * np.asarray(curve(alpha), dtype=float)
 
 
 class Composition(Transformer):

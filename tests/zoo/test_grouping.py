@@ -1,0 +1,95 @@
+"""Grouping the distinct steps of long schedules (autoacct.zoo.grouping, Mechanism.snap,
+ComposedMechanism.grouped and the PLD route's use of them): moved steps dominate (or are
+dominated by) the originals, and the grouped bracket contains the exact one."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from autoacct import AccuracyWarning, routes
+from autoacct.zoo import Composition, Gaussian, Laplace, PoissonSubsample
+from autoacct.zoo.grouping import RATIOS, group, snap_value
+
+
+@pytest.mark.parametrize("x", [1e-300, 3.7e-6, 0.01, 0.8, 1.0, 1.37, 2.0, 55.5, 1e250])
+@pytest.mark.parametrize("ratio", [RATIOS[0], 2.0 ** 0.25, 2.0])
+def test_snap_value_lands_on_the_grid_on_the_asked_side(x: float, ratio: float) -> None:
+    up, down = snap_value(x, ratio, True), snap_value(x, ratio, False)
+    assert down <= x <= up
+    assert up <= x * ratio * (1 + 1e-12) and down >= x / ratio * (1 - 1e-12)
+    # Points of the grid stay where they are.
+    assert snap_value(up, ratio, True) == up and snap_value(down, ratio, False) == down
+
+
+def test_ratios_run_from_fine_to_coarse() -> None:
+    assert list(RATIOS) == sorted(RATIOS) and RATIOS[-1] == 2.0 and RATIOS[0] < 1.0002
+
+
+def test_moved_subsampled_gaussians_dominate_and_are_dominated() -> None:
+    # A single step has closed-form profiles: the moved steps' certified bounds must sit on the
+    # right side of the original's at every eps.
+    m = PoissonSubsample(0.0123)(Gaussian(1.37))
+    eps = np.array([0.0, 0.05, 0.2, 1.0, 3.0])
+    lo, up = m.delta_bounds(eps)
+    for direction in (True, False):
+        moved = m.snap(1.1, direction)
+        assert moved is not None
+        key, make = moved
+        other = make()
+        assert key == m.snap(1.1, direction)[0]  # type: ignore[index]
+        o_lo, o_up = other.delta_bounds(eps)
+        if direction:
+            assert other.params["PoissonSubsample.q"] >= 0.0123 and other.params["Gaussian.sigma"] <= 1.37
+            assert np.all(o_lo >= up)
+        else:
+            assert other.params["PoissonSubsample.q"] <= 0.0123 and other.params["Gaussian.sigma"] >= 1.37
+            assert np.all(o_up <= lo)
+
+
+def test_mechanisms_without_a_grid_are_not_moved() -> None:
+    assert Laplace(1.0).snap(1.1, True) is None
+    assert PoissonSubsample(1.0)(Gaussian(1.0)).snap(1.1, True) is None
+    assert PoissonSubsample(0.1)(Laplace(1.0)).snap(1.1, True) is None
+
+
+def _steps(n: int) -> list[tuple[float, float]]:
+    return [(0.005 + 0.015 * ((i * 7) % n) / (n - 1), 0.8 + 1.2 * ((i * 11) % n) / (n - 1)) for i in range(n)]
+
+
+def test_group_merges_equal_moved_steps_within_the_limit() -> None:
+    children = [PoissonSubsample(q)(Gaussian(s)) for q, s in _steps(60)]
+    out = group(children, [2] * 60, True, 12)
+    assert out is not None
+    moved, counts, ratio = out
+    assert len(moved) <= 12 and sum(counts) == 120 and ratio in RATIOS
+    # The finest grid that fits: the next finer one leaves more than 12 distinct steps.
+    finer = RATIOS[RATIOS.index(ratio) - 1]
+    assert len({c.snap(finer, True)[0] for c in children}) > 12  # type: ignore[index]
+    assert group([*children, Laplace(1.0)], [1] * 61, True, 12) is None
+
+
+def test_the_pld_route_brackets_a_long_schedule_through_grouped_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    steps = _steps(60)
+    exact = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
+    e_lo, e_up = routes.epsilon_bounds(exact, 1e-5, "pld", 1e-3)
+    eps = np.array([0.5, 1.0, 2.0])
+    d_lo, d_up = routes.delta_bounds(exact, eps, "pld", 1e-3)
+    # The same schedule, with the route's thresholds lowered so that it is grouped.
+    monkeypatch.setattr(routes, "GROUP_ABOVE", 20)
+    monkeypatch.setattr(routes, "GROUPS_MOST", 16)
+    monkeypatch.setattr(routes, "GROUPS_FEWEST", 8)
+    m = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        g_lo, g_up = routes.epsilon_bounds(m, 1e-5, "pld", 1e-3)
+        gd_lo, gd_up = routes.delta_bounds(m, eps, "pld", 1e-3)
+    assert any(issubclass(w.category, AccuracyWarning) and "parameter grid" in str(w.message) for w in caught)
+    assert 0.0 < g_lo <= e_lo <= e_up <= g_up < math.inf
+    assert np.all(gd_lo <= d_lo) and np.all(d_up <= gd_up)
+    pair = routes.ROUTES["pld"].grouped(m)  # type: ignore[attr-defined]
+    assert pair is not None and pair.distinct == 60
+    assert len(pair.above.children) <= 16 and len(pair.below.children) <= 16
