@@ -403,6 +403,13 @@ class PldRoute(_LawRoute):
         laws = single_step(m)
         if laws is not None:
             return _monotone(eps, _single_profile(laws, eps, upper=False), _single_profile(laws, eps, upper=True))
+        parts = self._parts(m)
+        if np.all(eps >= _max_loss(parts)) and all(p.forward.p_inf == 0.0 and p.backward.p_inf == 0.0
+                                                   for p in parts):
+            # At and beyond the largest finite loss only the mass at +inf counts, and there is
+            # none: delta is 0 exactly. (Sized for such an eps, the grids of a law composed 1e7
+            # times took 13 s of CPU to say so.)
+            return np.zeros(eps.shape), np.zeros(eps.shape)
         pair = self.grouped(m)
         if pair is not None:
             lower, upper = self.delta(pair.below, eps, tol)[0], self.delta(pair.above, eps, tol)[1]
