@@ -30,7 +30,7 @@ import math
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from scipy import special
@@ -41,6 +41,7 @@ from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_prof
 from autoacct.converters.rdp import DELTA_FLOOR, rdp_to_delta, rdp_to_epsilon
 from autoacct.errors import AccuracyWarning, BudgetExceeded, BudgetWarning, RouteUnavailableError
 from autoacct.exactness import MACHINE_EPSILON, ExactFloat
+from autoacct.grouping import Grouped, grouped_pair
 from autoacct.limits import current as current_limits
 from autoacct.limits import deadline
 from autoacct.losses import PrivacyLoss, gaussian_delta_with_error
@@ -406,9 +407,7 @@ class PldRoute(_LawRoute):
         parts = self._parts(m)
         if np.all(eps >= _max_loss(parts)) and all(p.forward.p_inf == 0.0 and p.backward.p_inf == 0.0
                                                    for p in parts):
-            # At and beyond the largest finite loss only the mass at +inf counts, and there is
-            # none: delta is 0 exactly. (Sized for such an eps, the grids of a law composed 1e7
-            # times took 13 s of CPU to say so.)
+            # Beyond the largest finite loss only the mass at +inf counts, and there is none.
             return np.zeros(eps.shape), np.zeros(eps.shape)
         pair = self.grouped(m)
         if pair is not None:
@@ -436,51 +435,10 @@ class PldRoute(_LawRoute):
         return acc.tradeoff(fpr, acc.eps_scale(REFERENCE_DELTA))
 
     def grouped(self, m: Mechanism) -> Grouped | None:
-        """Where ``m``'s composition has more than GROUP_ABOVE distinct laws (an exact
-        composition then costs more than the time budget: 3,000 distinct subsampled Gaussians
-        need about 8e6 cells), the mechanisms with at most GROUPS_MOST distinct parts that
-        dominate it and that it dominates (``Mechanism.grouped``); None otherwise."""
-        def make() -> Grouped | None:
-            acc = self.accountant(m)
-            if acc.distinct <= GROUP_ABOVE:
-                return None
-            # A composition's FFT work is its distinct laws times its window, which grows like
-            # the square root of its runs: GROUPS_MOST distinct laws of as many runs in all
-            # take 2-3 s; more runs get proportionally fewer groups.
-            most = max(GROUPS_FEWEST, int(GROUPS_MOST * math.sqrt(min(1.0, GROUPS_MOST / acc.runs))))
-            above, below = m.grouped(True, most), m.grouped(False, most)
-            if above is None or below is None:
-                return None
-            return Grouped(above[0], below[0], max(above[1], below[1]), acc.distinct)
-        return m.cached(("pld-grouped",), make)
-
-
-#: Distinct laws above which the PLD route bounds a composition through grouped steps (2,000:
-#: 3,000 distinct subsampled Gaussians exceed the default time budget), the most distinct
-#: steps a grouping of GROUPS_MOST runs may have (1,000 distinct subsampled Gaussians take 2-3
-#: s), and the fewest any grouping is allowed.
-GROUP_ABOVE = 2000
-GROUPS_MOST = 1000
-GROUPS_FEWEST = 64
-
-
-class Grouped(NamedTuple):
-    """A composition's steps moved onto a parameter grid (:meth:`PldRoute.grouped`): ``above``
-    dominates it, ``below`` is dominated by it, made on the grid of ratio ``ratio`` from
-    ``distinct`` distinct laws."""
-
-    above: Mechanism
-    below: Mechanism
-    ratio: float
-    distinct: int
-
-    def warn(self, what: str, met: bool, tol: float) -> None:
-        """Say that the bounds ``what`` come from the grouping, where they miss ``tol``."""
-        if not met:
-            warnings.warn(f"{what} may be wider than tol={tol:g}: the {self.distinct} distinct steps were "
-                          f"bounded through steps moved onto a parameter grid of ratio {self.ratio:.4g} "
-                          "(dominating ones above, dominated ones below). Fewer distinct steps, or "
-                          "grouping them yourself, gives tighter bounds.", AccuracyWarning, stacklevel=5)
+        """The grouping the route answers ``m`` through, if any (:func:`grouping.grouped_pair`)."""
+        parts = self._parts(m)
+        return m.cached(("pld-grouped",), lambda: grouped_pair(m, self.accountant(m).distinct,
+                                                                sum(p.times for p in parts)))
 
 
 class PhiRoute(_LawRoute):

@@ -128,11 +128,6 @@ class FFTAccountant:
         """Number of distinct laws composed (equal parts merged, Gaussians into one)."""
         return len(self._parts)
 
-    @property
-    def runs(self) -> int:
-        """Number of laws composed, each counted as often as it runs."""
-        return sum(k for _, _, k in self._parts)
-
     def components(self, h: float, log_eta: float, d: int, lower: LowerPld = LowerPld.NOW) -> Components:
         """Discretised components of direction ``d`` on the lattice hZ (cached). When not
         cached, ``lower`` says when each lower PLD is made (:class:`LowerPld`; KEPT only for a

@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 
 from autoacct import _validation
 from autoacct import _validation as check
+from autoacct.grouping import snap_value
 from autoacct.losses import PROFILE_REL, DiscreteLoss, PrivacyLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring
 from autoacct.subsampling.atoms import held_as_atoms, poisson_atom_losses
@@ -43,7 +44,6 @@ from autoacct.subsampling.represented import (
     previous_float,
     representation,
 )
-from autoacct.zoo.grouping import snap_value
 
 
 def base_profile_error(base: PrivacyLoss, x: np.ndarray, log_q: float) -> np.ndarray:

@@ -19,9 +19,9 @@ from scipy import special
 
 from autoacct import _validation as check
 from autoacct.exactness import ExactFloat, rational_up
+from autoacct.grouping import snap_value
 from autoacct.losses import LaplaceLoss, leaky_rr_loss, randomized_response_loss
 from autoacct.mechanism import LossPart, Mechanism, PairRdp
-from autoacct.zoo.grouping import snap_value
 
 
 @dataclass(frozen=True, eq=False, repr=False)

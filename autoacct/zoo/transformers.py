@@ -15,11 +15,11 @@ import numpy as np
 
 from autoacct import _validation as check
 from autoacct.exactness import rational_up
+from autoacct.grouping import group
 from autoacct.limits import check_deadline
 from autoacct.losses import PrivacyLoss, randomized_response_loss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, RdpFamily, Transformer
 from autoacct.subsampling.numerics import interpolate_log_moments
-from autoacct.zoo.grouping import group
 from autoacct.zoo.mechanisms import rr_rdp
 
 

@@ -9,14 +9,17 @@ few hundred are distinct, bounds the schedule from above (dominance is kept unde
 as tradeoff functions compose monotonically: Dong, Roth and Su 2022). Moving them the other way gives
 steps it dominates, whose certified lower ends bound the schedule from below. The bracket is
 as wide as the grid is coarse, so this serves where the exact composition exceeds the budget
-(``ComposedMechanism.grouped``), with an accuracy warning that says so.
+(the PLD route, :func:`grouped_pair`), with an accuracy warning that says so.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
+
+from autoacct.errors import AccuracyWarning
 
 if TYPE_CHECKING:
     from autoacct.mechanism import Mechanism
@@ -64,3 +67,51 @@ def group(children: Sequence[Mechanism], counts: Sequence[int], up: bool, most: 
         else:
             return [make() for make, _ in made.values()], [k for _, k in made.values()], ratio
     return None
+
+
+#: Distinct laws above which the PLD route bounds a composition through grouped steps (2,000:
+#: 3,000 distinct subsampled Gaussians exceed the default time budget), the most distinct
+#: steps a grouping of GROUPS_MOST runs may have (1,000 distinct subsampled Gaussians take 2-3
+#: s), and the fewest any grouping is allowed.
+GROUP_ABOVE = 2000
+GROUPS_MOST = 1000
+GROUPS_FEWEST = 64
+
+
+class Grouped(NamedTuple):
+    """A composition's steps moved onto a parameter grid (:meth:`PldRoute.grouped`): ``above``
+    dominates it, ``below`` is dominated by it, made on the grid of ratio ``ratio`` from
+    ``distinct`` distinct laws."""
+
+    above: Mechanism
+    below: Mechanism
+    ratio: float
+    distinct: int
+
+    def warn(self, what: str, met: bool, tol: float) -> None:
+        """Say that the bounds ``what`` come from the grouping, where they miss ``tol``."""
+        if not met:
+            warnings.warn(f"{what} may be wider than tol={tol:g}: the {self.distinct} distinct steps were "
+                          f"bounded through steps moved onto a parameter grid of ratio {self.ratio:.4g} "
+                          "(dominating ones above, dominated ones below). Fewer distinct steps, or "
+                          "grouping them yourself, gives tighter bounds.", AccuracyWarning, stacklevel=5)
+
+
+def grouped_pair(m: Mechanism, distinct: int, runs: int) -> Grouped | None:
+    """Where a composition has more than GROUP_ABOVE distinct laws (an exact composition then
+    costs more than the time budget: 3,000 distinct subsampled Gaussians need about 8e6
+    cells), the mechanisms with few distinct parts that dominate it and that it dominates
+    (``Mechanism.grouped``); None otherwise. ``distinct`` and ``runs``: its distinct laws and
+    its runs in all.
+
+    A composition's FFT work is its distinct laws times its window, which grows like the
+    square root of its runs: GROUPS_MOST distinct laws of as many runs in all take 2-3 s, and
+    more runs get proportionally fewer groups (at least GROUPS_FEWEST).
+    """
+    if distinct <= GROUP_ABOVE:
+        return None
+    most = max(GROUPS_FEWEST, int(GROUPS_MOST * math.sqrt(min(1.0, GROUPS_MOST / runs))))
+    above, below = m.grouped(True, most), m.grouped(False, most)
+    if above is None or below is None:
+        return None
+    return Grouped(above[0], below[0], max(above[1], below[1]), distinct)

@@ -1,4 +1,4 @@
-"""Grouping the distinct steps of long schedules (autoacct.zoo.grouping, Mechanism.snap,
+"""Grouping the distinct steps of long schedules (autoacct.grouping, Mechanism.snap,
 ComposedMechanism.grouped and the PLD route's use of them): moved steps dominate (or are
 dominated by) the originals, and the grouped bracket contains the exact one."""
 
@@ -10,9 +10,9 @@ import warnings
 import numpy as np
 import pytest
 
-from autoacct import AccuracyWarning, routes
+from autoacct import AccuracyWarning, grouping, routes
+from autoacct.grouping import RATIOS, group, snap_value
 from autoacct.zoo import Composition, Gaussian, Laplace, PoissonSubsample
-from autoacct.zoo.grouping import RATIOS, group, snap_value
 
 
 @pytest.mark.parametrize("x", [1e-300, 3.7e-6, 0.01, 0.8, 1.0, 1.37, 2.0, 55.5, 1e250])
@@ -79,9 +79,9 @@ def test_the_pld_route_brackets_a_long_schedule_through_grouped_steps(monkeypatc
     eps = np.array([0.5, 1.0, 2.0])
     d_lo, d_up = routes.delta_bounds(exact, eps, "pld", 1e-3)
     # The same schedule, with the route's thresholds lowered so that it is grouped.
-    monkeypatch.setattr(routes, "GROUP_ABOVE", 20)
-    monkeypatch.setattr(routes, "GROUPS_MOST", 16)
-    monkeypatch.setattr(routes, "GROUPS_FEWEST", 8)
+    monkeypatch.setattr(grouping, "GROUP_ABOVE", 20)
+    monkeypatch.setattr(grouping, "GROUPS_MOST", 16)
+    monkeypatch.setattr(grouping, "GROUPS_FEWEST", 8)
     m = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
