@@ -32,7 +32,7 @@ import numpy as np
 from scipy import special
 
 from autoacct.exactness import MACHINE_EPSILON
-from autoacct.limits import afford
+from autoacct.limits import afford, check_deadline
 from autoacct.losses import LaplaceLoss, PrivacyLoss
 from autoacct.pld.discretize import discretize_upper
 
@@ -73,6 +73,9 @@ class Law:
     def moments(self) -> tuple[float, float]:
         raise NotImplementedError
 
+
+#: What stops at the deadline in the direct sums of a law's characteristic function.
+_DIRECT_SUMS = "the direct sums of the characteristic-function route"
 
 @dataclass
 class GaussLaw(Law):
@@ -191,6 +194,8 @@ class AtomsLaw(Law):
         flat_t = t.ravel()
         flat_o = out.ravel()
         for i in range(0, flat_t.size, step):
+            if i:
+                check_deadline(_DIRECT_SUMS)
             tt = flat_t[i:i + step]
             flat_o[i:i + step] = np.exp(1j * np.outer(tt, self.x)) @ w
         with np.errstate(divide="ignore"):
@@ -229,6 +234,10 @@ class AtomsLaw(Law):
         out = np.empty(n, dtype=complex)
         step = max(1, (1 << 22) // max(v.size, 1))
         for i in range(0, n, step):
+            # One law's direct sums can be the whole query's work (1e9 DP-SGD steps: minutes), so
+            # they stop at the deadline between blocks, not only between laws.
+            if i:
+                check_deadline(_DIRECT_SUMS)
             out[i:i + step] = np.exp(1j * np.outer(t[i:i + step], x)) @ v
         with np.errstate(divide="ignore"):
             return np.log(out) + top, (v.size + 4.0) * UNIT_ROUNDOFF

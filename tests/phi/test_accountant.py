@@ -321,3 +321,20 @@ def test_a_fine_lattice_is_summed_directly_not_by_its_period():
     with pytest.warns(Warning):
         up = m.delta(0.0, via="phi")
     assert 2e-24 <= up <= 1.0
+
+
+def test_one_law_composed_1e9_times_stops_its_direct_sums_at_the_deadline():
+    """One DP-SGD law composed 1e9 times: the direct sums of its characteristic function are the
+    whole query's work (over 4 minutes before). They stop between blocks at the deadline (three
+    times the time budget), and the Chernoff bound, valid at every damping exponent, answers."""
+    import warnings
+
+    import autoacct
+    from autoacct import BudgetWarning, dpsgd
+
+    with warnings.catch_warnings(record=True) as caught, autoacct.limits(seconds=0.3):
+        warnings.simplefilter("always")
+        eps = dpsgd(0.01, 1.0, 10**9).epsilon(1e-5, via="phi")
+    assert any(issubclass(w.category, BudgetWarning) and "direct sums" in str(w.message) for w in caught)
+    # Not the bound that says nothing: the Chernoff bound of the composed law is finite.
+    assert 0.0 < eps < math.inf
