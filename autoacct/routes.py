@@ -44,9 +44,10 @@ from autoacct.exactness import MACHINE_EPSILON, ExactFloat
 from autoacct.grouping import Grouped, grouped_pair
 from autoacct.limits import current as current_limits
 from autoacct.limits import deadline
-from autoacct.losses import PrivacyLoss, gaussian_delta_with_error
+from autoacct.losses import gaussian_delta_with_error
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
+from autoacct.shortcuts import max_loss, monotone, single_profile, single_step, variation_up
 
 if TYPE_CHECKING:
     from autoacct.mechanism import Mechanism, PairRdp
@@ -281,71 +282,6 @@ class _LawRoute(Route):
         return parts
 
 
-def single_step(m: Mechanism) -> tuple[PrivacyLoss, PrivacyLoss] | None:
-    """The two laws of a mechanism that is one run of one pair whose profiles are closed forms.
-
-    Its PLD is the pair itself, so delta(eps) is the larger of the two laws'
-    profiles, with no discretisation (``PrivacyLoss.exact_profile``).
-    """
-    parts = m.loss_parts()
-    if parts is None or len(parts) != 1 or parts[0].times != 1:
-        return None
-    fwd, bwd = parts[0].forward, parts[0].backward
-    return (fwd, bwd) if fwd.exact_profile and bwd.exact_profile else None
-
-
-def _monotone(eps: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> ArrayBounds:
-    """Bounds on delta at an array of eps made monotone as delta is: an upper bound at a
-    smaller eps bounds delta at a larger one, a lower bound at a larger eps one at a smaller
-    (a closed form's rounding margins alone can break the order between nearby eps: a
-    subsampled Gaussian step's upper bound at 1 + 4e-16 was 1.2e-11 relatively above its
-    value at 1)."""
-    flat = np.ravel(eps)
-    order = np.argsort(flat, kind="stable")
-    up, lo = np.ravel(upper)[order], np.ravel(lower)[order]
-    up_out, lo_out = np.empty_like(up), np.empty_like(lo)
-    up_out[order] = np.minimum.accumulate(up)
-    lo_out[order] = np.maximum.accumulate(lo[::-1])[::-1]
-    return lo_out.reshape(np.shape(lower)), up_out.reshape(np.shape(upper))
-
-
-def _max_loss(parts: list[Any]) -> float:
-    """The composition's largest finite loss, sum of k times each part's (+inf if any part's
-    is unknown or there is no finite one): an upper bound on where its profile can be positive
-    apart from the mass at +inf."""
-    tops = [max(p.forward.max_loss, p.backward.max_loss) for p in parts]
-    if not all(math.isfinite(t) for t in tops):
-        return math.inf
-    terms = [p.times * t for p, t in zip(parts, tops, strict=True)]
-    total = math.fsum(terms)
-    # Each product is one rounding off (none for one run of one part, whose top is then exact).
-    exact = len(parts) == 1 and parts[0].times == 1
-    return total if exact else total + 2.0 * _UNIT * math.fsum(abs(x) for x in terms)
-
-
-def _single_profile(laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any, upper: bool) -> np.ndarray:
-    """The larger of the two laws' profiles, moved by each law's rounding bound; the lower
-    one also leaves out mass that truncation moved to +inf, and is 0 unless both pairs are
-    attained (``tight``)."""
-    vals = []
-    for law in laws:
-        val = np.asarray(law.profile(eps), dtype=float)
-        err = np.asarray(law.profile_error(eps), dtype=float)
-        if upper:
-            # Below 1e-300 the closed forms' exponentials may underflow (a Gaussian step's
-            # profile is positive at every eps): where the loss can still exceed eps the bound
-            # is then DELTA_FLOOR, the floor the other routes keep.
-            val = val + err
-            vals.append(np.where((val < DELTA_FLOOR) & (np.asarray(eps) < law.max_loss), DELTA_FLOOR, val))
-        else:
-            vals.append(val - err - law.p_inf_truncated)
-    best = np.maximum(vals[0], vals[1])
-    if upper:
-        return np.minimum(best, 1.0)
-    tight = laws[0].tight and laws[1].tight
-    return np.maximum(best, 0.0) if tight else np.zeros(np.shape(best))
-
-
 @contextlib.contextmanager
 def _quiet_accuracy() -> Iterator[None]:
     """A context in which accuracy warnings are not shown: those of an accountant whose lower
@@ -381,12 +317,14 @@ class PldRoute(_LawRoute):
         laws = single_step(m)
         if laws is not None:
             def up(e: Any) -> np.ndarray:
-                return _single_profile(laws, e, upper=True)
+                return single_profile(laws, e, upper=True)
 
             def low(e: Any) -> np.ndarray:
-                return _single_profile(laws, e, upper=False)
+                return single_profile(laws, e, upper=False)
             return (epsilon_from_profile(low, delta, upper=False, vectorised=True),
                     epsilon_from_profile(up, delta, upper=True, vectorised=True))
+        if m.cached(("variation-up",), lambda: variation_up(self._parts(m))) <= delta:
+            return 0.0, 0.0  # delta(0) <= delta: eps(delta) is 0
         pair = self.grouped(m)
         if pair is not None:
             lower, upper = self.epsilon(pair.below, delta, tol)[0], self.epsilon(pair.above, delta, tol)[1]
@@ -403,9 +341,9 @@ class PldRoute(_LawRoute):
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         laws = single_step(m)
         if laws is not None:
-            return _monotone(eps, _single_profile(laws, eps, upper=False), _single_profile(laws, eps, upper=True))
+            return monotone(eps, single_profile(laws, eps, upper=False), single_profile(laws, eps, upper=True))
         parts = self._parts(m)
-        if np.all(eps >= _max_loss(parts)) and all(p.forward.p_inf == 0.0 and p.backward.p_inf == 0.0
+        if np.all(eps >= max_loss(parts)) and all(p.forward.p_inf == 0.0 and p.backward.p_inf == 0.0
                                                    for p in parts):
             # Beyond the largest finite loss only the mass at +inf counts, and there is none.
             return np.zeros(eps.shape), np.zeros(eps.shape)
@@ -424,7 +362,7 @@ class PldRoute(_LawRoute):
         # to 0 where the laws' tails lie below 1e-300 (a subsampled Gaussian step sampled
         # without replacement at q = 2.8e-20, sigma = 490: truth 3.9e-16294008): where the
         # composed loss can still exceed eps the bound keeps DELTA_FLOOR, as the other routes.
-        floor = (upper < DELTA_FLOOR) & (eps < _max_loss(self._parts(m)))
+        floor = (upper < DELTA_FLOOR) & (eps < max_loss(self._parts(m)))
         return lower, np.where(floor, DELTA_FLOOR, upper)
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
