@@ -54,7 +54,8 @@ import numpy as np
 from scipy import special
 
 from autoacct import _validation as check
-from autoacct.mechanism import Mechanism, Neighboring, PairRdp
+from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp
+from autoacct.subsampling.allocation_pld import AllocationLowerPair, EpochLaws, epoch_laws
 from autoacct.subsampling.base import RDP_TABLE_MAX, Sampler, SubsampledMechanism
 from autoacct.subsampling.numerics import UNIT_ROUNDOFF, interpolate_log_moments, round_up
 from autoacct.zoo.mechanisms import Gaussian
@@ -541,6 +542,29 @@ class RandomAllocatedMechanism(SubsampledMechanism):
             return self.cached(("rdp", a.shape, a.tobytes()), make)
         return curve
 
+    def _laws(self) -> EpochLaws | None:
+        """The epoch's certified PLD laws (:mod:`autoacct.subsampling.allocation_pld`), or None
+        for t = 1 (the base itself) and where their lattice would be too large."""
+        if self.steps == 1:
+            return None
+        return self.cached(("epoch laws",), lambda: epoch_laws(self.steps, self.sigma))
+
+    def loss_parts(self) -> list[LossPart] | None:
+        """The Gaussian's law for t = 1; else upper laws of both directions (not ``tight``):
+        the pair of the epoch's likelihood ratio with each summand spread to the ends of its
+        lattice cell (a mean-preserving spread, so both profiles, convex in the ratio, are
+        bounded above), with the lattice's overflow and every rounding moved to +inf."""
+        if self.steps == 1:
+            return super().loss_parts()
+        laws = self._laws()
+        return None if laws is None else [LossPart(laws.forward_upper, laws.backward_upper, 1)]
+
+    def attained_parts(self) -> list[LossPart] | None:
+        """Lower laws (``tight``) of a pair every epoch dominates (:meth:`dominated`), for the
+        lower ends of compositions of epochs."""
+        laws = self._laws()
+        return None if laws is None else [LossPart(laws.forward_lower, laws.backward_lower, 1)]
+
     def summed_step(self) -> Mechanism:
         """A pair this epoch dominates, whose compositions' lower bounds are certified for the
         epoch's compositions: the epoch's outputs summed, N(1, t sigma^2) against N(0, t sigma^2),
@@ -548,10 +572,17 @@ class RandomAllocatedMechanism(SubsampledMechanism):
         return Gaussian(self.sigma * math.sqrt(self.steps) * (1.0 + 4.0 * UNIT_ROUNDOFF))
 
     def epsilon_lower(self, delta: float) -> float:
-        return float(self.summed_step().epsilon_bounds(delta)[0])
+        low = float(self.summed_step().epsilon_bounds(delta)[0])
+        if self._laws() is not None:
+            low = max(low, float(self.dominated().epsilon_bounds(delta)[0]))
+        return low
 
     def dominated(self) -> Mechanism:
-        return self.summed_step()
+        """The pair of the epoch's cell sums (:class:`AllocationLowerPair`, a post-processing
+        whose masses are bounded from below), or where there is none the summed outputs."""
+        if self._laws() is None:
+            return self.summed_step()
+        return AllocationLowerPair(self.steps, self.sigma)
 
 
 @dataclass(frozen=True)
