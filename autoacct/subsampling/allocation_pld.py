@@ -55,10 +55,9 @@ sqrt(W) E: the upper laws move that sum to +inf (a profile is at most the finite
 plus the masses' total error), the lower laws subtract E from each entry.
 
 The one-summand masses are differences of normal tail functions (each taken on the side where
-it is small, so no cancellation against 1), whose arguments a = s log x -+ 1/(2 s) are
-off by at most 8 u (|a| + s + 1/s + 1) and, by the Mills ratio, move the tail function by a
-relative (|a| + 1) times that; scipy's ndtr is allowed a relative 1e-13. The hat weights
-(k + 1) m_k - mu_k / d cancel up to a factor k, which their error bounds carry.
+it is small, so no cancellation against 1), with the error bounds of :func:`_cells`; the hat
+weights (k + 1) m_k - mu_k / d cancel up to a factor k, which their bounds carry, and in the
+bulk (cells of mass above 1e-7 d) they are computed in mpmath and rounded once.
 """
 
 from __future__ import annotations
@@ -79,15 +78,16 @@ from autoacct.mechanism import LossPart, Mechanism, Neighboring
 
 _U = MACHINE_EPSILON
 #: Relative 2-norm error per level of a computed FFT (Higham 2002, Theorem 24.2: the weights'
-#: error plus gamma_4 (sqrt(2) + weights' error), about 10 u), with room for the library's FFT.
-_ETA = 16.0 * _U
+#: error mu plus gamma_4 (sqrt(2) + mu), about 6.7 unit roundoffs for weights accurate to one),
+#: 16 unit roundoffs (8 machine epsilons) to leave room for the library's FFT.
+_ETA = 8.0 * _U
 #: Relative error allowed to scipy's normal tail function (documented as a few roundings).
 _NDTR_REL = 2e-15
 #: Lattice spacing as a fraction of the standard deviation of one summand, sqrt(e^{1/s^2} - 1).
 SPACING = 0.02
 #: Standard deviations of Z_1 ~ N(1/s, 1) (the summand that carries the record under P) above
-#: its mean covered by the lattice: the truncated summand's P-mass is Phi(-7.5) ~ 3e-14.
-_Z_SPAN = 7.5
+#: its mean covered by the lattice: the truncated summand's P-mass is Phi(-7) ~ 1.3e-12.
+_Z_SPAN = 7.0
 #: Cells whose masses (per unit of l) exceed this are computed in mpmath (:func:`_exact_shares`).
 _EXACT_TAIL = 1e-7
 #: Most lattice points per law (larger epochs answer by Renyi DP only).
@@ -111,7 +111,7 @@ def lattice(steps: int, sigma: float) -> tuple[float, int]:
     """(d, W): the spacing and the number of lattice points 0, d, ..., (W - 1) d of the sums.
 
     The last point covers t + 1 (the other summands, beyond which their Q-mass is tiny for a
-    sum of means t - 1) plus l at Z_1 = 1/s + 7.5 (the record's own summand)."""
+    sum of means t - 1) plus l at Z_1 = 1/s + 7 (the record's own summand)."""
     s = sigma
     if 1.0 / (s * s) > 700.0:
         return math.inf, MAX_POINTS + 1
@@ -122,16 +122,21 @@ def lattice(steps: int, sigma: float) -> tuple[float, int]:
 
 def _cells(a: np.ndarray, extra: float) -> tuple[np.ndarray, np.ndarray]:
     """Normal masses Phi(a_k+1) - Phi(a_k) of the cells between the increasing computed
-    arguments a (the first may be -inf, exactly), and bounds on their errors.
+    arguments a = s log(k d) -+ 1/(2 s) (the first may be -inf, exactly), and bounds on their
+    errors (``extra`` = s + 1/s).
 
-    Each tail min(Phi(a), Phi(-a)) is off by a relative 1e-13 (scipy's ndtr) plus 2 (|a| + 1)
-    times the argument's error 8 u (|a| + ``extra``) (Mills ratio: phi / tail <= |a| + 1).
-    Left of 0 a cell is a difference of distribution functions, right of it of survival
-    functions; a cell straddling 0 is 1 less both tails."""
+    The computed a is within 2 u (|a| + s + 1/s) of the exact one (u the machine epsilon:
+    k d, its logarithm, the product with s and the sum with 1/(2 s) are each one rounding,
+    and s |log x| <= |a| + 1/(2 s)), which moves the tail min(Phi(a), Phi(-a)) by a relative
+    (|a| + 1) times as much (the Mills ratio phi / tail is at most |a| + 1); scipy's ndtr adds a
+    relative 2e-15 (a few roundings) and its own argument's rounding, u (|a| + 1)^2. Left of 0 a
+    cell is a difference of distribution functions, right of it of survival functions; a cell
+    straddling 0 is 1 less both tails."""
     finite = np.isfinite(a)
     tail = special.ndtr(-np.abs(a))
     absa = np.where(finite, np.abs(a), 0.0)
-    err = np.where(finite, tail * (_NDTR_REL + 16.0 * _U * (absa + extra) * (absa + 1.0)), 0.0)
+    rel = _NDTR_REL + 2.5 * _U * (absa + extra + 1.0) * (absa + 1.0)
+    err = np.where(finite, tail * rel, 0.0)
     lo, hi = a[:-1], a[1:]
     left = hi <= 0.0
     right = lo >= 0.0
@@ -174,7 +179,7 @@ def summand_masses(sigma: float, d: float, points: int) -> dict[str, tuple[np.nd
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, shift in (("m", 1.0 / (2.0 * s)), ("mu", -1.0 / (2.0 * s))):
         a = s * log_x + shift  # -inf at x = 0, exactly
-        out[name] = _cells(a, s + 1.0 / s + 1.0)
+        out[name] = _cells(a, s + 1.0 / s)
     m, em = out["m"]
     mu, emu = out["mu"]
     kc = k[:-1]
@@ -184,7 +189,7 @@ def summand_masses(sigma: float, d: float, points: int) -> dict[str, tuple[np.nd
     to_left = np.clip((kc + 1.0) * m - mu / d, 0.0, m)
     e_right = emu / d + kc * em + 4.0 * _U * (mu / d + kc * m)
     e_left = emu / d + (kc + 1.0) * em + 4.0 * _U * (mu / d + (kc + 1.0) * m)
-    bulk = np.flatnonzero((np.minimum(m, mu) > _EXACT_TAIL * d))
+    bulk = np.flatnonzero(np.minimum(m, mu) > _EXACT_TAIL * d)
     if bulk.size:
         ks = np.arange(bulk[0], bulk[-1] + 1)
         m[ks], mu[ks], to_right[ks], to_left[ks] = _exact_shares(s, d, ks)
