@@ -14,7 +14,16 @@ Its likelihood ratio is R(y) = (1/t) sum_j l_j, l_j = exp((2 y_j - 1) / (2 s^2))
 function of S = sum_j X_j, X_j = exp(y_j / s^2): under Q the X_j are iid log-normal with
 E[X^a] = exp(a^2 / (2 s^2)).
 
-What is certified here (upper bounds; :class:`RandomAllocatedMechanism`):
+What is certified here (:class:`RandomAllocatedMechanism`):
+
+* The PLD route (:mod:`autoacct.subsampling.allocation_pld`): upper laws of both directions from
+  a mean-preserving spread of each l_j onto a lattice (convex order), lower laws from the
+  post-processing N = sum of the l_j's cells (:class:`~autoacct.subsampling.allocation_pld.AllocationLowerPair`,
+  the epoch's ``attained_parts`` and ``dominated`` pair), both by FFT products with error bounds.
+  At t = 100, 10 epochs, delta = 1e-5: [1.4198, 1.4203] at s = 1.1, [1.7009, 1.7019] at s = 1.
+  Unavailable where the lattice would be too long (small s, very large t).
+
+Renyi DP (upper bounds; the fallback, and ``via="rdp"``):
 
 * Removal direction, integer orders n: E_Q[R^n] = t^-n e^{-n / (2 s^2)} E[S^n] exactly, E[S^n]
   from the multinomial expansion over the t summands (Feldman and Shenfeld 2025, a sum over
@@ -38,10 +47,10 @@ What is certified here (upper bounds; :class:`RandomAllocatedMechanism`):
   within 1.5 times Monte Carlo estimates of the truth up to order 12 for t >= 50), and is loose
   at high orders and for small t, where (c) takes over.
 
-Lower end: the sum of the epoch's t outputs is N(1, t s^2) under P and N(0, t s^2) under Q, a
-post-processing of the attained pair, so the Gaussian with noise multiplier s sqrt(t) gives
-certified lower bounds (:meth:`RandomAllocatedMechanism.summed_step`; far below the upper
-end).
+Lower end where there is no PLD: the sum of the epoch's t outputs is N(1, t s^2) under P and
+N(0, t s^2) under Q, a post-processing of the attained pair, so the Gaussian with noise multiplier
+s sqrt(t) gives certified lower bounds (:meth:`RandomAllocatedMechanism.summed_step`; far below
+the upper end).
 """
 
 from __future__ import annotations
@@ -448,10 +457,12 @@ class RandomAllocatedMechanism(SubsampledMechanism):
     (P, Q) = ((1/t) sum_j N(e_j, sigma^2 I_t), N(0, sigma^2 I_t)) (see the module's docstring,
     also for the bounds). Epochs compose: ``Composition()([m], [epochs])``.
 
-    Routes: Renyi DP (the removal direction exact at integer orders, the addition direction a
-    proven upper bound) and its conversion to (epsilon, delta). Lower end: the Gaussian with
-    noise multiplier sigma sqrt(t) (the pair restricted to the sum of the outputs). t = 1 is
-    the base itself.
+    Routes: the PLD (certified upper laws of the epoch, :mod:`~autoacct.subsampling.allocation_pld`),
+    Renyi DP (the removal direction exact at integer orders, the addition direction a proven
+    upper bound) and its conversion to (epsilon, delta). Lower end: the PLD of the epoch's cell
+    sums (:class:`~autoacct.subsampling.allocation_pld.AllocationLowerPair`), or where there is
+    no PLD the Gaussian with noise multiplier sigma sqrt(t) (the pair restricted to the sum of
+    the outputs). t = 1 is the base itself.
 
     Parameters
     ----------

@@ -90,8 +90,8 @@ SPACING = 0.02
 _Z_SPAN = 7.0
 #: Cells whose masses (per unit of l) exceed this are computed in mpmath (:func:`_exact_shares`).
 _EXACT_TAIL = 1e-7
-#: Most lattice points per law (larger epochs answer by Renyi DP only).
-MAX_POINTS = 1 << 20
+#: Most lattice points per law (about 3 s of FFTs; larger epochs answer by Renyi DP only).
+MAX_POINTS = 1 << 19
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,8 @@ def summand_masses(sigma: float, d: float, points: int) -> dict[str, tuple[np.nd
     # E[(x_k+1 - l) / d; C_k], each within [0, m_k] (clipping moves towards the truth).
     to_right = np.clip(mu / d - kc * m, 0.0, m)
     to_left = np.clip((kc + 1.0) * m - mu / d, 0.0, m)
-    e_right = emu / d + kc * em + 4.0 * _U * (mu / d + kc * m)
+    # (k + 1) e_m in both: a clip at the computed m_k is off by at most its error.
+    e_right = emu / d + (kc + 1.0) * em + 4.0 * _U * (mu / d + kc * m)
     e_left = emu / d + (kc + 1.0) * em + 4.0 * _U * (mu / d + (kc + 1.0) * m)
     bulk = np.flatnonzero(np.minimum(m, mu) > _EXACT_TAIL * d)
     if bulk.size:
@@ -331,7 +332,7 @@ def _lower_laws(t: int, sigma: float, d: float, points: int,
     return forward, backward
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=2)
 def epoch_laws(steps: int, sigma: float) -> EpochLaws | None:
     """The certified upper and lower laws of one epoch of ``steps`` >= 2 steps of a Gaussian with
     noise multiplier ``sigma`` (see the module docstring); None when the lattice would need more
