@@ -49,7 +49,7 @@ from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
 
 if TYPE_CHECKING:
-    from autoacct.mechanism import Mechanism, PairRdp
+    from autoacct.mechanism import LossPart, Mechanism, PairRdp
 
 #: Smallest delta a query accepts: below it (subnormal floats) profiles lose their precision.
 MIN_DELTA = 1e-300
@@ -281,13 +281,14 @@ class _LawRoute(Route):
         return parts
 
 
-def single_step(m: Mechanism) -> tuple[PrivacyLoss, PrivacyLoss] | None:
+def single_step(m: Mechanism, parts: list[LossPart] | None = None) -> tuple[PrivacyLoss, PrivacyLoss] | None:
     """The two laws of a mechanism that is one run of one pair whose profiles are closed forms.
 
     Its PLD is the pair itself, so delta(eps) is the larger of the two laws'
-    profiles, with no discretisation (``PrivacyLoss.exact_profile``).
+    profiles, with no discretisation (``PrivacyLoss.exact_profile``). ``parts``: these
+    instead of the mechanism's loss parts.
     """
-    parts = m.loss_parts()
+    parts = m.loss_parts() if parts is None else parts
     if parts is None or len(parts) != 1 or parts[0].times != 1:
         return None
     fwd, bwd = parts[0].forward, parts[0].backward
@@ -321,6 +322,17 @@ def _max_loss(parts: list[Any]) -> float:
     # Each product is one rounding off (none for one run of one part, whose top is then exact).
     exact = len(parts) == 1 and parts[0].times == 1
     return total if exact else total + 2.0 * _UNIT * math.fsum(abs(x) for x in terms)
+
+
+def _single_lower(m: Mechanism, laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any) -> np.ndarray:
+    """The lower profile of one run of one pair; where its laws are not ``tight``, that of the
+    run's attained pair instead if it is one ``tight`` pair with closed-form profiles
+    (``Mechanism.attained_parts``: random allocation's epoch, whose own laws only dominate)."""
+    if laws[0].tight and laws[1].tight:
+        return _single_profile(laws, eps, upper=False)
+    parts = m.attained_parts()
+    below = single_step(m, parts) if parts is not None else None
+    return _single_profile(below if below is not None else laws, eps, upper=False)
 
 
 def _single_profile(laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any, upper: bool) -> np.ndarray:
@@ -384,7 +396,7 @@ class PldRoute(_LawRoute):
                 return _single_profile(laws, e, upper=True)
 
             def low(e: Any) -> np.ndarray:
-                return _single_profile(laws, e, upper=False)
+                return _single_lower(m, laws, e)
             return (epsilon_from_profile(low, delta, upper=False, vectorised=True),
                     epsilon_from_profile(up, delta, upper=True, vectorised=True))
         pair = self.grouped(m)
@@ -403,7 +415,7 @@ class PldRoute(_LawRoute):
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         laws = single_step(m)
         if laws is not None:
-            return _monotone(eps, _single_profile(laws, eps, upper=False), _single_profile(laws, eps, upper=True))
+            return _monotone(eps, _single_lower(m, laws, eps), _single_profile(laws, eps, upper=True))
         parts = self._parts(m)
         if np.all(eps >= _max_loss(parts)) and all(p.forward.p_inf == 0.0 and p.backward.p_inf == 0.0
                                                    for p in parts):

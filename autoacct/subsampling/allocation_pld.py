@@ -21,38 +21,44 @@ the likelihood ratio, where its cost is a variance of at most d^2 / 4 per summan
 shift). T' lives on the lattice: its Q-law on B^c is w^{*t}, w the lattice masses of one l'
 (hat functions: w_k = E_Q[(1 - |l/d - k|)_+; l <= x_K]), and its P'-law is
 (x w) * w^{*(t-1)} (P'(T' = u) = E_Q[(T'/t) 1{T' = u}] = E_Q[l'_1 1{T' = u}] by symmetry).
-H_g(P || Q) <= E_Q[(R - g)_+ 1_{B^c}] + P(B) (split any test set on B), so the forward law
-is the P'-masses at log(u / t), u < W d, and the rest of the P'-mass, which is
-1 - sum of those (E_Q[R' 1_{B^c}] = P(B^c)), at +inf; the backward law the Q-masses at
--log(u / t), 0 < u < W d, and the rest of the Q-mass at +inf.
+H_g(P || Q) <= E_Q[(R - g)_+ 1_{B^c}] + P(B) (split any test set on B), and any mass moved to
++inf only raises a profile, so the forward law is the P'-masses at log(u / t) for u in the
+lattice's window (:class:`Lattice`) and the rest of the P'-mass, which is 1 - sum of those
+(E_Q[R' 1_{B^c}] = P(B^c)), at +inf; the backward law the Q-masses at -log(u / t), u > 0 in
+the window, and the rest of the Q-mass at +inf.
 
 Lower laws (post-processing). N = sum_j k_j, k_j the cell of l_j (on B^c), is a function of
 the output, so the pair of its laws (P_N, Q_N) is dominated by the epoch, and so are its
 compositions. Q_N = m^{*t}, P_N = mu * m^{*(t-1)} (as above), and given N = n each l_j lies in
 its cell, so the ratio P_N(n) / Q_N(n) = E_Q[R | N = n] lies in (n d / t, (n + t) d / t].
-Leaving out mass (B, N >= W, entries below their error) and lowering loss values lowers
+Leaving out mass (B, N outside the window, entries below their error) and lowering loss values lowers
 a profile, so the lower laws are the entries less their error bound, at the least loss
 value the bounds allow.
 
-Arithmetic. The convolutions are FFT products of vectors of length at most W, zero-padded to a
-power of two n >= 2 W (no wrap-around), and truncated to W entries (all summands are
-non-negative, so a partial sum beyond W d stays beyond). Each vector carries a bound E on the
-2-norm of its error: for computed a^, b^ with errors Ea, Eb, the computed product's error is
-at most F + Ea |b^|_1 + |a|_1 Eb (Young's inequality |x * y|_2 <= |x|_2 |y|_1; |a|_1 <= 1 for
-every true vector here: sub-probability laws and E_Q[l] = 1), where F bounds the FFTs'
-rounding: with kappa = log2(n) eta / (1 - log2(n) eta) the relative 2-norm error of a
-computed FFT (Higham 2002, Theorem 24.2; eta = 16 u allows for the weights and for the
-library's FFT not being the textbook radix-2 one), the spectra X^, Y^ of a^, b^ are within
-kappa sqrt(n) |a^|_2 (Parseval), their product within a further 3 u |X^||Y^| per frequency
-(a complex product), and the inverse transform within kappa of its result, so
+Arithmetic. The sums' laws are products (convolutions) of vectors, each kept on its window
+(a partial sum of j summands on ``Lattice.window(j)``; what falls outside is dropped, so the
+computed vector approximates a sub-measure of the true one, and the upper laws count the
+difference as overflow). A product a * b is H_a * H_b + (T_a * b + H_a * T_b), H the head of
+a vector (its heaviest 2048 consecutive entries) and T the rest: the heads are convolved
+directly (:func:`_product`), the tails, of small norms, by FFT on a power of two n of points
+(no wrap-around). Each vector carries bounds on its error x^ - x = a + f: |a|_1 and |a|_inf
+for the errors of the data and of the direct sums, |f|_2 for the FFTs' rounding. For computed
+a^, b^ every norm propagates as |e_a * b^ + a * e_b|_p <= |e_a|_p |b^|_1 + |a|_1 |e_b|_p
+(Young's inequality; |a|_1 <= 1 for every true vector here: sub-probability laws and
+E_Q[l] = 1). An FFT product's own rounding is bounded in 2-norm: with
+kappa = log2(n) eta / (1 - log2(n) eta) the relative 2-norm error of a computed FFT (Higham
+2002, Theorem 24.2; eta = 16 u allows for the weights and for the library's FFT not being the
+textbook radix-2 one), the spectra X^, Y^ of a^, b^ are within kappa sqrt(n) |a^|_2
+(Parseval), their product within a further 3 u |X^||Y^| per frequency (a complex product), and
+the inverse transform within kappa of its result, so
 
-    F = (1 + kappa) (kappa A2 B1 g + kappa A1 B2 + 3 u g (1 + kappa) A1 B2) + kappa A1 B2,
+    F = (1 + kappa) (kappa A2 B1 g + kappa A1 B2 + 3 u g (1 + kappa) A1 B2) + (kappa + 2 u) A1 B2,
 
 A1 = |a^|_1, A2 = |a^|_2 (B likewise), g = 1 + kappa sqrt(n) (bounding |Y^|_inf <= B1 g).
-Clipping a computed entry at 0 and truncation do not increase an error. An error bound E
-on a vector of W entries bounds each entry's error by E and the sum of its errors by
-sqrt(W) E: the upper laws move that sum to +inf (a profile is at most the finite masses'
-plus the masses' total error), the lower laws subtract E from each entry.
+Clipping a computed entry at 0 and dropping entries do not increase an error. On a vector of
+L entries the error of each entry is at most |a|_inf + |f|_2 and their sum at most
+|a|_1 + sqrt(L) |f|_2: the upper laws move that sum to +inf (a profile is at most the finite
+masses' plus the masses' total error), the lower laws subtract the former from each entry.
 
 The one-summand masses are differences of normal tail functions (each taken on the side where
 it is small, so no cancellation against 1), with the error bounds of :func:`_cells`; the hat
@@ -90,6 +96,10 @@ SPACING = 0.02
 _Z_SPAN = 7.0
 #: Cells whose masses (per unit of l) exceed this are computed in mpmath (:func:`_exact_shares`).
 _EXACT_TAIL = 1e-7
+#: Standard deviations sqrt(k E l^2) of a sum of k summands kept on each side of its mean.
+_SUM_SPAN = 8.6
+#: Longest head of a vector whose products are summed directly (:func:`_product`).
+_DIRECT = 2048
 #: Most lattice points per law (about 3 s of FFTs; larger epochs answer by Renyi DP only).
 MAX_POINTS = 1 << 19
 
@@ -107,17 +117,44 @@ class EpochLaws:
     points: int
 
 
-def lattice(steps: int, sigma: float) -> tuple[float, int]:
-    """(d, W): the spacing and the number of lattice points 0, d, ..., (W - 1) d of the sums.
+@dataclass(frozen=True)
+class Lattice:
+    """The lattice x_k = k d of the summands and of their sums.
 
-    The last point covers t + 1 (the other summands, beyond which their Q-mass is tiny for a
-    sum of means t - 1) plus l at Z_1 = 1/s + 7 (the record's own summand)."""
+    One summand's points are 0..``top`` (to l at Z = 1/s + 7: the record's summand beyond is
+    the overflow B). A sum of k summands keeps the points of :meth:`window`, k -+ 8.6 sqrt(k E l^2)
+    (nothing is lost below it but mass of at most e^{-37}, by the Chernoff bound
+    exp(-x^2 / (2 k E l^2)) on the lower tail of a sum of non-negative variables) plus ``top``
+    points above; everything outside is counted as overflow, so the window is a choice of
+    accuracy, not of soundness."""
+
+    spacing: float
+    top: int
+    #: sqrt(E l^2) = e^{1/(2 s^2)}.
+    spread: float
+
+    def window(self, k: int) -> tuple[int, int]:
+        """The first and last lattice index kept for a sum of k summands."""
+        x = _SUM_SPAN * self.spread * math.sqrt(k)
+        d = self.spacing
+        return max(0, math.floor((k - x) / d)), math.ceil((k + x) / d) + self.top
+
+    def points(self, k: int) -> int:
+        lo, hi = self.window(k)
+        return hi - lo + 1
+
+
+def lattice(sigma: float) -> Lattice | None:
+    """The lattice for noise multiplier ``sigma``: spacing d = 0.02 sqrt(e^{1/s^2} - 1) (see
+    :data:`SPACING`); None where e^{1/s^2} overflows."""
     s = sigma
     if 1.0 / (s * s) > 700.0:
-        return math.inf, MAX_POINTS + 1
+        return None
     d = SPACING * math.sqrt(math.expm1(1.0 / (s * s)))
     top = math.exp(min((1.0 / s + _Z_SPAN) / s - 1.0 / (2.0 * s * s), 700.0))
-    return d, int(math.ceil((2.0 * steps + top) / d)) + 1
+    if not (math.isfinite(d) and d > 0.0) or top / d > MAX_POINTS:
+        return None
+    return Lattice(d, int(math.ceil(top / d)) + 1, math.exp(1.0 / (2.0 * s * s)))
 
 
 def _cells(a: np.ndarray, extra: float) -> tuple[np.ndarray, np.ndarray]:
@@ -211,62 +248,114 @@ def summand_masses(sigma: float, d: float, points: int) -> dict[str, tuple[np.nd
 
 @dataclass(frozen=True)
 class _Vec:
-    """A computed non-negative vector x^ of a true one x: the error x^ - x is a + f, with
-    |a|_1 <= ``d1`` and |a|_inf <= ``dinf`` (errors of the data, propagated) and |f|_2 <= ``f2``
-    (the FFTs' rounding, propagated)."""
+    """A computed non-negative vector x^ (on the lattice indices ``start``, ``start`` + 1, ...) of a
+    true one x: the error x^ - x is a + f, with |a|_1 <= ``d1`` and |a|_inf <= ``dinf`` (errors of
+    the data, propagated) and |f|_2 <= ``f2`` (the FFTs' rounding, propagated)."""
 
     values: np.ndarray
+    start: int
     d1: float
     dinf: float
     f2: float
 
     @classmethod
     def of(cls, values: np.ndarray, err: np.ndarray) -> _Vec:
-        """A vector whose entries are off by at most ``err`` (the norms rounded up)."""
+        """A vector from index 0 whose entries are off by at most ``err`` (the norms rounded up)."""
         grow = 1.0 + 2.0 * len(err) * _U
-        return cls(values, float(np.sum(err)) * grow, float(np.max(err, initial=0.0)), 0.0)
+        return cls(values, 0, float(np.sum(err)) * grow, float(np.max(err, initial=0.0)), 0.0)
 
-    def sum_error(self, width: int) -> float:
-        """A bound on the sum of the absolute errors of the first ``width`` entries."""
-        return (self.d1 + math.sqrt(width) * self.f2) * (1.0 + 1e-9)
+    @property
+    def indices(self) -> np.ndarray:
+        return self.start + np.arange(len(self.values), dtype=float)
+
+    def sum_error(self) -> float:
+        """A bound on the sum of the absolute errors of the entries (|x|_1 <= sqrt(len) |x|_2)."""
+        return (self.d1 + math.sqrt(len(self.values)) * self.f2) * (1.0 + 1e-9)
 
     def entry_error(self) -> float:
         """A bound on the error of each entry (|x|_inf <= |x|_1 and |x|_inf <= |x|_2)."""
         return (self.dinf + self.f2) * (1.0 + 1e-9)
 
 
-def _product(a: _Vec, b: _Vec, width: int) -> _Vec:
-    """The first ``width`` entries of the convolution a * b by FFT, with its error bounds (see
-    the module docstring): every norm p of the data errors obeys
-    |e_a * b^ + a * e_b|_p <= |e_a|_p |b^|_1 + |a|_1 |e_b|_p, |a|_1 <= 1."""
-    n = 1 << max(1, math.ceil(math.log2(len(a.values) + len(b.values))))
-    fa = sfft.fft(a.values, n)
-    fb = sfft.fft(b.values, n)
-    c = np.maximum(sfft.ifft(fa * fb).real[:width], 0.0)
+def _head(x: np.ndarray) -> tuple[int, int]:
+    """The slice [i, j) of at most :data:`_DIRECT` entries of a non-negative vector holding the
+    most mass (where its products are computed directly)."""
+    if len(x) <= _DIRECT:
+        return 0, len(x)
+    cum = np.concatenate(([0.0], np.cumsum(x)))
+    i = int(np.argmax(cum[_DIRECT:] - cum[:-_DIRECT]))
+    return i, i + _DIRECT
+
+
+def _fft_error(n: int, a1: float, a2: float, b1: float, b2: float) -> float:
+    """A bound on the 2-norm of the rounding error of ifft(fft(a) fft(b)) on n points (a power of 2)
+    for vectors with 1-norms a1, b1 and 2-norms a2, b2 (see the module docstring)."""
     lg = math.log2(n)
     kappa = lg * _ETA / (1.0 - lg * _ETA)
-    grow = 1.0 + 2.0 * n * _U
-    a1, a2 = float(np.sum(a.values)) * grow, float(np.sqrt(np.sum(a.values ** 2))) * grow
-    b1, b2 = float(np.sum(b.values)) * grow, float(np.sqrt(np.sum(b.values ** 2))) * grow
     g = 1.0 + kappa * math.sqrt(n)
-    fft_err = ((1.0 + kappa) * (kappa * a2 * b1 * g + kappa * a1 * b2 + 3.0 * _U * g * (1.0 + kappa) * a1 * b2)
-               + kappa * a1 * b2)
+    return ((1.0 + kappa) * (kappa * a2 * b1 * g + kappa * a1 * b2 + 3.0 * _U * g * (1.0 + kappa) * a1 * b2)
+            + (kappa + 2.0 * _U) * a1 * b2)
+
+
+def _norms(x: np.ndarray, n: int) -> tuple[float, float]:
+    """Upper bounds on the 1-norm and the 2-norm of the non-negative vector x (n >= its length)."""
+    grow = 1.0 + 2.0 * n * _U
+    return float(np.sum(x)) * grow, float(np.sqrt(np.sum(x * x))) * grow
+
+
+def _product(a: _Vec, b: _Vec, window: tuple[int, int]) -> _Vec:
+    """The entries of the convolution a * b at the lattice indices in ``window`` (those outside
+    are dropped: the true vector restricted likewise is a sub-measure), with its error bounds.
+
+    With H the heads of a and b (:func:`_head`) and T = a - H their tails, a * b is H_a * H_b,
+    summed directly (every entry a sum of at most m = len(H) non-negative products, so off by a
+    relative gamma_(m+1) = (m + 1) u / (1 - (m + 1) u), Higham 2002, section 3.1: its 1- and
+    inf-norm join the data errors), plus T_a * b + H_a * T_b by FFT, whose rounding is bounded
+    (module docstring) from the norms of the small tails. The data errors propagate by
+    |e_a * b^ + a * e_b|_p <= |e_a|_p |b^|_1 + |a|_1 |e_b|_p (every p; |a|_1 <= 1)."""
+    length = len(a.values) + len(b.values) - 1
+    n = 1 << max(1, math.ceil(math.log2(length)))
+    start = a.start + b.start
+    lo, hi = max(window[0], start), min(window[1], start + length - 1)
+    (ai, aj), (bi, bj) = _head(a.values), _head(b.values)
+    ha, hb = a.values[ai:aj], b.values[bi:bj]
+    ta, tb = a.values.copy(), b.values.copy()
+    ta[ai:aj] = 0.0
+    tb[bi:bj] = 0.0
+    spectrum = sfft.fft(ta, n) * sfft.fft(b.values, n) + sfft.fft(np.pad(ha, (ai, 0)), n) * sfft.fft(tb, n)
+    full = sfft.ifft(spectrum).real
+    direct = np.convolve(ha, hb)
+    full[ai + bi:ai + bi + len(direct)] += direct
+    c = np.maximum(full[lo - start:hi - start + 1], 0.0)
+    a1, a2 = _norms(a.values, n)
+    b1, b2 = _norms(b.values, n)
+    ta1, ta2 = _norms(ta, n)
+    tb1, tb2 = _norms(tb, n)
+    ha1, ha2 = _norms(ha, n)
+    fft_err = _fft_error(n, ta1, ta2, b1, b2) + _fft_error(n, ha1, ha2, tb1, tb2)
+    m = min(len(ha), len(hb)) + 1
+    gamma = m * _U / (1.0 - m * _U) + 2.0 * _U  # the sum, and the addition to the FFT part
+    h1 = ha1 * float(np.sum(hb)) * (1.0 + 2.0 * n * _U)
     slack = 1.0 + 1e-9
-    return _Vec(c, (a.d1 * b1 + b.d1) * slack, (a.dinf * b1 + b.dinf) * slack,
+    return _Vec(c, lo, (a.d1 * b1 + b.d1 + gamma * h1) * slack,
+                (a.dinf * b1 + b.dinf + gamma * float(np.max(direct, initial=0.0)) * (1.0 + gamma)) * slack,
                 (fft_err + a.f2 * b1 + b.f2) * slack)
 
 
-def _power(a: _Vec, k: int, width: int) -> _Vec:
-    """a^{*k} truncated to ``width`` entries (k >= 1), by binary powering."""
+def _power(a: _Vec, k: int, grid: Lattice) -> _Vec:
+    """a^{*k} (k >= 1 summands) by binary powering, each partial sum of j summands kept on
+    ``grid.window(j)``."""
     result: _Vec | None = None
-    square = _Vec(a.values[:width], a.d1, a.dinf, a.f2)
+    count, square, size = 0, a, 1
     while True:
         if k & 1:
-            result = square if result is None else _product(result, square, width)
+            result = square if result is None else _product(result, square, grid.window(count + size))
+            count += size
         k >>= 1
         if not k:
             break
-        square = _product(square, square, width)
+        square = _product(square, square, grid.window(2 * size))
+        size *= 2
     assert result is not None
     return result
 
@@ -280,41 +369,45 @@ def _down(x: np.ndarray) -> np.ndarray:
     return np.nextafter(x - 8.0 * _U * (np.abs(x) + 1.0), -np.inf)
 
 
-def _upper_laws(t: int, sigma: float, d: float, points: int,
+def _upper_laws(t: int, sigma: float, grid: Lattice,
                 vec: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[AtomLoss, AtomLoss]:
+    d = grid.spacing
     w = _Vec.of(*vec["w"])
     xw = _Vec.of(*vec["xw"])
-    rest = _power(w, t - 1, points)
-    p = _product(xw, rest, points)
-    q = _product(w, rest, points)
-    n = np.arange(1, points, dtype=float)
-    ratio_log = np.log(n * d / t)
-    key = ("random allocation epoch", t, sigma, d, points)
-    # Forward: P'-masses at log(u / t); the rest of the P'-mass (B, sums beyond the lattice,
-    # and the entries' summed errors twice: once for the finite masses, once for the total).
-    fv = _up(ratio_log)
-    fp = p.values[1:]
-    f_inf = 1.0 - math.fsum(fp) + 2.0 * p.sum_error(points) + 4.0 * points * _U
+    rest = _power(w, t - 1, grid)
+    p = _product(xw, rest, grid.window(t))
+    q = _product(w, rest, grid.window(t))
+    key = ("random allocation epoch", t, sigma, d, grid.top)
+    # Forward: P'-masses at log(u / t), u > 0; the rest of the P'-mass (B, sums outside the
+    # windows, and the entries' summed errors twice: once for the finite masses, once for the
+    # total) at +inf.
+    live = p.indices > 0
+    fv = _up(np.log(p.indices[live] * d / t))
+    fp = p.values[live]
+    f_inf = 1.0 - math.fsum(fp) + 2.0 * p.sum_error() + 4.0 * len(fp) * _U
     forward = AtomLoss(key + ("forward upper",), fv, fp, fp * np.exp(-fv), p_inf=f_inf, tight=False)
     # Backward: Q-masses at -log(u / t), u > 0, sorted by loss; T' = 0 has loss +inf.
-    bv = _up(-ratio_log)[::-1]
-    bq = q.values[1:][::-1]
-    b_inf = 1.0 - math.fsum(bq) + 2.0 * q.sum_error(points) + 4.0 * points * _U
+    live = q.indices > 0
+    bv = _up(-np.log(q.indices[live] * d / t))[::-1]
+    bq = q.values[live][::-1]
+    b_inf = 1.0 - math.fsum(bq) + 2.0 * q.sum_error() + 4.0 * len(bq) * _U
     backward = AtomLoss(key + ("backward upper",), bv, bq, bq * np.exp(-bv), p_inf=b_inf, tight=False)
     return forward, backward
 
 
-def _lower_laws(t: int, sigma: float, d: float, points: int,
+def _lower_laws(t: int, sigma: float, grid: Lattice,
                 vec: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[AtomLoss, AtomLoss]:
+    d = grid.spacing
     m = _Vec.of(*vec["m"])
     mu = _Vec.of(*vec["mu"])
-    rest = _power(m, t - 1, points)
-    p = _product(mu, rest, points)
-    q = _product(m, rest, points)
-    n = np.arange(points, dtype=float)
+    rest = _power(m, t - 1, grid)
+    p = _product(mu, rest, grid.window(t))
+    q = _product(m, rest, grid.window(t))
+    assert p.start == q.start and len(p.values) == len(q.values)
+    n = p.indices
     p_lo, p_hi = p.values - p.entry_error(), p.values + p.entry_error()
     q_lo, q_hi = q.values - q.entry_error(), q.values + q.entry_error()
-    key = ("random allocation epoch", t, sigma, d, points)
+    key = ("random allocation epoch", t, sigma, d, grid.top)
     with np.errstate(divide="ignore", invalid="ignore"):
         # E_Q[R | N = n] is in (n d / t, (n + t) d / t] and within the masses' bounds.
         floor = np.log(n * d / t)
@@ -335,15 +428,16 @@ def _lower_laws(t: int, sigma: float, d: float, points: int,
 @lru_cache(maxsize=2)
 def epoch_laws(steps: int, sigma: float) -> EpochLaws | None:
     """The certified upper and lower laws of one epoch of ``steps`` >= 2 steps of a Gaussian with
-    noise multiplier ``sigma`` (see the module docstring); None when the lattice would need more
-    than :data:`MAX_POINTS` points (a small sigma: the record's summand is too heavy-tailed)."""
-    d, points = lattice(steps, sigma)
-    if points > MAX_POINTS or not math.isfinite(d) or d <= 0.0:
+    noise multiplier ``sigma`` (see the module docstring); None when a window of the lattice
+    would hold more than :data:`MAX_POINTS` points (a small sigma, whose record's summand is
+    too heavy-tailed, or a very long epoch)."""
+    grid = lattice(sigma)
+    if grid is None or grid.points(steps) > MAX_POINTS:
         return None
-    vec = summand_masses(sigma, d, points)
-    fu, bu = _upper_laws(steps, sigma, d, points, vec)
-    fl, bl = _lower_laws(steps, sigma, d, points, vec)
-    return EpochLaws(fu, bu, fl, bl, d, points)
+    vec = summand_masses(sigma, grid.spacing, grid.top + 1)
+    fu, bu = _upper_laws(steps, sigma, grid, vec)
+    fl, bl = _lower_laws(steps, sigma, grid, vec)
+    return EpochLaws(fu, bu, fl, bl, grid.spacing, grid.points(steps))
 
 
 @dataclass(frozen=True, eq=False, repr=False)
