@@ -150,6 +150,18 @@ def test_ten_epochs_bracket_within_tol(sigma: float) -> None:
     assert upper < float(poisson.epsilon_bounds(1e-5)[0])
 
 
+def test_one_epoch_is_bracketed_by_its_own_laws() -> None:
+    # One epoch (t = 100, s = 1.1): the PLD route's lower ends come from the lower laws (the
+    # routes read a run's attained pair where its own laws only dominate), within tol of the
+    # upper ends; the delta bracket likewise (within 1%).
+    m = RandomAllocation(100)(Gaussian(1.1))
+    lo, up = (float(v) for v in m.epsilon_bounds(1e-5))
+    assert 0.0 < lo <= up <= lo * (1 + 1e-3)
+    assert lo > float(Gaussian(11.0).epsilon(1e-5))  # the summed outputs' Gaussian
+    d_lo, d_up = (float(v) for v in m.delta_bounds(0.3))
+    assert 0.0 < d_lo <= d_up <= d_lo * 1.01
+
+
 def test_small_sigma_falls_back_to_renyi_dp() -> None:
     # sigma 0.3: the record's summand reaches e^{(1/s + 7.5)/s}, too far for the lattice: no PLD,
     # the Renyi-DP route answers, with the summed outputs as lower end.
