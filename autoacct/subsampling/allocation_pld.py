@@ -334,11 +334,14 @@ def _product(a: _Vec, b: _Vec, window: tuple[int, int]) -> _Vec:
     ha1, ha2 = _norms(ha, n)
     fft_err = _fft_error(n, ta1, ta2, b1, b2) + _fft_error(n, ha1, ha2, tb1, tb2)
     m = min(len(ha), len(hb)) + 1
-    gamma = m * _U / (1.0 - m * _U) + 2.0 * _U  # the sum, and the addition to the FFT part
+    gamma = m * _U / (1.0 - m * _U)
     h1 = ha1 * float(np.sum(hb)) * (1.0 + 2.0 * n * _U)
+    # The direct sums' rounding, and that of adding them to the FFT part (one rounding of each
+    # entry, at most the direct part's and the tails' 1-norms).
+    add1 = gamma * h1 + 2.0 * _U * (h1 + ta1 * b1 + ha1 * tb1)
+    addinf = (gamma + 2.0 * _U) * float(np.max(np.abs(full), initial=0.0)) * (1.0 + gamma)
     slack = 1.0 + 1e-9
-    return _Vec(c, lo, (a.d1 * b1 + b.d1 + gamma * h1) * slack,
-                (a.dinf * b1 + b.dinf + gamma * float(np.max(direct, initial=0.0)) * (1.0 + gamma)) * slack,
+    return _Vec(c, lo, (a.d1 * b1 + b.d1 + add1) * slack, (a.dinf * b1 + b.dinf + addinf) * slack,
                 (fft_err + a.f2 * b1 + b.f2) * slack)
 
 
