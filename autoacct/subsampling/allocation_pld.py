@@ -96,11 +96,11 @@ SPACING = 0.02
 _Z_SPAN = 7.0
 #: Cells whose masses (per unit of l) exceed this are computed in mpmath (:func:`_exact_shares`).
 _EXACT_TAIL = 1e-7
-#: Standard deviations sqrt(k E l^2) of a sum of k summands kept on each side of its mean.
-_SUM_SPAN = 8.6
+#: Standard deviations sqrt(k Var l) of a sum of k summands kept on each side of its mean.
+_SUM_SPAN = 12.0
 #: Longest head of a vector whose products are summed directly (:func:`_product`).
 _DIRECT = 2048
-#: Most lattice points per law (about 3 s of FFTs; larger epochs answer by Renyi DP only).
+#: Most lattice points per law (a few seconds; larger epochs answer by Renyi DP only).
 MAX_POINTS = 1 << 19
 
 
@@ -122,20 +122,20 @@ class Lattice:
     """The lattice x_k = k d of the summands and of their sums.
 
     One summand's points are 0..``top`` (to l at Z = 1/s + 7: the record's summand beyond is
-    the overflow B). A sum of k summands keeps the points of :meth:`window`, k -+ 8.6 sqrt(k E l^2)
-    (nothing is lost below it but mass of at most e^{-37}, by the Chernoff bound
-    exp(-x^2 / (2 k E l^2)) on the lower tail of a sum of non-negative variables) plus ``top``
-    points above; everything outside is counted as overflow, so the window is a choice of
-    accuracy, not of soundness."""
+    the overflow B). A sum of k summands keeps the points of :meth:`window`: 12 standard
+    deviations sqrt(k Var l) on each side of its mean k, and ``top`` more points above (the
+    heavy tail of one large summand). What falls outside is counted as overflow (upper laws)
+    or left out (lower laws), so the window is a choice of accuracy, not of soundness: the
+    mass it loses is part of the upper laws' mass at +inf, which the tests bound."""
 
     spacing: float
     top: int
-    #: sqrt(E l^2) = e^{1/(2 s^2)}.
-    spread: float
+    #: The standard deviation of one summand, sqrt(e^{1/s^2} - 1).
+    deviation: float
 
     def window(self, k: int) -> tuple[int, int]:
         """The first and last lattice index kept for a sum of k summands."""
-        x = _SUM_SPAN * self.spread * math.sqrt(k)
+        x = _SUM_SPAN * self.deviation * math.sqrt(k)
         d = self.spacing
         return max(0, math.floor((k - x) / d)), math.ceil((k + x) / d) + self.top
 
@@ -154,7 +154,7 @@ def lattice(sigma: float) -> Lattice | None:
     top = math.exp(min((1.0 / s + _Z_SPAN) / s - 1.0 / (2.0 * s * s), 700.0))
     if not (math.isfinite(d) and d > 0.0) or top / d > MAX_POINTS:
         return None
-    return Lattice(d, int(math.ceil(top / d)) + 1, math.exp(1.0 / (2.0 * s * s)))
+    return Lattice(d, int(math.ceil(top / d)) + 1, d / SPACING)
 
 
 def _cells(a: np.ndarray, extra: float) -> tuple[np.ndarray, np.ndarray]:
