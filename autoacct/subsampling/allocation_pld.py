@@ -165,14 +165,15 @@ def _cells(a: np.ndarray, extra: float) -> tuple[np.ndarray, np.ndarray]:
     The computed a is within 2 u (|a| + s + 1/s) of the exact one (u the machine epsilon:
     k d, its logarithm, the product with s and the sum with 1/(2 s) are each one rounding,
     and s |log x| <= |a| + 1/(2 s)), which moves the tail min(Phi(a), Phi(-a)) by a relative
-    (|a| + 1) times as much (the Mills ratio phi / tail is at most |a| + 1); scipy's ndtr adds a
-    relative 2e-15 (a few roundings) and its own argument's rounding, u (|a| + 1)^2. Left of 0 a
+    (|a| + 1) times as much (the Mills ratio phi / tail is at most |a| + 1; 2.02 allows for the
+    second order); scipy's ndtr adds a relative 2e-15 (a few roundings) and its own argument's
+    rounding, u (|a| + 1)^2. Left of 0 a
     cell is a difference of distribution functions, right of it of survival functions; a cell
     straddling 0 is 1 less both tails."""
     finite = np.isfinite(a)
     tail = special.ndtr(-np.abs(a))
     absa = np.where(finite, np.abs(a), 0.0)
-    rel = _NDTR_REL + 2.5 * _U * (absa + extra + 1.0) * (absa + 1.0)
+    rel = _NDTR_REL + 2.02 * _U * (absa + extra) * (absa + 1.0) + _U * (absa + 1.0) ** 2
     err = np.where(finite, tail * rel, 0.0)
     lo, hi = a[:-1], a[1:]
     left = hi <= 0.0
@@ -206,8 +207,9 @@ def summand_masses(sigma: float, d: float, points: int) -> dict[str, tuple[np.nd
     """One summand's lattice vectors with per-entry error bounds: ``m`` and ``mu`` (cells
     k < K = points - 1), the hat masses ``w`` and their first moments ``xw`` (points k <= K).
 
-    Where the normal tails exceed :data:`_EXACT_TAIL` (the bulk, where the hat shares cancel by
-    a factor k against masses of order 1), the cells are computed in mpmath
+    From the first to the last cell whose masses m_k and mu_k both exceed :data:`_EXACT_TAIL` d
+    (the bulk, where the hat shares cancel by a factor k against masses of order 1), the cells
+    are computed in mpmath
     (:func:`_exact_shares`); elsewhere in floats with the error bounds of :func:`_cells`."""
     s = sigma
     k = np.arange(points, dtype=float)
