@@ -347,22 +347,61 @@ def _product(a: _Vec, b: _Vec, window: tuple[int, int]) -> _Vec:
                 (fft_err + a.f2 * b1 + b.f2) * slack)
 
 
-def _power(a: _Vec, k: int, grid: Lattice) -> _Vec:
+def _power(a: _Vec, k: int, grid: Lattice, windows: list[tuple[int, int, float]] | None = None) -> _Vec:
     """a^{*k} (k >= 1 summands) by binary powering, each partial sum of j summands kept on
-    ``grid.window(j)``."""
+    ``grid.window(j)``; each (j, first, last) index window applied is appended to ``windows``."""
     result: _Vec | None = None
     count, square, size = 0, a, 1
+
+    def kept(j: int) -> tuple[int, int]:
+        lo, hi = grid.window(j)
+        if windows is not None:
+            windows.append((j, lo, hi))
+        return lo, hi
+
     while True:
         if k & 1:
-            result = square if result is None else _product(result, square, grid.window(count + size))
+            result = square if result is None else _product(result, square, kept(count + size))
             count += size
         k >>= 1
         if not k:
             break
-        square = _product(square, square, grid.window(2 * size))
+        square = _product(square, square, kept(2 * size))
         size *= 2
     assert result is not None
     return result
+
+
+def _dropped(sigma: float, d: float, windows: list[tuple[int, int, float]]) -> float:
+    """An upper bound on the Q-mass (and on the P-mass: the summands are the record's others) of
+    the cell-index sums dropped outside their windows (j, first, last).
+
+    A partial sum of j cell indices below ``first`` has its j summands' sum S_j below
+    (first + j) d, whose Q-probability the geometric mean's and Chernoff's bounds of
+    :func:`~autoacct.subsampling.allocation.lower_tail_log_bound` bound; one above ``last`` (if
+    finite) has
+    S_j > last d, whose Q-probability is at most E[(S_j - j)^2r] / (last d - j)^2r for every r
+    (Markov's inequality; the central moments of the mean of j log-normals exactly,
+    :func:`~autoacct.subsampling.allocation.central_moments`, r up to 8)."""
+    # Imported here: allocation imports this module for its PLD laws.
+    from autoacct.subsampling.allocation import central_moments, lower_tail_log_bound  # noqa: PLC0415
+
+    total = 0.0
+    for j, first, last in windows:
+        if first > 0:
+            x = (first + j) * d / j
+            total += float(np.exp(lower_tail_log_bound(j, sigma, np.array([-math.log(x)]))[0])) if x < 1.0 else 1.0
+        if math.isinf(last):
+            continue
+        gap = last * d - j
+        if gap <= 0.0:
+            return 1.0
+        mu = central_moments(j, sigma, 16)
+        r = np.arange(1, 9)
+        with np.errstate(over="ignore", divide="ignore"):
+            log_bounds = np.log(mu[2 * r]) + 2 * r * math.log(j / gap)
+        total += float(np.exp(min(float(np.min(log_bounds)), 0.0)))
+    return min(total * (1.0 + 1e-9), 1.0)
 
 
 def _up(x: np.ndarray) -> np.ndarray:
@@ -402,13 +441,25 @@ def _upper_laws(t: int, sigma: float, grid: Lattice,
 
 def _lower_laws(t: int, sigma: float, grid: Lattice,
                 vec: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[AtomLoss, AtomLoss]:
+    """The lower laws (module docstring). The computed vectors approximate P^w(n) = E_Q[l_1; N = n, F]
+    and Q^w(n) = Q(N = n, F), F the event that the partial sums of the other summands' cells
+    (and the total) stayed in their windows: below P_N(n) and Q_N(n), which exceed them by at
+    most the mass D dropped (:func:`_dropped`), so each ratio P_N(n) / Q_N(n) is within
+    [p_lo / (q_hi + D), (p_hi + D) / q_lo] and the a priori interval (n d / t, (n + t) d / t]."""
     d = grid.spacing
     m = _Vec.of(*vec["m"])
     mu = _Vec.of(*vec["mu"])
-    rest = _power(m, t - 1, grid)
-    p = _product(mu, rest, grid.window(t))
-    q = _product(m, rest, grid.window(t))
+    windows: list[tuple[int, int, float]] = []
+    rest = _power(m, t - 1, grid, windows)
+    final = grid.window(t)
+    p = _product(mu, rest, final)
+    q = _product(m, rest, final)
     assert p.start == q.start and len(p.values) == len(q.values)
+    # The total's window: its cells' sum is at least the other summands' (t - 1 of them).
+    # The total's window (only its lower end drops a sum that a kept n could have had: above
+    # it, no n is kept): its cells' sum is at least the other summands' (t - 1 of them).
+    windows.append((t - 1, final[0], math.inf))
+    missing = _dropped(sigma, d, windows)
     n = p.indices
     p_lo, p_hi = p.values - p.entry_error(), p.values + p.entry_error()
     q_lo, q_hi = q.values - q.entry_error(), q.values + q.entry_error()
@@ -417,8 +468,8 @@ def _lower_laws(t: int, sigma: float, grid: Lattice,
         # E_Q[R | N = n] is in (n d / t, (n + t) d / t] and within the masses' bounds.
         floor = np.log(n * d / t)
         ceiling = np.log((n + t) * d / t)
-        v_lo = _down(np.maximum(np.log(p_lo / q_hi), floor))
-        v_hi = _up(np.minimum(np.log(p_hi / q_lo), ceiling))
+        v_lo = _down(np.maximum(np.log(p_lo / (q_hi + missing)), floor))
+        v_hi = _up(np.minimum(np.log((p_hi + missing) / q_lo), ceiling))
     keep_f = (p_lo > 0.0) & np.isfinite(v_lo)
     fv, fp = v_lo[keep_f], p_lo[keep_f]
     forward = AtomLoss(key + ("forward lower",), fv, fp, fp * np.exp(-fv), tight=True)
