@@ -31,9 +31,10 @@ Lower laws (post-processing). N = sum_j k_j, k_j the cell of l_j (on B^c), is a 
 the output, so the pair of its laws (P_N, Q_N) is dominated by the epoch, and so are its
 compositions. Q_N = m^{*t}, P_N = mu * m^{*(t-1)} (as above), and given N = n each l_j lies in
 its cell, so the ratio P_N(n) / Q_N(n) = E_Q[R | N = n] lies in (n d / t, (n + t) d / t].
-Leaving out mass (B, N outside the window, entries below their error) and lowering loss values lowers
-a profile, so the lower laws are the entries less their error bound, at the least loss
-value the bounds allow.
+Leaving out mass (B, N outside the window, entries below their error) and lowering loss values
+lowers a profile, so the lower laws are the entries less their error bound, at the least loss
+value the bounds allow; as the windows drop mass from the partial sums (:func:`_lower_laws`),
+the ratio's bounds also allow for a certified bound on that mass (:func:`_dropped`).
 
 Arithmetic. The sums' laws are products (convolutions) of vectors, each kept on its window
 (a partial sum of j summands on ``Lattice.window(j)``; what falls outside is dropped, so the
