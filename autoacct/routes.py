@@ -49,7 +49,7 @@ from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
 
 if TYPE_CHECKING:
-    from autoacct.mechanism import LossPart, Mechanism, PairRdp
+    from autoacct.mechanism import Mechanism, PairRdp
 
 #: Smallest delta a query accepts: below it (subnormal floats) profiles lose their precision.
 MIN_DELTA = 1e-300
@@ -281,14 +281,13 @@ class _LawRoute(Route):
         return parts
 
 
-def single_step(m: Mechanism, parts: list[LossPart] | None = None) -> tuple[PrivacyLoss, PrivacyLoss] | None:
+def single_step(m: Mechanism) -> tuple[PrivacyLoss, PrivacyLoss] | None:
     """The two laws of a mechanism that is one run of one pair whose profiles are closed forms.
 
     Its PLD is the pair itself, so delta(eps) is the larger of the two laws'
-    profiles, with no discretisation (``PrivacyLoss.exact_profile``). ``parts``: these
-    instead of the mechanism's loss parts.
+    profiles, with no discretisation (``PrivacyLoss.exact_profile``).
     """
-    parts = m.loss_parts() if parts is None else parts
+    parts = m.loss_parts()
     if parts is None or len(parts) != 1 or parts[0].times != 1:
         return None
     fwd, bwd = parts[0].forward, parts[0].backward
@@ -325,14 +324,13 @@ def _max_loss(parts: list[Any]) -> float:
 
 
 def _single_lower(m: Mechanism, laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any) -> np.ndarray:
-    """The lower profile of one run of one pair; where its laws are not ``tight``, that of the
-    run's attained pair instead if it is one ``tight`` pair with closed-form profiles
-    (``Mechanism.attained_parts``: random allocation's epoch, whose own laws only dominate)."""
-    if laws[0].tight and laws[1].tight:
-        return _single_profile(laws, eps, upper=False)
-    parts = m.attained_parts()
-    below = single_step(m, parts) if parts is not None else None
-    return _single_profile(below if below is not None else laws, eps, upper=False)
+    """The lower profile of one run of one pair; where its laws only dominate, that of the one run
+    of a pair it attains if there is one (``attained_parts``: random allocation's epoch)."""
+    parts = None if laws[0].tight and laws[1].tight else m.attained_parts()
+    if parts is not None and len(parts) == 1 and parts[0].times == 1:
+        below = (parts[0].forward, parts[0].backward)
+        laws = below if below[0].exact_profile and below[1].exact_profile else laws
+    return _single_profile(laws, eps, upper=False)
 
 
 def _single_profile(laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any, upper: bool) -> np.ndarray:
