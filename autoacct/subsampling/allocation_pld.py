@@ -48,7 +48,8 @@ a^, b^ every norm propagates as |e_a * b^ + a * e_b|_p <= |e_a|_p |b^|_1 + |a|_1
 (Young's inequality; |a|_1 <= 1 for every true vector here: sub-probability laws and
 E_Q[l] = 1). An FFT product's own rounding is bounded in 2-norm: with
 kappa = log2(n) eta / (1 - log2(n) eta) the relative 2-norm error of a computed FFT (Higham
-2002, Theorem 24.2; eta = 16 u allows for the weights and for the library's FFT not being the
+2002, Theorem 24.2, about 6.7 unit roundoffs; eta = 8 u, u the machine epsilon (twice the unit
+roundoff) here and below, allows for the weights and for the library's FFT not being the
 textbook radix-2 one), the spectra X^, Y^ of a^, b^ are within kappa sqrt(n) |a^|_2
 (Parseval), their product within a further 3 u |X^||Y^| per frequency (a complex product), and
 the inverse transform within kappa of its result, so
