@@ -18,8 +18,9 @@ and Honkela 2020), given by the sampling scheme
   q = B / N, the ceil(N / B) batches of a data loader), chosen uniformly and independently
   (random allocation; Chua et al. 2025, Feldman and Shenfeld 2025). The unit composed is
   the epoch, ``RandomAllocation(t)(Gaussian(noise_multiplier))``, ceil(K / t) times for K
-  steps (a last, partial epoch counted whole). Its upper bounds are Renyi-DP bounds, loose
-  in the addition direction (see :mod:`autoacct.subsampling.allocation`).
+  steps (a last, partial epoch counted whole). Its bounds come from the epoch's certified
+  PLD laws, or where the epoch has none (a small noise multiplier, a very long epoch) from
+  Renyi DP (see :mod:`autoacct.subsampling.allocation`).
 
 User level (``examples_per_user=m``, Poisson only): neighbouring datasets differ by
 adding or removing one user with at most m examples, each sampled independently with
@@ -152,9 +153,11 @@ def dpsgd_lower_run(sample_rate: float, noise_multiplier: float, steps: int, *,
       dominating pair, no lower bounds); this run moves it down to the largest count
       kept, a pair dominated by the true step
       (:func:`~autoacct.subsampling.schemes.user_step`).
-    * Balls-in-bins, two epochs or more: the epochs' outputs summed, a Gaussian with noise
+    * Balls-in-bins, two epochs or more of an epoch without PLD laws (a small noise
+      multiplier or a very long epoch): the epochs' outputs summed, a Gaussian with noise
       multiplier sigma sqrt(t) per epoch, composed
-      (:meth:`~autoacct.subsampling.RandomAllocatedMechanism.summed_step`).
+      (:meth:`~autoacct.subsampling.RandomAllocatedMechanism.summed_step`); with PLD laws the
+      run reads its lower ends off the epochs' cell sums (``attained_parts``).
 
     Every other run certifies its own lower ends: Poisson's pair is attained, and a
     composition without replacement reads its lower ends off the pair one fixed pair of
@@ -176,8 +179,9 @@ def dpsgd_lower_run(sample_rate: float, noise_multiplier: float, steps: int, *,
         return None  # Poisson's pair is attained; without replacement reads its own lower ends
     step = mode.step(q, sigma)
     epochs = mode.units(q, k)
-    if epochs == 1 or not isinstance(step, RandomAllocatedMechanism):
-        return None  # one epoch: its own lower end is the summed outputs' already
+    if epochs == 1 or not isinstance(step, RandomAllocatedMechanism) or step.attained_parts() is not None:
+        # One epoch, or epochs with PLD laws (whose lower laws compose): the run's own lower ends.
+        return None
     return Composition()([step.summed_step()], [epochs])
 
 

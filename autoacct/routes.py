@@ -47,7 +47,7 @@ from autoacct.limits import deadline
 from autoacct.losses import gaussian_delta_with_error
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
-from autoacct.shortcuts import max_loss, monotone, single_profile, single_step, variation_up
+from autoacct.shortcuts import max_loss, monotone, single_lower, single_profile, single_step, variation_up
 
 if TYPE_CHECKING:
     from autoacct.mechanism import Mechanism, PairRdp
@@ -320,7 +320,7 @@ class PldRoute(_LawRoute):
                 return single_profile(laws, e, upper=True)
 
             def low(e: Any) -> np.ndarray:
-                return single_profile(laws, e, upper=False)
+                return single_lower(m, laws, e)
             return (epsilon_from_profile(low, delta, upper=False, vectorised=True),
                     epsilon_from_profile(up, delta, upper=True, vectorised=True))
         if m.cached(("variation-up",), lambda: variation_up(self._parts(m))) <= delta:
@@ -341,7 +341,7 @@ class PldRoute(_LawRoute):
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         laws = single_step(m)
         if laws is not None:
-            return monotone(eps, single_profile(laws, eps, upper=False), single_profile(laws, eps, upper=True))
+            return monotone(eps, single_lower(m, laws, eps), single_profile(laws, eps, upper=True))
         parts = self._parts(m)
         if np.all(eps >= max_loss(parts)) and all(p.forward.p_inf == 0.0 and p.backward.p_inf == 0.0
                                                    for p in parts):

@@ -66,6 +66,16 @@ def max_loss(parts: list[Any]) -> float:
     return total if exact else total + 2.0 * _UNIT * math.fsum(abs(x) for x in terms)
 
 
+def single_lower(m: Mechanism, laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any) -> np.ndarray:
+    """The lower profile of one run of one pair; where its laws only dominate, that of the one run
+    of a pair it attains if there is one (``attained_parts``: random allocation's epoch)."""
+    parts = None if laws[0].tight and laws[1].tight else m.attained_parts()
+    if parts is not None and len(parts) == 1 and parts[0].times == 1:
+        below = (parts[0].forward, parts[0].backward)
+        laws = below if below[0].exact_profile and below[1].exact_profile else laws
+    return single_profile(laws, eps, upper=False)
+
+
 def single_profile(laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any, upper: bool) -> np.ndarray:
     """The larger of the two laws' profiles, moved by each law's rounding bound; the lower
     one also leaves out mass that truncation moved to +inf, and is 0 unless both pairs are

@@ -432,12 +432,13 @@ def test_training_values():
     truncated = pld_module().from_truncated_subsampled_gaussian_mechanism(
         v["n"] + 1, q, v["batch_cap"], sigma, value_discretization_interval=1e-3)
     assert lo <= v["eps_truncated"] <= truncated.self_compose(steps).get_epsilon_for_delta(delta) * (1 + 1e-3)
-    # Balls in bins: t = 1/q steps an epoch, steps / t epochs; the lower end is the epochs' summed outputs
-    # composed, the Gaussian at mu = sqrt(epochs) / (sigma sqrt(t)), in closed form.
+    # Balls in bins: t = 1/q steps an epoch, steps / t epochs; the lower end is above the epochs' summed
+    # outputs composed (a post-processing of the run), the Gaussian at mu = sqrt(epochs) / (sigma sqrt(t)),
+    # in closed form; the bracket is within the default tol, and below Poisson's.
     t = round(1 / q)
     b_lo, b_up = v["eps_balls_in_bins"]
-    assert b_lo == pytest.approx(gaussian_eps_closed(math.sqrt(steps / t) / (sigma * math.sqrt(t)), delta), rel=1e-6)
-    assert b_lo < lo and up < b_up
+    assert gaussian_eps_closed(math.sqrt(steps / t) / (sigma * math.sqrt(t)), delta) < b_lo <= b_up
+    assert b_up <= b_lo * (1 + 1e-3) and b_up < lo
     # Without replacement: at most dp_accounting's replace-one accounting (a looser pair).
     from dp_accounting import NeighboringRelation
     from dp_accounting.pld import privacy_loss_distribution as pld

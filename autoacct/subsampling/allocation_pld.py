@@ -1,0 +1,527 @@
+"""Certified privacy-loss laws of one epoch of random allocation of a Gaussian, for the PLD route.
+
+The epoch's dominating pair (module :mod:`autoacct.subsampling.allocation`): with sigma = s,
+t steps and Z_j iid N(0, 1) under Q, l_j = exp(Z_j / s - 1/(2 s^2)) (E_Q l = 1),
+T = l_1 + ... + l_t and R = T / t = dP/dQ. Both profiles are expectations of convex
+functions of R under Q:
+
+    H_g(P || Q) = E_Q[(R - g)_+],   H_g(Q || P) = E_Q[(1 - g R)_+],   g = e^eps >= 0.
+
+Lattice: x_k = k d (d the spacing), cells C_k = (x_k, x_k+1], k < K, and the overflow event
+B = {some l_j > x_K}. Masses of one summand under Q, in closed form (log l ~ N(-1/(2 s^2), 1/s^2)):
+m_k = Q(l in C_k) and mu_k = E_Q[l; l in C_k] = P_1(l in C_k), P_1 the law with Z_1 ~ N(1/s, 1).
+
+Upper laws (convex order). Send each l_j <= x_K to the two ends of its cell with the weights
+that keep its mean (l'_j = x_k w.p. (x_k+1 - l_j) / d, x_k+1 otherwise): E[l'_j | l_j] = l_j,
+so on B^c, T' = sum l'_j has E[T' | l] = T and, by Jensen's inequality, E f(T'/t) >= E f(R) for
+every convex f: both profiles of the pair (R' Q, Q), R' = T'/t, dominate the true ones at
+every g, which is what composition needs (Dong, Roth and Su 2022; the discretiser's
+"connect the dots" of Doroshenko et al. 2022, here applied to each summand on the scale of
+the likelihood ratio, where its cost is a variance of at most d^2 / 4 per summand instead of a
+shift). T' lives on the lattice: its Q-law on B^c is w^{*t}, w the lattice masses of one l'
+(hat functions: w_k = E_Q[(1 - |l/d - k|)_+; l <= x_K]), and its P'-law is
+(x w) * w^{*(t-1)} (P'(T' = u) = E_Q[(T'/t) 1{T' = u}] = E_Q[l'_1 1{T' = u}] by symmetry).
+H_g(P || Q) <= E_Q[(R - g)_+ 1_{B^c}] + P(B) (split any test set on B), and any mass moved to
++inf only raises a profile, so the forward law is the P'-masses at log(u / t) for u in the
+lattice's window (:class:`Lattice`) and the rest of the P'-mass, which is 1 - sum of those
+(E_Q[R' 1_{B^c}] = P(B^c)), at +inf; the backward law the Q-masses at -log(u / t), u > 0 in
+the window, and the rest of the Q-mass at +inf.
+
+Lower laws (post-processing). N = sum_j k_j, k_j the cell of l_j (on B^c), is a function of
+the output, so the pair of its laws (P_N, Q_N) is dominated by the epoch, and so are its
+compositions. Q_N = m^{*t}, P_N = mu * m^{*(t-1)} (as above), and given N = n each l_j lies in
+its cell, so the ratio P_N(n) / Q_N(n) = E_Q[R | N = n] lies in (n d / t, (n + t) d / t].
+Leaving out mass (B, N outside the window, entries below their error) and lowering loss values
+lowers a profile, so the lower laws are the entries less their error bound, at the least loss
+value the bounds allow; as the windows drop mass from the partial sums (:func:`_lower_laws`),
+the ratio's bounds also allow for a certified bound on that mass (:func:`_dropped`).
+
+Arithmetic. The sums' laws are products (convolutions) of vectors, each kept on its window
+(a partial sum of j summands on ``Lattice.window(j)``; what falls outside is dropped, so the
+computed vector approximates a sub-measure of the true one, and the upper laws count the
+difference as overflow). A product a * b is H_a * H_b + (T_a * b + H_a * T_b), H the head of
+a vector (its heaviest 2048 consecutive entries) and T the rest: the heads are convolved
+directly (:func:`_product`), the tails, of small norms, by FFT on a power of two n of points
+(no wrap-around). Each vector carries bounds on its error x^ - x = a + f: |a|_1 and |a|_inf
+for the errors of the data and of the direct sums, |f|_2 for the FFTs' rounding. For computed
+a^, b^ every norm propagates as |e_a * b^ + a * e_b|_p <= |e_a|_p |b^|_1 + |a|_1 |e_b|_p
+(Young's inequality; |a|_1 <= 1 for every true vector here: sub-probability laws and
+E_Q[l] = 1). An FFT product's own rounding is bounded in 2-norm: with
+kappa = log2(n) eta / (1 - log2(n) eta) the relative 2-norm error of a computed FFT (Higham
+2002, Theorem 24.2, about 6.7 unit roundoffs; eta = 8 u, u the machine epsilon (twice the unit
+roundoff) here and below, allows for the weights and for the library's FFT not being the
+textbook radix-2 one), the spectra X^, Y^ of a^, b^ are within kappa sqrt(n) |a^|_2
+(Parseval), their product within a further 3 u |X^||Y^| per frequency (a complex product), and
+the inverse transform within kappa of its result, so
+
+    F = (1 + kappa) (kappa A2 B1 g + kappa A1 B2 + 3 u g (1 + kappa) A1 B2) + (kappa + 2 u) A1 B2,
+
+A1 = |a^|_1, A2 = |a^|_2 (B likewise), g = 1 + kappa sqrt(n) (bounding |Y^|_inf <= B1 g).
+Clipping a computed entry at 0 and dropping entries do not increase an error. On a vector of
+L entries the error of each entry is at most |a|_inf + |f|_2 and their sum at most
+|a|_1 + sqrt(L) |f|_2: the upper laws move that sum to +inf (a profile is at most the finite
+masses' plus the masses' total error), the lower laws subtract the former from each entry.
+
+The one-summand masses are differences of normal tail functions (each taken on the side where
+it is small, so no cancellation against 1), with the error bounds of :func:`_cells`; the hat
+weights (k + 1) m_k - mu_k / d cancel up to a factor k, which their bounds carry, and in the
+bulk (cells of mass above 1e-7 d) they are computed in mpmath and rounded once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import mpmath
+import numpy as np
+from scipy import fft as sfft
+from scipy import special
+
+from autoacct import _validation as check
+from autoacct.exactness import MACHINE_EPSILON
+from autoacct.losses.atoms import AtomLoss
+from autoacct.mechanism import LossPart, Mechanism, Neighboring
+
+_U = MACHINE_EPSILON
+#: Relative 2-norm error per level of a computed FFT (Higham 2002, Theorem 24.2: the weights'
+#: error mu plus gamma_4 (sqrt(2) + mu), about 6.7 unit roundoffs for weights accurate to one),
+#: 16 unit roundoffs (8 machine epsilons) to leave room for the library's FFT.
+_ETA = 8.0 * _U
+#: Relative error allowed to scipy's normal tail function (documented as a few roundings).
+_NDTR_REL = 2e-15
+#: Lattice spacing as a fraction of the standard deviation of one summand, sqrt(e^{1/s^2} - 1).
+SPACING = 0.02
+#: Standard deviations of Z_1 ~ N(1/s, 1) (the summand that carries the record under P) above
+#: its mean covered by the lattice: the truncated summand's P-mass is Phi(-7) ~ 1.3e-12.
+_Z_SPAN = 7.0
+#: Cells whose masses (per unit of l) exceed this are computed in mpmath (:func:`_exact_shares`).
+_EXACT_TAIL = 1e-7
+#: Standard deviations sqrt(k Var l) of a sum of k summands kept on each side of its mean.
+_SUM_SPAN = 12.0
+#: Longest head of a vector whose products are summed directly (:func:`_product`).
+_DIRECT = 2048
+#: Most lattice points per law (a few seconds; larger epochs answer by Renyi DP only).
+MAX_POINTS = 1 << 19
+
+
+@dataclass(frozen=True)
+class EpochLaws:
+    """The four laws of one epoch: upper (dominating, not ``tight``) and lower (``tight``) laws
+    of the forward loss log R under P and of the backward loss -log R under Q."""
+
+    forward_upper: AtomLoss
+    backward_upper: AtomLoss
+    forward_lower: AtomLoss
+    backward_lower: AtomLoss
+    spacing: float
+    points: int
+
+
+@dataclass(frozen=True)
+class Lattice:
+    """The lattice x_k = k d of the summands and of their sums.
+
+    One summand's points are 0..``top`` (to l at Z = 1/s + 7: the record's summand beyond is
+    the overflow B). A sum of k summands keeps the points of :meth:`window`: 12 standard
+    deviations sqrt(k Var l) on each side of its mean k, and ``top`` more points above (the
+    heavy tail of one large summand). What falls outside is counted as overflow (upper laws)
+    or left out (lower laws), so the window is a choice of accuracy, not of soundness: the
+    mass it loses is part of the upper laws' mass at +inf, which the tests bound."""
+
+    spacing: float
+    top: int
+    #: The standard deviation of one summand, sqrt(e^{1/s^2} - 1).
+    deviation: float
+
+    def window(self, k: int) -> tuple[int, int]:
+        """The first and last lattice index kept for a sum of k summands."""
+        x = _SUM_SPAN * self.deviation * math.sqrt(k)
+        d = self.spacing
+        return max(0, math.floor((k - x) / d)), math.ceil((k + x) / d) + self.top
+
+    def points(self, k: int) -> int:
+        lo, hi = self.window(k)
+        return hi - lo + 1
+
+
+def lattice(sigma: float) -> Lattice | None:
+    """The lattice for noise multiplier ``sigma``: spacing d = 0.02 sqrt(e^{1/s^2} - 1) (see
+    :data:`SPACING`); None where e^{1/s^2} overflows."""
+    s = sigma
+    if 1.0 / (s * s) > 700.0:
+        return None
+    d = SPACING * math.sqrt(math.expm1(1.0 / (s * s)))
+    top = math.exp(min((1.0 / s + _Z_SPAN) / s - 1.0 / (2.0 * s * s), 700.0))
+    if not (math.isfinite(d) and d > 0.0) or top / d > MAX_POINTS:
+        return None
+    return Lattice(d, int(math.ceil(top / d)) + 1, d / SPACING)
+
+
+def _cells(a: np.ndarray, extra: float) -> tuple[np.ndarray, np.ndarray]:
+    """Normal masses Phi(a_k+1) - Phi(a_k) of the cells between the increasing computed
+    arguments a = s log(k d) -+ 1/(2 s) (the first may be -inf, exactly), and bounds on their
+    errors (``extra`` = s + 1/s).
+
+    The computed a is within 2 u (|a| + s + 1/s) of the exact one (u the machine epsilon:
+    k d, its logarithm, the product with s and the sum with 1/(2 s) are each one rounding,
+    and s |log x| <= |a| + 1/(2 s)), which moves the tail min(Phi(a), Phi(-a)) by a relative
+    (|a| + 1) times as much (the Mills ratio phi / tail is at most |a| + 1; 2.02 allows for the
+    second order); scipy's ndtr adds a relative 2e-15 (a few roundings) and its own argument's
+    rounding, u (|a| + 1)^2. Left of 0 a
+    cell is a difference of distribution functions, right of it of survival functions; a cell
+    straddling 0 is 1 less both tails."""
+    finite = np.isfinite(a)
+    tail = special.ndtr(-np.abs(a))
+    absa = np.where(finite, np.abs(a), 0.0)
+    rel = _NDTR_REL + 2.02 * _U * (absa + extra) * (absa + 1.0) + _U * (absa + 1.0) ** 2
+    err = np.where(finite, tail * rel, 0.0)
+    lo, hi = a[:-1], a[1:]
+    left = hi <= 0.0
+    right = lo >= 0.0
+    mass = np.where(left, tail[1:] - tail[:-1], np.where(right, tail[:-1] - tail[1:], 1.0 - tail[:-1] - tail[1:]))
+    mass = np.maximum(mass, 0.0)
+    bound = err[:-1] + err[1:] + 2.0 * _U * np.where(left | right, mass, 1.0)
+    return mass, bound
+
+
+def _exact_shares(sigma: float, d: float, ks: np.ndarray) -> tuple[np.ndarray, ...]:
+    """m_k, mu_k and the cell's shares to its ends for the cells k in ``ks`` (consecutive), in
+    mpmath with 40 digits and each rounded once to a float (so each is off by at most a
+    relative 2 u: the 40 digits absorb the shares' cancellation, a factor up to k)."""
+    with mpmath.workdps(40):
+        s = mpmath.mpf(sigma)
+        dd = mpmath.mpf(d)
+        half = 1 / (2 * s)
+        x = [dd * int(k) for k in range(int(ks[0]), int(ks[-1]) + 2)]
+        f0 = [mpmath.ncdf(s * mpmath.log(v) + half) for v in x]
+        f1 = [mpmath.ncdf(s * mpmath.log(v) - half) for v in x]
+        rows = []
+        for i, k in enumerate(ks):
+            m = f0[i + 1] - f0[i]
+            mu = f1[i + 1] - f1[i]
+            rows.append((m, mu, mu / dd - int(k) * m, (int(k) + 1) * m - mu / dd))
+    return tuple(np.array([float(r[j]) for r in rows]) for j in range(4))
+
+
+def summand_masses(sigma: float, d: float, points: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """One summand's lattice vectors with per-entry error bounds: ``m`` and ``mu`` (cells
+    k < K = points - 1), the hat masses ``w`` and their first moments ``xw`` (points k <= K).
+
+    From the first to the last cell whose masses m_k and mu_k both exceed :data:`_EXACT_TAIL` d
+    (the bulk, where the hat shares cancel by a factor k against masses of order 1), the cells
+    are computed in mpmath
+    (:func:`_exact_shares`); elsewhere in floats with the error bounds of :func:`_cells`."""
+    s = sigma
+    k = np.arange(points, dtype=float)
+    with np.errstate(divide="ignore"):
+        log_x = np.log(k * d)
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for name, shift in (("m", 1.0 / (2.0 * s)), ("mu", -1.0 / (2.0 * s))):
+        a = s * log_x + shift  # -inf at x = 0, exactly
+        out[name] = _cells(a, s + 1.0 / s)
+    m, em = out["m"]
+    mu, emu = out["mu"]
+    kc = k[:-1]
+    # Shares of cell k sent to its right end x_k+1 and left end x_k: E[(l - x_k) / d; C_k] and
+    # E[(x_k+1 - l) / d; C_k], each within [0, m_k] (clipping moves towards the truth).
+    to_right = np.clip(mu / d - kc * m, 0.0, m)
+    to_left = np.clip((kc + 1.0) * m - mu / d, 0.0, m)
+    # (k + 1) e_m in both: a clip at the computed m_k is off by at most its error.
+    e_right = emu / d + (kc + 1.0) * em + 4.0 * _U * (mu / d + kc * m)
+    e_left = emu / d + (kc + 1.0) * em + 4.0 * _U * (mu / d + (kc + 1.0) * m)
+    bulk = np.flatnonzero(np.minimum(m, mu) > _EXACT_TAIL * d)
+    if bulk.size:
+        ks = np.arange(bulk[0], bulk[-1] + 1)
+        m[ks], mu[ks], to_right[ks], to_left[ks] = _exact_shares(s, d, ks)
+        for arr, err in ((m, em), (mu, emu), (to_right, e_right), (to_left, e_left)):
+            err[ks] = 2.0 * _U * arr[ks]
+    w = np.zeros(points)
+    ew = np.zeros(points)
+    w[:-1] += to_left
+    w[1:] += to_right
+    ew[:-1] += e_left
+    ew[1:] += e_right
+    ew += 2.0 * _U * w
+    out["m"], out["mu"] = (m, em), (mu, emu)
+    out["w"] = (w, ew)
+    out["xw"] = (k * d * w, k * d * ew + 3.0 * _U * k * d * w)
+    return out
+
+
+@dataclass(frozen=True)
+class _Vec:
+    """A computed non-negative vector x^ (on the lattice indices ``start``, ``start`` + 1, ...) of a
+    true one x: the error x^ - x is a + f, with |a|_1 <= ``d1`` and |a|_inf <= ``dinf`` (errors of
+    the data, propagated) and |f|_2 <= ``f2`` (the FFTs' rounding, propagated)."""
+
+    values: np.ndarray
+    start: int
+    d1: float
+    dinf: float
+    f2: float
+
+    @classmethod
+    def of(cls, values: np.ndarray, err: np.ndarray) -> _Vec:
+        """A vector from index 0 whose entries are off by at most ``err`` (the norms rounded up)."""
+        grow = 1.0 + 2.0 * len(err) * _U
+        return cls(values, 0, float(np.sum(err)) * grow, float(np.max(err, initial=0.0)), 0.0)
+
+    @property
+    def indices(self) -> np.ndarray:
+        return self.start + np.arange(len(self.values), dtype=float)
+
+    def sum_error(self) -> float:
+        """A bound on the sum of the absolute errors of the entries (|x|_1 <= sqrt(len) |x|_2)."""
+        return (self.d1 + math.sqrt(len(self.values)) * self.f2) * (1.0 + 1e-9)
+
+    def entry_error(self) -> float:
+        """A bound on the error of each entry (|x|_inf <= |x|_1 and |x|_inf <= |x|_2)."""
+        return (self.dinf + self.f2) * (1.0 + 1e-9)
+
+
+def _head(x: np.ndarray) -> tuple[int, int]:
+    """The slice [i, j) of at most :data:`_DIRECT` entries of a non-negative vector holding the
+    most mass (where its products are computed directly)."""
+    if len(x) <= _DIRECT:
+        return 0, len(x)
+    cum = np.concatenate(([0.0], np.cumsum(x)))
+    i = int(np.argmax(cum[_DIRECT:] - cum[:-_DIRECT]))
+    return i, i + _DIRECT
+
+
+def _fft_error(n: int, a1: float, a2: float, b1: float, b2: float) -> float:
+    """A bound on the 2-norm of the rounding error of ifft(fft(a) fft(b)) on n points (a power of 2)
+    for vectors with 1-norms a1, b1 and 2-norms a2, b2 (see the module docstring)."""
+    lg = math.log2(n)
+    kappa = lg * _ETA / (1.0 - lg * _ETA)
+    g = 1.0 + kappa * math.sqrt(n)
+    return ((1.0 + kappa) * (kappa * a2 * b1 * g + kappa * a1 * b2 + 3.0 * _U * g * (1.0 + kappa) * a1 * b2)
+            + (kappa + 2.0 * _U) * a1 * b2)
+
+
+def _norms(x: np.ndarray, n: int) -> tuple[float, float]:
+    """Upper bounds on the 1-norm and the 2-norm of the non-negative vector x (n >= its length)."""
+    grow = 1.0 + 2.0 * n * _U
+    return float(np.sum(x)) * grow, float(np.sqrt(np.sum(x * x))) * grow
+
+
+def _product(a: _Vec, b: _Vec, window: tuple[int, int]) -> _Vec:
+    """The entries of the convolution a * b at the lattice indices in ``window`` (those outside
+    are dropped: the true vector restricted likewise is a sub-measure), with its error bounds.
+
+    With H the heads of a and b (:func:`_head`) and T = a - H their tails, a * b is H_a * H_b,
+    summed directly (every entry a sum of at most m = len(H) non-negative products, so off by a
+    relative gamma_(m+1) = (m + 1) u / (1 - (m + 1) u), Higham 2002, section 3.1: its 1- and
+    inf-norm join the data errors), plus T_a * b + H_a * T_b by FFT, whose rounding is bounded
+    (module docstring) from the norms of the small tails. The data errors propagate by
+    |e_a * b^ + a * e_b|_p <= |e_a|_p |b^|_1 + |a|_1 |e_b|_p (every p; |a|_1 <= 1)."""
+    length = len(a.values) + len(b.values) - 1
+    n = 1 << max(1, math.ceil(math.log2(length)))
+    start = a.start + b.start
+    lo, hi = max(window[0], start), min(window[1], start + length - 1)
+    (ai, aj), (bi, bj) = _head(a.values), _head(b.values)
+    ha, hb = a.values[ai:aj], b.values[bi:bj]
+    ta, tb = a.values.copy(), b.values.copy()
+    ta[ai:aj] = 0.0
+    tb[bi:bj] = 0.0
+    spectrum = sfft.fft(ta, n) * sfft.fft(b.values, n) + sfft.fft(np.pad(ha, (ai, 0)), n) * sfft.fft(tb, n)
+    full = sfft.ifft(spectrum).real
+    direct = np.convolve(ha, hb)
+    full[ai + bi:ai + bi + len(direct)] += direct
+    c = np.maximum(full[lo - start:hi - start + 1], 0.0)
+    a1, a2 = _norms(a.values, n)
+    b1, b2 = _norms(b.values, n)
+    ta1, ta2 = _norms(ta, n)
+    tb1, tb2 = _norms(tb, n)
+    ha1, ha2 = _norms(ha, n)
+    fft_err = _fft_error(n, ta1, ta2, b1, b2) + _fft_error(n, ha1, ha2, tb1, tb2)
+    m = min(len(ha), len(hb)) + 1
+    gamma = m * _U / (1.0 - m * _U)
+    h1 = ha1 * float(np.sum(hb)) * (1.0 + 2.0 * n * _U)
+    # The direct sums' rounding, and that of adding them to the FFT part (one rounding of each
+    # entry, at most the direct part's and the tails' 1-norms).
+    add1 = gamma * h1 + 2.0 * _U * (h1 + ta1 * b1 + ha1 * tb1)
+    addinf = (gamma + 2.0 * _U) * float(np.max(np.abs(full), initial=0.0)) * (1.0 + gamma)
+    slack = 1.0 + 1e-9
+    return _Vec(c, lo, (a.d1 * b1 + b.d1 + add1) * slack, (a.dinf * b1 + b.dinf + addinf) * slack,
+                (fft_err + a.f2 * b1 + b.f2) * slack)
+
+
+def _power(a: _Vec, k: int, grid: Lattice, windows: list[tuple[int, int, float]] | None = None) -> _Vec:
+    """a^{*k} (k >= 1 summands) by binary powering, each partial sum of j summands kept on
+    ``grid.window(j)``; each (j, first, last) index window applied is appended to ``windows``."""
+    result: _Vec | None = None
+    count, square, size = 0, a, 1
+
+    def kept(j: int) -> tuple[int, int]:
+        lo, hi = grid.window(j)
+        if windows is not None:
+            windows.append((j, lo, hi))
+        return lo, hi
+
+    while True:
+        if k & 1:
+            result = square if result is None else _product(result, square, kept(count + size))
+            count += size
+        k >>= 1
+        if not k:
+            break
+        square = _product(square, square, kept(2 * size))
+        size *= 2
+    assert result is not None
+    return result
+
+
+def _dropped(sigma: float, d: float, windows: list[tuple[int, int, float]]) -> float:
+    """An upper bound on the Q-mass (and on the P-mass: the summands are the record's others) of
+    the cell-index sums dropped outside their windows (j, first, last).
+
+    A partial sum of j cell indices below ``first`` has its j summands' sum S_j below
+    (first + j) d, whose Q-probability the geometric mean's and Chernoff's bounds of
+    :func:`~autoacct.subsampling.allocation.lower_tail_log_bound` bound; one above ``last`` (if
+    finite) has
+    S_j > last d, whose Q-probability is at most E[(S_j - j)^2r] / (last d - j)^2r for every r
+    (Markov's inequality; the central moments of the mean of j log-normals exactly,
+    :func:`~autoacct.subsampling.allocation.central_moments`, r up to 8)."""
+    # Imported here: allocation imports this module for its PLD laws.
+    from autoacct.subsampling.allocation import central_moments, lower_tail_log_bound  # noqa: PLC0415
+
+    total = 0.0
+    for j, first, last in windows:
+        if first > 0:
+            x = (first + j) * d / j
+            total += float(np.exp(lower_tail_log_bound(j, sigma, np.array([-math.log(x)]))[0])) if x < 1.0 else 1.0
+        if math.isinf(last):
+            continue
+        gap = last * d - j
+        if gap <= 0.0:
+            return 1.0
+        mu = central_moments(j, sigma, 16)
+        r = np.arange(1, 9)
+        with np.errstate(over="ignore", divide="ignore"):
+            log_bounds = np.log(mu[2 * r]) + 2 * r * math.log(j / gap)
+        total += float(np.exp(min(float(np.min(log_bounds)), 0.0)))
+    return min(total * (1.0 + 1e-9), 1.0)
+
+
+def _up(x: np.ndarray) -> np.ndarray:
+    """x raised past the rounding of a logarithm of a product or quotient (a few ulps of |x| + 1)."""
+    return np.nextafter(x + 8.0 * _U * (np.abs(x) + 1.0), np.inf)
+
+
+def _down(x: np.ndarray) -> np.ndarray:
+    return np.nextafter(x - 8.0 * _U * (np.abs(x) + 1.0), -np.inf)
+
+
+def _upper_laws(t: int, sigma: float, grid: Lattice,
+                vec: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[AtomLoss, AtomLoss]:
+    d = grid.spacing
+    w = _Vec.of(*vec["w"])
+    xw = _Vec.of(*vec["xw"])
+    rest = _power(w, t - 1, grid)
+    p = _product(xw, rest, grid.window(t))
+    q = _product(w, rest, grid.window(t))
+    key = ("random allocation epoch", t, sigma, d, grid.top)
+    # Forward: P'-masses at log(u / t), u > 0; the rest of the P'-mass (B, sums outside the
+    # windows, and the entries' summed errors twice: once for the finite masses, once for the
+    # total) at +inf.
+    live = p.indices > 0
+    fv = _up(np.log(p.indices[live] * d / t))
+    fp = p.values[live]
+    f_inf = 1.0 - math.fsum(fp) + 2.0 * p.sum_error() + 4.0 * len(fp) * _U
+    forward = AtomLoss(key + ("forward upper",), fv, fp, fp * np.exp(-fv), p_inf=f_inf, tight=False)
+    # Backward: Q-masses at -log(u / t), u > 0, sorted by loss; T' = 0 has loss +inf.
+    live = q.indices > 0
+    bv = _up(-np.log(q.indices[live] * d / t))[::-1]
+    bq = q.values[live][::-1]
+    b_inf = 1.0 - math.fsum(bq) + 2.0 * q.sum_error() + 4.0 * len(bq) * _U
+    backward = AtomLoss(key + ("backward upper",), bv, bq, bq * np.exp(-bv), p_inf=b_inf, tight=False)
+    return forward, backward
+
+
+def _lower_laws(t: int, sigma: float, grid: Lattice,
+                vec: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[AtomLoss, AtomLoss]:
+    """The lower laws (module docstring). The computed vectors approximate P^w(n) = E_Q[l_1; N = n, F]
+    and Q^w(n) = Q(N = n, F), F the event that the partial sums of the other summands' cells
+    (and the total) stayed in their windows: below P_N(n) and Q_N(n), which exceed them by at
+    most the mass D dropped (:func:`_dropped`), so each ratio P_N(n) / Q_N(n) is within
+    [p_lo / (q_hi + D), (p_hi + D) / q_lo] and the a priori interval (n d / t, (n + t) d / t]."""
+    d = grid.spacing
+    m = _Vec.of(*vec["m"])
+    mu = _Vec.of(*vec["mu"])
+    windows: list[tuple[int, int, float]] = []
+    rest = _power(m, t - 1, grid, windows)
+    final = grid.window(t)
+    p = _product(mu, rest, final)
+    q = _product(m, rest, final)
+    assert p.start == q.start and len(p.values) == len(q.values)
+    # The total's window: its cells' sum is at least the other summands' (t - 1 of them).
+    # The total's window (only its lower end drops a sum that a kept n could have had: above
+    # it, no n is kept): its cells' sum is at least the other summands' (t - 1 of them).
+    windows.append((t - 1, final[0], math.inf))
+    missing = _dropped(sigma, d, windows)
+    n = p.indices
+    p_lo, p_hi = p.values - p.entry_error(), p.values + p.entry_error()
+    q_lo, q_hi = q.values - q.entry_error(), q.values + q.entry_error()
+    key = ("random allocation epoch", t, sigma, d, grid.top)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # E_Q[R | N = n] is in (n d / t, (n + t) d / t] and within the masses' bounds.
+        floor = np.log(n * d / t)
+        ceiling = np.log((n + t) * d / t)
+        v_lo = _down(np.maximum(np.log(p_lo / (q_hi + missing)), floor))
+        v_hi = _up(np.minimum(np.log((p_hi + missing) / q_lo), ceiling))
+    keep_f = (p_lo > 0.0) & np.isfinite(v_lo)
+    fv, fp = v_lo[keep_f], p_lo[keep_f]
+    forward = AtomLoss(key + ("forward lower",), fv, fp, fp * np.exp(-fv), tight=True)
+    keep_b = (q_lo > 0.0) & np.isfinite(v_hi)
+    bv, bq = -v_hi[keep_b], q_lo[keep_b]
+    order = np.argsort(bv, kind="stable")
+    bv, bq = bv[order], bq[order]
+    backward = AtomLoss(key + ("backward lower",), bv, bq, bq * np.exp(-bv), tight=True)
+    return forward, backward
+
+
+@lru_cache(maxsize=2)
+def epoch_laws(steps: int, sigma: float) -> EpochLaws | None:
+    """The certified upper and lower laws of one epoch of ``steps`` >= 2 steps of a Gaussian with
+    noise multiplier ``sigma`` (see the module docstring); None when a window of the lattice
+    would hold more than :data:`MAX_POINTS` points (a small sigma, whose record's summand is
+    too heavy-tailed, or a very long epoch)."""
+    grid = lattice(sigma)
+    if grid is None or grid.points(steps) > MAX_POINTS:
+        return None
+    vec = summand_masses(sigma, grid.spacing, grid.top + 1)
+    fu, bu = _upper_laws(steps, sigma, grid, vec)
+    fl, bl = _lower_laws(steps, sigma, grid, vec)
+    return EpochLaws(fu, bu, fl, bl, grid.spacing, grid.points(steps))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class AllocationLowerPair(Mechanism):
+    """A pair that one epoch of random allocation dominates (for its lower ends): the epoch's
+    attained pair seen through N = sum_j k_j, the sum of the cells of its summands (a
+    post-processing), with the masses and loss values of :func:`epoch_laws`' lower laws
+    lowered by their error bounds; its laws are ``tight`` (every lower bound read off them,
+    also under composition, is one of the epoch).
+
+    Add/remove relation. Parameters: ``steps`` t >= 2 and ``sigma`` s > 0 of the epoch
+    (:class:`~autoacct.subsampling.RandomAllocatedMechanism`).
+    """
+
+    steps: int
+    sigma: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._set(steps=check.positive_int("steps", self.steps),
+                  sigma=check.real("sigma", self.sigma, low=0.0, low_open=True))
+        if self.steps < 2:
+            raise ValueError(f"steps must be at least 2, got {self.steps!r}")
+        if self.neighboring is None:
+            self._set(neighboring=Neighboring.ADD_REMOVE)
+
+    def loss_parts(self) -> list[LossPart] | None:
+        laws = epoch_laws(self.steps, self.sigma)
+        return None if laws is None else [LossPart(laws.forward_lower, laws.backward_lower, 1)]

@@ -1,0 +1,192 @@
+"""The certified PLD laws of one epoch of random allocation (allocation_pld), against independent
+computations of the epoch's pair (P, Q) = ((1/t) sum_j N(e_j, s^2 I), N(0, s^2 I)).
+
+Independent sources: for t = 2 the profiles E_Q[(R - g)_+] and E_Q[(1 - g R)_+] by adaptive
+quadrature of a one-dimensional integral (the second summand integrated in closed form,
+the Black-Scholes formula for a log-normal); the moments E_Q[R^2] and E_Q[R^3] in closed form
+(cumulants of the log-normal summands); seeded Monte Carlo of the t-dimensional pair, four
+standard errors allowed; the Gaussian's closed form for the summed outputs (a lower end).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, special
+
+from autoacct import Composition, Gaussian, PoissonSubsample, RandomAllocation
+from autoacct.subsampling.allocation_pld import AllocationLowerPair, epoch_laws
+
+
+def _call(c: float, s: float) -> float:
+    """E[(l - c)_+] for l = exp(Z / s - 1/(2 s^2)), Z ~ N(0, 1) (Black and Scholes 1973)."""
+    if c <= 0.0:
+        return 1.0 - c
+    return float(special.ndtr(s * (1.0 / (2.0 * s * s) - math.log(c)))
+                 - c * special.ndtr(s * (-1.0 / (2.0 * s * s) - math.log(c))))
+
+
+def _put(c: float, s: float) -> float:
+    """E[(c - l)_+] = c - 1 + E[(l - c)_+] (E l = 1)."""
+    return 0.0 if c <= 0.0 else c - 1.0 + _call(c, s)
+
+
+def _two_step_profiles(s: float, eps: float) -> tuple[float, float]:
+    """(E_Q[(R - g)_+], E_Q[(1 - g R)_+]) at t = 2, g = e^eps, R = (l_1 + l_2) / 2: the
+    expectation over l_2 in closed form, over Z_1 by adaptive quadrature."""
+    g = math.exp(eps)
+
+    def ell(z: float) -> float:
+        return math.exp(z / s - 1.0 / (2.0 * s * s))
+
+    def fwd(z: float) -> float:
+        return 0.5 * _call(2.0 * g - ell(z), s) * math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+
+    def bwd(z: float) -> float:
+        return 0.5 * g * _put(2.0 / g - ell(z), s) * math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+
+    opts = {"epsabs": 1e-15, "epsrel": 1e-11, "limit": 400}
+    return (integrate.quad(fwd, -12.0, 14.0, **opts)[0], integrate.quad(bwd, -12.0, 14.0, **opts)[0])
+
+
+@pytest.mark.parametrize("sigma", [0.9, 2.0])
+def test_two_steps_profiles_bracket_quadrature(sigma: float) -> None:
+    laws = epoch_laws(2, sigma)
+    assert laws is not None
+    for eps in (0.0, 0.3, 1.0, 2.0):
+        fwd, bwd = _two_step_profiles(sigma, eps)
+        e = np.array(eps)
+        for (lo, up), ref, close in (((laws.forward_lower, laws.forward_upper), fwd, True),
+                                     ((laws.backward_lower, laws.backward_upper), bwd, eps <= 0.3)):
+            lo_v = float(lo.profile(e) - lo.profile_error(e))
+            up_v = float(up.profile(e) + up.profile_error(e))
+            # quadrature within 1e-11 relative (and 1e-15 absolute) of the truth
+            assert lo_v <= ref * (1 + 1e-10) + 1e-15
+            assert up_v >= ref * (1 - 1e-10) - 1e-15
+            # Close where the lattice is fine against R: the forward direction (R large), and the
+            # backward one at small eps (its tail lies at small R, where the spacing, 2% of a
+            # summand's deviation, is coarse against R: 4% apart at eps 2).
+            if close and ref > 1e-8:
+                assert up_v - lo_v <= 3e-3 * ref
+
+
+@pytest.mark.parametrize("steps,sigma", [(2, 1.5), (10, 1.0), (100, 1.1), (1000, 2.0)])
+def test_moments_of_the_laws_bracket_the_closed_forms(steps: int, sigma: float) -> None:
+    # The upper laws are mean-preserving spreads (convex order): E_Q[R'^n] >= E_Q[R^n], from the
+    # backward law (loss -log R' under Q) and the forward one (E_P[R'^(n-1)] = E_Q[R'^n]); the
+    # forward lower law is a conditional expectation E[R | N] with masses and loss values
+    # lowered: E_P[R^(n-1)] <= E_Q[R^n]. (The backward lower law's losses are lowered, its R
+    # raised: its moments are not bounded.) n = 2, 3, where the lattice's truncation (mass
+    # below 1e-13) is far below the gaps; at t = 1000 the sums' windows drop mass below them too.
+    # E_Q[R^n] from the cumulants of the t iid log-normal summands: Var R = (e^{1/s^2} - 1) / t,
+    # kappa_3 = (e^{3/s^2} - 3 e^{1/s^2} + 2) / t^2.
+    laws = epoch_laws(steps, sigma)
+    assert laws is not None
+    a = 1.0 / (sigma * sigma)
+    var = math.expm1(a) / steps
+    exact = {2: 1.0 + var, 3: 1.0 + 3.0 * var + (math.exp(3 * a) - 3 * math.exp(a) + 2) / steps ** 2}
+
+    def moment(law, power: float) -> float:
+        return float(np.sum(law.p_mass * np.exp(power * law.values)))
+
+    for n, ref in exact.items():
+        upper_q = moment(laws.backward_upper, -n)
+        upper_p = moment(laws.forward_upper, n - 1)
+        lower_p = moment(laws.forward_lower, n - 1)
+        assert lower_p <= ref * (1 + 1e-12)
+        assert upper_q >= ref * (1 - 1e-9) and upper_p >= ref * (1 - 1e-9)
+        assert max(upper_q, upper_p) - lower_p <= 1e-4 * ref
+
+
+def test_one_epoch_profiles_against_monte_carlo() -> None:
+    # t = 100, s = 1.1: E_P[(1 - g / R)_+] (forward) and E_Q[(1 - g R)_+] (backward) by 2e5 seeded
+    # draws each; the bounds must lie on the right side of the estimate to within 4 standard errors.
+    t, s = 100, 1.1
+    laws = epoch_laws(t, s)
+    assert laws is not None
+    # The mass the upper laws put at +inf (overflow of the lattice and every rounding bound)
+    # is far below the deltas asked of ten such epochs.
+    assert laws.forward_upper.p_inf < 1e-9 and laws.backward_upper.p_inf < 1e-9
+    rng = np.random.default_rng(20260226)
+    z = rng.standard_normal((200_000, t))
+    rq = np.mean(np.exp(z / s - 1.0 / (2 * s * s)), axis=1)
+    z[:, 0] += 1.0 / s
+    rp = np.mean(np.exp(z / s - 1.0 / (2 * s * s)), axis=1)
+    for eps in (0.1, 0.3):
+        g = math.exp(eps)
+        for draws, lo, up in ((np.maximum(1 - g / rp, 0.0), laws.forward_lower, laws.forward_upper),
+                              (np.maximum(1 - g * rq, 0.0), laws.backward_lower, laws.backward_upper)):
+            est, se = float(draws.mean()), float(draws.std() / math.sqrt(draws.size))
+            assert float(up.profile(np.array(eps))) >= est - 4 * se
+            assert float(lo.profile(np.array(eps))) <= est + 4 * se
+
+
+def test_composed_epochs_against_monte_carlo() -> None:
+    # t = 10, s = 1, 2 epochs: the composed pair's delta(eps) = E[(1 - e^{eps - L})_+] under P with L
+    # the sum of two epochs' losses log R, by 4e5 seeded draws (forward direction, the larger
+    # here); the certified bounds bracket it to within 4 standard errors.
+    t, s, epochs, n = 10, 1.0, 2, 400_000
+    run = Composition()([RandomAllocation(t)(Gaussian(s))], [epochs])
+    rng = np.random.default_rng(7)
+    loss = np.zeros(n)
+    for _ in range(epochs):
+        z = rng.standard_normal((n, t))
+        z[np.arange(n), rng.integers(0, t, n)] += 1.0 / s
+        loss += np.log(np.mean(np.exp(z / s - 1.0 / (2 * s * s)), axis=1))
+    for eps in (0.5, 1.0):
+        draws = np.maximum(1.0 - np.exp(eps - loss), 0.0)
+        est, se = float(draws.mean()), float(draws.std() / math.sqrt(n))
+        lo, up = run.delta_bounds(eps)
+        assert float(up) >= est - 4 * se
+        assert float(lo) <= est + 4 * se
+        assert float(lo) > 0.5 * est  # the lower end is the PLD's, not the summed outputs'
+
+
+@pytest.mark.parametrize("sigma", [1.1, 1.0])
+def test_ten_epochs_bracket_within_tol(sigma: float) -> None:
+    # t = 100, 10 epochs, delta 1e-5 (Renyi DP alone gave [1.08, 1.77] at sigma 1.1 and
+    # [1.199, 2.107] at sigma 1): the PLD route brackets eps within the default tol (1e-3), above
+    # the summed outputs' Gaussian (noise multiplier 10 sigma, composed 10 times: closed form)
+    # and below Renyi DP and Poisson subsampling at q = 1/t (PLD upper end).
+    run = Composition()([RandomAllocation(100)(Gaussian(sigma))], [10])
+    lower, upper = (float(v) for v in run.epsilon_bounds(1e-5))
+    assert upper - lower <= 1e-3 * upper
+    summed = float(Gaussian(10.0 * sigma / math.sqrt(10)).epsilon(1e-5))
+    assert summed < lower
+    assert upper < float(run.epsilon(1e-5, via="rdp"))
+    poisson = Composition()([PoissonSubsample(0.01)(Gaussian(sigma))], [1000])
+    assert upper < float(poisson.epsilon_bounds(1e-5)[0])
+
+
+def test_one_epoch_is_bracketed_by_its_own_laws() -> None:
+    # One epoch (t = 100, s = 1.1): the PLD route's lower ends come from the lower laws (the
+    # routes read a run's attained pair where its own laws only dominate), within tol of the
+    # upper ends; the delta bracket likewise (within 1%).
+    m = RandomAllocation(100)(Gaussian(1.1))
+    lo, up = (float(v) for v in m.epsilon_bounds(1e-5))
+    assert 0.0 < lo <= up <= lo * (1 + 1e-3)
+    assert lo > float(Gaussian(11.0).epsilon(1e-5))  # the summed outputs' Gaussian
+    d_lo, d_up = (float(v) for v in m.delta_bounds(0.3))
+    assert 0.0 < d_lo <= d_up <= d_lo * 1.01
+
+
+def test_small_sigma_falls_back_to_renyi_dp() -> None:
+    # sigma 0.3: the record's summand reaches e^{(1/s + 7.5)/s}, too far for the lattice: no PLD,
+    # the Renyi-DP route answers, with the summed outputs as lower end.
+    m = RandomAllocation(50)(Gaussian(0.3))
+    assert epoch_laws(50, 0.3) is None and "pld" not in m.routes
+    lower, upper = m.epsilon_bounds(1e-5)
+    assert 0.0 < lower < upper < math.inf
+
+
+def test_lower_pair_bad_input_names_the_parameter() -> None:
+    for steps in (0, 1, -2):
+        with pytest.raises(ValueError, match="steps"):
+            AllocationLowerPair(steps, 1.0)
+    for sigma in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="sigma"):
+            AllocationLowerPair(10, sigma)
+    with pytest.raises(TypeError, match="sigma"):
+        AllocationLowerPair(10, "1")  # type: ignore[arg-type]
