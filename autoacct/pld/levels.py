@@ -45,7 +45,7 @@ plan whose windows come out much longer is given up for one lattice.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -308,28 +308,52 @@ def _coarse_upper(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
     Connect-the-dots (see :mod:`discretize`) point by point: a mass p at offset r h
     inside the coarse cell [G, G + H] sends p (e^{-r h} - e^{-H}) / (1 - e^{-H}) to G and
     the rest to G + H, which keeps its P- and Q-mass, so the cell's split is the one
-    :func:`discretize.discretize` makes. Computed on the tilted masses, so nothing
-    overflows.
+    :func:`discretize.discretize` makes. Computed on the tilted masses; on a lattice so coarse
+    that moving a tilt across a cell overflows, None.
     """
     h, lam = conv.h, conv.lam
     first = conv.j_lo // ratio
     pad = conv.j_lo - first * ratio
     cells = -(-(pad + tilted.size) // ratio)
-    flat = np.zeros(cells * ratio)
-    flat[pad:pad + tilted.size] = tilted
-    block = flat.reshape(cells, ratio)
-    r = np.arange(ratio) * h
     coarse = ratio * h
-    left = (np.exp(-r) - math.exp(-coarse)) / -math.expm1(-coarse)
-    right = np.expm1(-r) / math.expm1(-coarse)
+
+    def left(r: np.ndarray) -> np.ndarray:
+        return (np.exp(-r) - math.exp(-coarse)) / -math.expm1(-coarse) * np.exp(-lam * r)
+
+    def right(r: np.ndarray) -> np.ndarray:
+        return np.expm1(-r) / math.expm1(-coarse) * np.exp(lam * (coarse - r))
     out = np.zeros(cells + 1)
-    out[:-1] += (block * (left * np.exp(-lam * r))).sum(axis=1)
-    out[1:] += (block * (right * np.exp(lam * (coarse - r)))).sum(axis=1)
+    # (right's factor e^{lam (H - r)} moves a tilt to the cell's right end: it may overflow for a
+    # very coarse lattice, and the PLD is then not made)
+    with np.errstate(over="ignore", invalid="ignore"):
+        _cell_sums_upper(out, tilted, pad, ratio, h, left, right)
+    if not np.all(np.isfinite(out)):
+        return None
     with np.errstate(divide="ignore"):
         log_w = np.log(out) + float(conv.log_k[0]) - lam * (first + np.arange(cells + 1)) * coarse
     if float(log_w[out > 0].min(initial=0.0)) < _LOG_FLOOR:
         return None
     return DiscretePLD(coarse, first, np.exp(log_w), conv.inf_mass(0))
+
+
+def _cell_sums_upper(out: np.ndarray, tilted: np.ndarray, pad: int, ratio: int, h: float,
+                     left: Callable[[np.ndarray], np.ndarray], right: Callable[[np.ndarray], np.ndarray]) -> None:
+    """Add to ``out`` each coarse cell's weighted sums of the points at offsets pad + i (cell
+    c's left weights to out[c], its right weights to out[c + 1])."""
+    cells = out.size - 1
+    if ratio > SPARSE_RATIO * tilted.size:
+        # Far more offsets than points (a split law's bulk coarsened R = 5e10 times): summed
+        # over the points themselves, as a padded (cells x R) array would take 410 GB.
+        cell, off = np.divmod(pad + np.arange(tilted.size), ratio)
+        out += np.bincount(cell, weights=tilted * left(off * h), minlength=cells + 1)
+        out += np.bincount(cell + 1, weights=tilted * right(off * h), minlength=cells + 1)
+    else:
+        flat = np.zeros(cells * ratio)
+        flat[pad:pad + tilted.size] = tilted
+        block = flat.reshape(cells, ratio)
+        r = np.arange(ratio) * h
+        out[:-1] += (block * left(r)).sum(axis=1)
+        out[1:] += (block * right(r)).sum(axis=1)
 
 
 def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> DiscretePLD | None:
@@ -354,28 +378,44 @@ def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
     j_hi = max(-(-(conv.j_lo + n - 1) // ratio), j_lo + 3)
     cells = j_hi - j_lo
     base = j_lo * ratio
-    # Fine offsets 0..cells R from G_0; offset 0 is the cell below the grid, (-inf, G_0].
-    padded = np.zeros(cells * ratio + 1)
-    padded[conv.j_lo - base:conv.j_lo - base + n] = tilted
-    block = padded[1:].reshape(cells, ratio)
-    offsets = np.arange(1, ratio + 1)
-    r = offsets * h
     g = (j_lo + np.arange(cells + 1)) * ratio * h
     log_k = float(conv.log_k[1])
-    # log P- and Q-masses (rates lam and lam + 1) of each cell, its left half, the point at
-    # its right end, and the cell below the grid.
+
+    def left_share(offsets: np.ndarray) -> np.ndarray:
+        # 1 for the cell's left half, 1/2 for its midpoint when R is even, else 0.
+        return np.where(2 * offsets < ratio, 1.0, np.where(2 * offsets == ratio, 0.5, 0.0))
+    # Fine offsets 0..cells R from G_0; offset 0 is the cell below the grid, (-inf, G_0]; the
+    # sums per cell (P- and Q-masses at rates lam and lam + 1, of each cell, its left half and
+    # the point at its right end) by a (cells x R) block array, or where R exceeds the points
+    # (a split law's bulk coarsened R = 5e10 times) over the points themselves.
+    pos = conv.j_lo - base + np.arange(n)
+    below = float(tilted[pos == 0].sum())
+    sparse = ratio > SPARSE_RATIO * n
+    if sparse:
+        inside = pos > 0
+        cell, off = np.divmod(pos[inside] - 1, ratio)
+        off = off + 1
+        vals = tilted[inside]
+    else:
+        padded = np.zeros(cells * ratio + 1)
+        padded[pos[0]:pos[0] + n] = tilted
+        block = padded[1:].reshape(cells, ratio)
+        offsets = np.arange(1, ratio + 1)
     logs = []
     with np.errstate(divide="ignore"):
         for rate in (lam, lam + 1.0):
-            w = np.exp(-rate * r)
             scale = log_k - rate * g[:-1]
-            w_left = np.where(2 * offsets < ratio, w, 0.0)
-            if ratio % 2 == 0:
-                w_left[ratio // 2 - 1] = 0.5 * w[ratio // 2 - 1]
-            logs.append((np.log(np.einsum("ij,j->i", block, w)) + scale,
-                         np.log(np.einsum("ij,j->i", block, w_left)) + scale,
-                         np.log(block[:, -1] * w[-1]) + scale,
-                         math.log(padded[0]) + log_k - rate * g[0] if padded[0] > 0 else -math.inf))
+            if sparse:
+                w = vals * np.exp(-rate * off * h)
+                sums = (np.bincount(cell, weights=w, minlength=cells),
+                        np.bincount(cell, weights=w * left_share(off), minlength=cells),
+                        np.bincount(cell[off == ratio], weights=w[off == ratio], minlength=cells))
+            else:
+                w = np.exp(-rate * offsets * h)
+                sums = (np.einsum("ij,j->i", block, w), np.einsum("ij,j->i", block, w * left_share(offsets)),
+                        block[:, -1] * w[-1])
+            logs.append((np.log(sums[0]) + scale, np.log(sums[1]) + scale, np.log(sums[2]) + scale,
+                         math.log(below) + log_k - rate * g[0] if below > 0 else -math.inf))
     (cell_p, left_p, _, below_p), (cell_q, left_q, atom_q, below_q) = logs
     if max(float(cell_q.max(initial=-np.inf)), below_q) > -_LOG_FLOOR:
         return None
@@ -385,5 +425,8 @@ def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
                                   np.exp(atom_q), conv.inf_mass(1))
 
 
+#: Coarsening ratios above this many times the points are summed over the points (bincount), not
+#: over a (cells x ratio) block array: equal sums, in another order.
+SPARSE_RATIO = 1.0
 #: Smallest log-mass an upper PLD may have, and minus the largest log Q-mass of a lower measure.
 _LOG_FLOOR = -700.0
