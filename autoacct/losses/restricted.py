@@ -41,6 +41,7 @@ class RestrictedLoss(PrivacyLoss):
             raise ValueError("only laws without atoms are restricted (an atom at a range end "
                              "would need a share of its own)")
         self.base, self.lo, self.hi = base, float(lo), float(hi)
+        self.cell_cost = base.cell_cost
         keeps_inf = math.isinf(self.hi)
         self.p_inf = base.p_inf if keeps_inf else 0.0
         self.p_inf_truncated = base.p_inf_truncated if keeps_inf else 0.0

@@ -137,9 +137,9 @@ class FFTAccountant:
             eta = self._eta(log_eta)
             parts = self._directions[d]
             ranges = [index_range(loss, h, eta) for loss, _ in parts]
-            cells = [j_hi - j_lo for j_lo, j_hi in ranges]
-            afford_laws(cells, lower is not LowerPld.LAZY)
-            shared = SharedCheck(cells) if len(parts) > 1 else None
+            cells, costs = [j_hi - j_lo for j_lo, j_hi in ranges], [loss.cell_cost for loss, _ in parts]
+            afford_laws(cells, lower is not LowerPld.LAZY, costs)
+            shared = SharedCheck(cells, costs) if len(parts) > 1 else None
             comps = []
             for (loss, k), (j_lo, j_hi) in zip(parts, ranges):
                 atoms = loss.atoms if loss.rounded_lower else None
@@ -159,7 +159,7 @@ class FFTAccountant:
         """The upper discrete PLD of direction d's one law on the lattice hZ."""
         (loss, _), = self._directions[d]
         j_lo, j_hi = index_range(loss, h, self._eta(log_eta))
-        afford_cells(j_hi - j_lo, False)
+        afford_cells(j_hi - j_lo, False, loss.cell_cost)
         return discretize_upper(loss, h, j_lo, j_hi)
 
     def _eta(self, log_eta: float) -> float:
@@ -289,14 +289,14 @@ class FFTAccountant:
             rounding = math.ceil if side[0] > 0 else math.floor
             bulk, tail = jumps.parts_at(loss, side[0], rounding(side[1] / coarse) * coarse)
             j_lo, j_hi = index_range(bulk, h, eta)
-            afford_cells(j_hi - j_lo, True)
+            afford_cells(j_hi - j_lo, True, loss.cell_cost)
             bulk_fine = Component(*discretize(bulk, h, j_lo, j_hi), k)
             c_lo, c_hi = index_range(bulk, coarse, eta)
-            afford_cells(c_hi - c_lo, False)
+            afford_cells(c_hi - c_lo, False, loss.cell_cost)
             bulk_coarse = Component(discretize_upper(bulk, coarse, c_lo, c_hi),
                                     partial(lower_of, bulk, coarse, c_lo, c_hi), k)
             t_lo, t_hi = index_range(tail, coarse, eta)
-            afford_cells(t_hi - t_lo, True)
+            afford_cells(t_hi - t_lo, True, loss.cell_cost)
             tail_coarse = Component(*discretize(tail, coarse, t_lo, t_hi), k)
             self._memo[key] = jumps.split_law(bulk_fine, bulk_coarse, tail_coarse, ratio)
         return self._memo[key]

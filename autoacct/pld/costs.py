@@ -18,28 +18,31 @@ from autoacct.pld.profiles import DiscreteProfile
 
 def lower_of(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePLD:
     """The lower discrete PLD of :func:`discretize` (which makes the upper one again)."""
-    afford_cells(j_hi - j_lo, True)
+    afford_cells(j_hi - j_lo, True, loss.cell_cost)
     return discretize(loss, h, j_lo, j_hi)[1]
 
 
-def afford_cells(cells: int, full: bool) -> None:
+def afford_cells(cells: int, full: bool, cost: float = 1.0) -> None:
     """Check that discretising a law on ``cells`` cells fits the budget (see :func:`afford`):
-    its upper and lower PLDs when ``full``, else its upper one."""
+    its upper and lower PLDs when ``full``, else its upper one; ``cost`` is the law's work per
+    cell relative to a closed-form law's (``PrivacyLoss.cell_cost``)."""
     per_byte, per_second = (CELL_BYTES, CELL_SECONDS) if full else (UPPER_CELL_BYTES, UPPER_CELL_SECONDS)
-    afford(cells * per_byte, cells * per_second, f"discretising a law on {cells} cells")
+    afford(cells * per_byte, cells * per_second * cost, f"discretising a law on {cells} cells")
 
 
-def afford_laws(cells: Sequence[int], full: bool) -> None:
+def afford_laws(cells: Sequence[int], full: bool, costs: Sequence[float]) -> None:
     """Check that discretising laws on ``cells`` cells each fits the budget, in one step (one
     check per law would sum the kept arrays once per law, a cost quadratic in the number of
     distinct laws): the time of all of them, and the working bytes of the largest plus the
-    PLDs all of them keep (8 bytes a cell for each of the upper and, when ``full``, lower one)."""
+    PLDs all of them keep (8 bytes a cell for each of the upper and, when ``full``, lower one),
+    each law's cells weighted by its ``costs`` entry for the time."""
     if len(cells) == 1:
-        afford_cells(cells[0], full)
+        afford_cells(cells[0], full, costs[0])
         return
     per_byte, per_second = (CELL_BYTES, CELL_SECONDS) if full else (UPPER_CELL_BYTES, UPPER_CELL_SECONDS)
     total = float(sum(cells))
-    afford(max(cells) * per_byte + total * (16.0 if full else 8.0), total * per_second,
+    work = float(sum(n * c for n, c in zip(cells, costs)))
+    afford(max(cells) * per_byte + total * (16.0 if full else 8.0), work * per_second,
            f"discretising {len(cells)} laws on {int(total)} cells")
 
 
@@ -49,13 +52,13 @@ class SharedCheck:
     laws cost one check rather than n, each summing every kept array. The bytes counted
     include the upper PLDs, already kept: an overestimate of 8 bytes a cell."""
 
-    def __init__(self, cells: list[int]) -> None:
-        self._cells = cells
+    def __init__(self, cells: list[int], costs: list[float]) -> None:
+        self._cells, self._costs = cells, costs
         self._done = False
 
     def __call__(self) -> None:
         if not self._done:
-            afford_laws(self._cells, True)
+            afford_laws(self._cells, True, self._costs)
             self._done = True
 
 

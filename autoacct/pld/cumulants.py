@@ -235,8 +235,11 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     kv, gv = k(np.arange(grid.size)).tolist(), grid.tolist()
     for i, n in zip(candidates.tolist(), _window_points_at(k, candidates, h, log_eta)):
         lam = gv[i]
-        # Curvature K''(lam) by the second divided difference on the (non-uniform) grid.
-        kk, tt = kv[i - 1:i + 2], gv[i - 1:i + 2]
+        # Curvature K''(lam) by the second divided difference on the (non-uniform) grid, on the
+        # three points nearest lam (lam* may be the grid's last exponent: 10^7 runs of a discrete
+        # Gaussian with sigma = 0.1 and of an exponential mechanism indexed past its end).
+        j = min(max(i, 1), len(gv) - 2)
+        kk, tt = kv[j - 1:j + 2], gv[j - 1:j + 2]
         curv = 2.0 * ((kk[2] - kk[1]) / (tt[2] - tt[1]) - (kk[1] - kk[0]) / (tt[1] - tt[0])) / (tt[2] - tt[0])
         p_max = min(1.0, max(h / math.sqrt(2.0 * math.pi * max(curv, 1e-300)),
                              _atom_peak(comps, lam)))

@@ -91,6 +91,7 @@ class PoissonRemoveLoss(RepresentedLoss):
 
     def __init__(self, base: PrivacyLoss, q: float) -> None:
         self.base = base
+        self.cell_cost = base.cell_cost
         self.q = check_q(q)
         self._phi = PoissonLossMap(self.q)
         self.p_inf = self.q * base.p_inf
@@ -193,6 +194,7 @@ class PoissonAddLoss(RepresentedLoss):
 
     def __init__(self, base: PrivacyLoss, q: float) -> None:
         self.base = base
+        self.cell_cost = base.cell_cost
         self.q = check_q(q)
         self._phi = PoissonLossMap(self.q)
         self.p_inf = 0.0

@@ -50,6 +50,7 @@ class MixtureLoss(RepresentedLoss):
         self.q_ninf = float(np.dot(w, [c.q_ninf for c in components])) + self.w_inf
         self.has_atoms = any(c.has_atoms for c in components)
         self.tight = all(c.tight for c in components)
+        self.cell_cost = float(sum(c.cell_cost for c in components))
 
     @property
     def key(self) -> tuple:

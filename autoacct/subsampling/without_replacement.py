@@ -76,6 +76,8 @@ class SymmetrizedLoss(RepresentedLoss):
 
     def __init__(self, half: PrivacyLoss) -> None:
         self.half = half
+        # Its cells ask ``half`` for two sets of edges (the positive and the mirrored losses).
+        self.cell_cost = 2.0 * half.cell_cost
         m_p, m_q = half.cell_masses(np.array([0.0, np.inf]))
         a0 = 1.0 - float(m_p[0]) - half.p_inf - float(m_q[0])
         if a0 < -1e-12:
