@@ -46,7 +46,7 @@ from closed_forms import (
     mp_rr_delta,
     mp_two_point_delta,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from autoacct import AccuracyWarning
@@ -659,7 +659,14 @@ def test_zoo_invariants(m, ds, es):
        es=st.lists(st.one_of(st.just(0.0), log_uniform(1e-6, 1e3)), min_size=3, max_size=3))
 @collecting
 def test_mixed_composition_invariants(ms, ds, es):
-    _zoo_case(Composition()(ms, [1] * len(ms)), ds, es)
+    # Mechanisms of different neighbouring relations do not compose: the library says so
+    # (a ValueError naming the relations), and such a draw has nothing else to check.
+    try:
+        m = Composition()(ms, [1] * len(ms))
+    except ValueError as err:
+        assume("neighbouring relations" not in str(err))
+        raise
+    _zoo_case(m, ds, es)
 
 
 # ----- Former failures and known failures ------------------------------------------------------
@@ -829,6 +836,19 @@ def _known_delta_beyond_max_loss_composed() -> None:
     assert np.all(lo == 0.0) and np.all(up == 0.0)
 
 
+def _known_tilt_at_the_grids_last_exponent() -> None:
+    # Found by the long run (scale 2): 10^7 runs each of a discrete Gaussian (sigma = 0.1) and an
+    # exponential mechanism (eps = 0.001), composed, at delta = 0.999999: the Chernoff-optimal
+    # tilt was the exponent grid's last one, and the tilt choice's curvature read past the grid's
+    # end (IndexError). The curvature is now taken on the three exponents nearest the tilt.
+    ms = [Composition()([PoissonSubsample(1.0)(DiscreteGaussian(0.1))], [10 ** 7]),
+          Composition()([PoissonSubsample(1.0)(ExponentialMechanism(0.001))], [10 ** 7])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        lo, up = Composition()(ms, [1, 1]).epsilon_bounds(0.999999)
+    assert 0.0 <= lo <= up < math.inf
+
+
 def _known_subsampled_gaussian_step_leaked_warning() -> None:
     # Found by the long run: PoissonSubsample(1e-23)(Gaussian(1000.0)).epsilon_bounds(1e-300)
     # leaked "RuntimeWarning: invalid value encountered in multiply" (0 * inf in the Gaussian
@@ -959,6 +979,7 @@ FORMER_FAILURES: dict[str, Callable[[], None]] = {
     "swor-gaussian-step-beyond-grid-underflow": _known_swor_gaussian_step_beyond_grid_underflow,
     "single-step-delta-not-monotone": _known_single_step_delta_not_monotone,
     "composed-delta-beyond-max-loss": _known_delta_beyond_max_loss_composed,
+    "tilt-at-the-grids-last-exponent": _known_tilt_at_the_grids_last_exponent,
 }
 
 KNOWN_FAILURES: dict[str, tuple[Callable[[], None], str]] = {}
