@@ -31,20 +31,29 @@ RATIOS = tuple(2.0 ** (2.0 ** (-j / 4.0)) for j in range(48, -1, -1))
 
 
 def snap_value(x: float, ratio: float, up: bool) -> float:
-    """The nearest point of the grid ratio^Z at or above x > 0 (``up``), or at or below it."""
+    """The nearest point of the grid ratio^Z at or above x > 0 (``up``; +inf past the largest
+    float), or at or below it."""
     j = round(math.log(x) / math.log(ratio))
     # log and pow round: settle on the nearest grid point on the asked side by comparisons.
     if up:
-        while ratio ** j < x:
+        while _power(ratio, j) < x:
             j += 1
-        while ratio ** (j - 1) >= x:
+        while _power(ratio, j - 1) >= x:
             j -= 1
     else:
-        while ratio ** j > x:
+        while _power(ratio, j) > x:
             j -= 1
-        while ratio ** (j + 1) <= x:
+        while _power(ratio, j + 1) <= x:
             j += 1
-    return float(ratio ** j)
+    return _power(ratio, j)
+
+
+def _power(ratio: float, j: int) -> float:
+    """ratio^j, +inf where it overflows."""
+    try:
+        return float(ratio ** j)
+    except OverflowError:
+        return math.inf
 
 
 def group(children: Sequence[Mechanism], counts: Sequence[int], up: bool, most: int

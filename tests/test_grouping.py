@@ -93,3 +93,10 @@ def test_the_pld_route_brackets_a_long_schedule_through_grouped_steps(monkeypatc
     pair = routes.ROUTES["pld"].grouped(m)  # type: ignore[attr-defined]
     assert pair is not None and pair.distinct == 60
     assert len(pair.above.children) <= 16 and len(pair.below.children) <= 16
+
+
+def test_moves_past_the_float_range_are_refused() -> None:
+    # A noise multiplier moved up past the largest float, or down below 1e-300, is no mechanism.
+    assert Gaussian(1.7e308).snap(1.5, False) is None
+    assert Gaussian(1e-300).snap(1.5, True) is None
+    assert snap_value(1.7e308, 1.5, True) == math.inf

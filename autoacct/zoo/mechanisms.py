@@ -52,7 +52,7 @@ class Gaussian(Mechanism):
         # A smaller noise multiplier dominates: N(1, s^2) vs N(0, s^2) is a post-processing
         # (added N(0, s^2 - s'^2) noise) of the pair with s' <= s.
         sigma = snap_value(self.sigma, ratio, not up)
-        if sigma < 1e-300:
+        if not 1e-300 <= sigma < math.inf:
             return None
         return ("Gaussian", sigma), functools.partial(Gaussian, sigma)
 
