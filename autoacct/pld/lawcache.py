@@ -270,6 +270,8 @@ class ValueMemo:
 TAILS = ValueMemo(4096)
 #: A law object per law value (see ``FFTAccountant._laws_of``): equal laws have equal moments.
 LAWS_KEPT = ValueMemo(256)
+#: Total-variation bounds of pairs of laws (see ``shortcuts.variation_up``), by value.
+VARIATIONS = ValueMemo(4096)
 
 
 def kept_law(loss: PrivacyLoss) -> PrivacyLoss:
@@ -284,3 +286,4 @@ def clear_caches() -> None:
     law_cache().clear()
     TAILS.clear()
     LAWS_KEPT.clear()
+    VARIATIONS.clear()
