@@ -23,6 +23,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -313,9 +314,8 @@ def _windows(k: Cumulant, lam: float, h: float, log_eta: float, scales: np.ndarr
     # (in loss units, from each PLD's own lattice: h may be another lattice's spacing)
     support_lo = sum(c.count * c.upper.start * c.upper.h for c in comps)
     support_hi = sum(c.count * (c.upper.start + len(c.upper.masses) - 1) * c.upper.h for c in comps)
-    lo, hi = np.maximum(lo, scales * support_lo), np.minimum(hi, scales * support_hi)
-    j_lo = np.floor(lo / h)
-    return j_lo.astype(np.int64), np.maximum(np.ceil(hi / h), j_lo + 1).astype(np.int64)
+    return _indices(np.maximum(lo, scales * support_lo), np.minimum(hi, scales * support_hi),
+                    scales * support_lo, scales * support_hi, h)
 
 
 def _window_points_at(k: Cumulant, idx: np.ndarray, h: float, log_eta: float) -> list[int]:
@@ -333,10 +333,22 @@ def _window_points_at(k: Cumulant, idx: np.ndarray, h: float, log_eta: float) ->
     comps = k.comps
     support_lo = sum(c.count * c.upper.start * c.upper.h for c in comps)
     support_hi = sum(c.count * (c.upper.start + len(c.upper.masses) - 1) * c.upper.h for c in comps)
-    lo, hi = np.maximum(lo, support_lo), np.minimum(hi, support_hi)
-    j_lo = np.floor(lo / h)
-    j_hi = np.maximum(np.ceil(hi / h), j_lo + 1)
-    return [int(b) - int(a) + 1 for a, b in zip(j_lo.astype(np.int64), j_hi.astype(np.int64))]
+    j_lo, j_hi = _indices(np.maximum(lo, support_lo), np.minimum(hi, support_hi), support_lo, support_hi, h)
+    return [int(b) - int(a) + 1 for a, b in zip(j_lo, j_hi)]
+
+
+def _indices(lo: np.ndarray, hi: np.ndarray, support_lo: Any, support_hi: Any, h: float
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Lattice indices floor(lo / h) and max(ceil(hi / h), that + 1) as int64. An end the
+    cumulant table leaves undefined (NaN: every exponent's bound was) is the support's end,
+    and indices are kept within +-2^62, past which a window is refused anyway: 10^7 runs of a
+    discrete Gaussian with sigma = 0.1 had ends past int64, cast to garbage with a warning."""
+    lo = np.where(np.isnan(lo), support_lo, lo)
+    hi = np.where(np.isnan(hi), support_hi, hi)
+    cap = float(2 ** 62)
+    j_lo = np.clip(np.floor(lo / h), -cap, cap)
+    j_hi = np.clip(np.maximum(np.ceil(hi / h), j_lo + 1), -cap, cap)
+    return j_lo.astype(np.int64), j_hi.astype(np.int64)
 
 
 def window(comps: Sequence[Component], h: float, lam: float, log_eta: float) -> tuple[int, int]:
