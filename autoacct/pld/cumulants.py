@@ -299,11 +299,13 @@ def _windows(k: Cumulant, lam: float, h: float, log_eta: float, scales: np.ndarr
     grid = k.grid
     i_lam = k.index(lam)
     values = k(np.arange(grid.size))
-    rise = values - values[i_lam]
     scales = np.asarray(scales, dtype=float)
     hi = np.full(scales.shape, np.inf)
     lo = np.full(scales.shape, -np.inf)
     with np.errstate(invalid="ignore"):
+        # (K may be +inf at large exponents, also at lam itself: inf - inf is a NaN, which the
+        # nan-reductions below skip)
+        rise = values - values[i_lam]
         if i_lam + 1 < grid.size:
             t = grid[i_lam + 1:] - lam
             hi = np.nanmin((np.multiply.outer(scales, rise[i_lam + 1:]) - log_eta) / t, axis=1, initial=np.inf)
@@ -324,9 +326,9 @@ def _window_points_at(k: Cumulant, idx: np.ndarray, h: float, log_eta: float) ->
     grid = k.grid
     values = k(np.arange(grid.size))
     lam = grid[idx]
-    rise = values[None, :] - values[idx][:, None]
     t = grid[None, :] - lam[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
+        rise = values[None, :] - values[idx][:, None]
         # Each row's exponents above its own (t > 0) give its upper end, those below its lower end.
         hi = np.nanmin(np.where(t > 0, (rise - log_eta) / t, np.inf), axis=1)
         lo = np.nanmax(np.where(t < 0, (log_eta - rise) / -t, -np.inf), axis=1)
