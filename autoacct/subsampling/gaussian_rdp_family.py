@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from autoacct.limits import check_deadline
-from autoacct.subsampling.numerics import UNIT_ROUNDOFF, log_binom_table, log_expm1
+from autoacct.subsampling.numerics import UNIT_ROUNDOFF, log_binom_table, log_expm1, lse_err
 
 #: Most entries (steps x terms) of one block of the computation.
 _BLOCK_ENTRIES = 1 << 20
@@ -100,9 +100,8 @@ def _log_a_up(q: np.ndarray, sigma: np.ndarray, n: int, k: np.ndarray, logc: np.
         terms -= safe_top[:, None]
         np.exp(terms, out=terms)
         value = safe_top + np.log(np.sum(terms, axis=1))
-        lse_err = (k.size + 2) * UNIT_ROUNDOFF + 2.0 * UNIT_ROUNDOFF * (
-            np.abs(safe_top) + np.abs(np.where(np.isfinite(value), value, 0.0)))
-        out = np.logaddexp(0.0, value + worst + lse_err) * (1.0 + 8.0 * UNIT_ROUNDOFF)
+        rounding = lse_err(k.size, safe_top, np.where(np.isfinite(value), value, 0.0))
+        out = np.logaddexp(0.0, value + worst + rounding) * (1.0 + 8.0 * UNIT_ROUNDOFF)
     # A term that is +inf (sigma so small that g overflows) makes the bound infinite.
     return np.where(ok, np.nextafter(out, np.inf), np.inf)
 

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TypeVar
 
 import mpmath
 import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
 
+#: A float, or an array of them elementwise.
+_Real = TypeVar("_Real", float, np.ndarray)
 #: Bound on the relative error of one correctly rounded double operation (with slack).
 UNIT_ROUNDOFF = MACHINE_EPSILON
 #: Relative accuracy below which the double-precision result is accepted.
@@ -52,8 +55,9 @@ def lse(x: np.ndarray) -> float:
         return m + math.log(float(np.sum(np.exp(x - m))))
 
 
-def lse_err(n: int, m: float, value: float) -> float:
-    """Bound on the absolute rounding error of :func:`lse` on n terms with maximum m.
+def lse_err(n: int, m: _Real, value: _Real) -> _Real:
+    """Bound on the absolute rounding error of :func:`lse` on n terms with maximum m (also for
+    arrays of maxima and values, one log-sum-exp each).
 
     The n exponentials and their sum cost a relative (n + 2) UNIT_ROUNDOFF, the logarithm and
     the final addition one rounding each of the magnitudes involved.
