@@ -47,6 +47,13 @@ CASES: list[tuple[str, str]] = [
      "r = dpsgd(0.01, 1.0, 10**4).epsilon_bounds(1e-14)"),
     ("8 discrete gaussian x10 eps(1.27e-34)",
      "r = Composition()([DiscreteGaussian(0.0789)], [10]).epsilon_bounds(1.27e-34)"),
+    # Found by the long property run: the delta query read ten kept profiles of 2^22 points
+    # (32 s of CPU), and the profiles kept with their reads and scipy's FFT plans took 6.7 GB.
+    ("9 SWOR RR x5.1e6 eps at 3 deltas, then delta at 3 eps",
+     "import numpy as np\n"
+     "m = Composition()([SampleWithoutReplacement(1.6336e-4)(RandomizedResponse(0.565269221068337))], [5147714])\n"
+     "m.epsilon_bounds(np.array([1e-5, 1e-7, 1e-3]))\n"
+     "r = m.delta_bounds(np.array([0.5, 1.0, 2.0]))"),
 ]
 
 _PRELUDE = """\

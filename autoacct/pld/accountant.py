@@ -47,16 +47,12 @@ from autoacct.pld.grid import (
     max_cells,
 )
 from autoacct.pld.lawcache import TAILS, kept_law, law_key, round_up_pow2, round_up_quarter
-from autoacct.pld.profiles import ChernoffProfile, DiscreteProfile, chernoff_profiles
+from autoacct.pld.made import Composed, Made, Pair, Profile
+from autoacct.pld.profiles import DiscreteProfile, chernoff_profiles
 from autoacct.pld.query import PldQuery
 
 #: The query of an untilted composition (a delta curve or a tradeoff).
 _UNAIMED = PldQuery()
-
-#: A lower profile of one composition (the one of :func:`chernoff_profiles` says nothing).
-Composed = DiscreteProfile | ChernoffProfile
-#: A profile the accountant answers from: a composition's, or a split law's sum of terms.
-Profile = Composed | jumps.MixtureProfile
 
 #: Default relative accuracy of epsilon: the certified upper bound is within
 #: 0.1% of the certified lower bound, hence of the truth.
@@ -118,10 +114,9 @@ class FFTAccountant:
         #: ("plan", h, log_eta, d, target, log budget), ("profiles", h, log_eta, lam, d, lower),
         #: ("chernoff", h, log_eta, d), ("spacing", d, eps_scale, tol) and ("laws", d).
         self._memo: dict[tuple, Any] = {}
-        # Every composed profile made so far, per direction. Answers take the best
-        # certified value over all of them, so that eps(delta) and delta(eps) stay
-        # consistent: delta(eps(d)) <= d whatever grids the two queries used.
-        self._made: list[list[tuple[Profile, Profile]]] = [[] for _ in self._directions]
+        # The composed profiles made and kept, per direction: answers take the best certified
+        # value over them (within the budget; see :mod:`autoacct.pld.made`).
+        self._made = Made(len(self._directions), self._forget)
 
     @property
     def distinct(self) -> int:
@@ -194,7 +189,7 @@ class FFTAccountant:
             key = ("profiles", h, log_eta, lam, d, lower)
             if key not in self._memo:
                 self._memo[key] = self._compose(comps, p, h, log_eta, lam, d, query, lower)
-                self._made[d].append(self._memo[key])
+                self._made.add(d, self._memo[key])
             up, low = self._memo[key]
             assert isinstance(up, DiscreteProfile)  # composed profiles are discrete
             out.append((up, low))
@@ -233,7 +228,7 @@ class FFTAccountant:
                 profs = jumps.split_profiles(law, k, log_eta, query.target, budget,
                                              jumps.OMITTED_SHARE * query.tol * query.delta)
                 if profs is not None:
-                    self._made[d].append(profs)
+                    self._made.add(d, profs)
             self._memo[key] = profs
         return self._memo[key]
 
@@ -373,7 +368,7 @@ class FFTAccountant:
             # later pass on the same grid then reuses these upper PLDs.
             g = levels.finest(h) if levels.applies(self._directions[d]) else h
             self._memo[key] = chernoff_profiles(self.components(g, log_eta, d, LowerPld.LAZY), g)
-            self._made[d].append(self._memo[key])
+            self._made.add(d, self._memo[key])
 
     def _compose(self, comps: Components, p: levels.Plan | None, h: float, log_eta: float, lam: float,
                  d: int, query: PldQuery, lower: bool = True) -> tuple[DiscreteProfile, Composed]:
@@ -410,28 +405,28 @@ class FFTAccountant:
         up, low = compose(comps, h, log_eta, lam, lower)
         return up, low if low is not None else chernoff_profiles(comps, h)[1]
 
+    def _forget(self, pair: Pair) -> None:
+        """Drop the memo's entries for a pair of profiles no longer kept (see :class:`Made`)."""
+        for key in [k for k, v in self._memo.items() if v is pair]:
+            del self._memo[key]
+
     def _best_epsilon(self, delta: float) -> tuple[float, float]:
-        """Best (lower, upper) eps(delta) over every profile made so far.
+        """Best (lower, upper) eps(delta) over every profile kept.
 
         The lower value bounds the composed dominating pairs; it is a certified lower
         bound on the mechanism only when the accountant is ``tight``.
         """
-        upper = max(min((float(u.epsilon(delta)) for u, _ in made), default=math.inf) for made in self._made)
-        lower = max(max((float(lo.epsilon(delta)) for _, lo in made), default=0.0) for made in self._made)
-        return lower, upper
+        return self._made.epsilon(delta)
 
     def best_delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Certified (lower, upper) delta(eps) from the profiles made so far (no new FFT)."""
         lower, upper = self._best_delta(np.asarray(eps, dtype=float))
         return self._certified_lowers(lower), upper
 
-    def _best_delta(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Best certified (lower, upper) delta(eps) over every profile made so far; a direction
-        with none made counts as [0, 1] (what any delta satisfies)."""
-        none = [np.ones(eps.shape)], [np.zeros(eps.shape)]
-        upper = np.max([np.min([u.delta(eps) for u, _ in made] or none[0], axis=0) for made in self._made], axis=0)
-        lower = np.max([np.max([lo.delta(eps) for _, lo in made] or none[1], axis=0) for made in self._made], axis=0)
-        return lower, upper
+    def _best_delta(self, eps: np.ndarray, fresh: Sequence[Pair] = ()) -> tuple[np.ndarray, np.ndarray]:
+        """Best certified (lower, upper) delta(eps) over the profiles kept, the pairs ``fresh``
+        (this pass's) always read (see :meth:`Made.delta`)."""
+        return self._made.delta(eps, fresh)
 
     def spacing(self, eps_scale: float, tol: float, directions: Sequence[int] | None = None) -> float:
         """The grid spacing for an answer near ``eps_scale`` at relative accuracy ``tol``, the
@@ -605,8 +600,8 @@ class FFTAccountant:
                 afford(0.0, 0.0, "another refinement pass")
             h = self.spacing(scale, grid_tol)
             profs = self.profiles(h, log_eta, PldQuery(target))
-            lower, upper = self._best_delta(eps)
-            shrunk = self._best_delta(eps * (1 - tol))[0]
+            lower, upper = self._best_delta(eps, profs)
+            shrunk = self._best_delta(eps * (1 - tol), profs)[0]
             # Gaps made of rounding and truncation floors do not shrink with h.
             floor = np.max([u.floor(eps) + lo.floor(eps) for u, lo in profs], axis=0)
             gap = upper - lower

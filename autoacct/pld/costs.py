@@ -13,6 +13,7 @@ from autoacct.losses import PrivacyLoss
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import DiscretePLD, discretize
 from autoacct.pld.grid import CELL_BYTES, CELL_SECONDS, UPPER_CELL_BYTES, UPPER_CELL_SECONDS
+from autoacct.pld.jumps import MixtureProfile
 from autoacct.pld.profiles import DiscreteProfile
 
 
@@ -69,8 +70,8 @@ def shared_lower_of(check: SharedCheck, loss: PrivacyLoss, h: float, j_lo: int, 
 
 
 def nbytes_of(value: object) -> int:
-    """Bytes of the arrays a memo entry keeps (discrete PLDs, composed profiles, components;
-    a lower PLD not yet made counts nothing)."""
+    """Bytes of the arrays a memo entry keeps (discrete PLDs, composed profiles with the
+    arrays their reads have made, components; a lower PLD not yet made counts nothing)."""
     if isinstance(value, (tuple, list)):
         return sum(nbytes_of(v) for v in value)
     if isinstance(value, Component):
@@ -78,8 +79,8 @@ def nbytes_of(value: object) -> int:
         return nbytes_of(value.upper) + (nbytes_of(lower) if lower is not None else 0)
     if isinstance(value, DiscretePLD):
         return int(value.masses.nbytes)
-    if isinstance(value, DiscreteProfile):
-        return int(value.tilted.nbytes)
+    if isinstance(value, (DiscreteProfile, MixtureProfile)):
+        return value.nbytes
     return 0
 
 

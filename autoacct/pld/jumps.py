@@ -109,6 +109,11 @@ class MixtureProfile(SolvedEpsilon):
     #: eps(delta) already solved, by delta.
     _solved: dict[float, float] = field(default_factory=dict, init=False, repr=False, compare=False)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays its terms hold (see :attr:`DiscreteProfile.nbytes`)."""
+        return sum(t.nbytes for t in self.terms)
+
     def delta(self, eps: np.ndarray) -> np.ndarray:
         eps = np.asarray(eps, dtype=float)
         total = np.full(eps.shape, self.extra)

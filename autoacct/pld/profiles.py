@@ -22,7 +22,7 @@ the error term frozen at the cell's safe end.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -40,6 +40,8 @@ _SCAN = 257
 _SMALL = 1e-300
 #: What an upper bound below _SMALL adds for the absolute error of its subnormal terms.
 _UNDERFLOW_MARGIN = 1e-320
+#: Points of one chunk of :attr:`DiscreteProfile.grid_deltas`.
+_CHUNK = 1 << 16
 
 
 class SolvedEpsilon:
@@ -108,9 +110,10 @@ class DiscreteProfile(SolvedEpsilon):
         from scipy.signal import lfilter
 
         w = np.maximum(self.tilted, 0.0)[::-1]
-        out = [np.append(lfilter([1.0], [1.0, -np.exp(-rate * self.h)], w)[::-1], 0.0)
-               for rate in (self.lam, self.lam + 1.0)]
-        return out[0], out[1]
+        out = (np.zeros(len(w) + 1), np.zeros(len(w) + 1))
+        for rate, sums in zip((self.lam, self.lam + 1.0), out):
+            sums[:-1] = lfilter([1.0], [1.0, -np.exp(-rate * self.h)], w)[::-1]
+        return out
 
     @cached_property
     def _blocks(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
@@ -170,10 +173,16 @@ class DiscreteProfile(SolvedEpsilon):
         return self._local[b]
 
     def _sums_at(self, i: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """S_i and T_i of :attr:`_sums` (within their rounding bound) at indices 1 <= i <= N,
-        from the block starts and the blocks the indices fall in (:attr:`_blocks`)."""
-        s, _, sa, sb = self._blocks
+        """S_i and T_i of :attr:`_sums` (within their rounding bound) at indices 0 <= i <= N
+        (a 1-d array), from the block starts and the blocks the indices fall in (:attr:`_blocks`)."""
         i = np.asarray(i)
+        if np.any(i == 0):
+            # S_0 = w_0 + r S_1: one more term of the recursion (within its rounding bound).
+            at_a, at_b = self._sums_at(np.maximum(i, 1))
+            w0 = max(float(self.tilted[0]), 0.0)
+            r = self._factors
+            return np.where(i == 0, w0 + r[0] * at_a, at_a), np.where(i == 0, w0 + r[1] * at_b, at_b)
+        s, _, sa, sb = self._blocks
         b, c = np.divmod(i - 1, s)
         # Indices past the last weight (i = N) are the final start (0).
         last = len(sa) - 1
@@ -262,13 +271,33 @@ class DiscreteProfile(SolvedEpsilon):
 
     @cached_property
     def grid_deltas(self) -> np.ndarray:
-        """Monotone (non-increasing) delta at every lattice point."""
+        """Monotone (non-increasing) delta at every lattice point.
+
+        Made in chunks of _CHUNK points from the right, the recursion of :attr:`_sums`
+        carried from one chunk to the next (the same operations, so the same values, as
+        over the whole array at once), the running extremum taken after. A chunk's dozen
+        temporaries stay in the processor's cache, which made 2^22 points 3x faster than
+        whole arrays (70-90 against 230-430 ns a point), and the suffix sums are not kept:
+        the deltas cost 8 bytes a point, not 24.
+        """
+        from scipy.signal import lfilter
+
         n = len(self.tilted)
-        idx = np.arange(1, n + 1)
-        raw = self._raw(idx, self.x, self.x)
+        w = np.maximum(self.tilted, 0.0)
+        out = np.empty(n)
+        carry = np.zeros(2)  # S and T at the index after the chunk (0 past the last)
+        for a in reversed(range(0, n, _CHUNK)):
+            b = min(a + _CHUNK, n)
+            # S_i and T_i at i = a + 1, ..., b: the weights a + 1 .. b - 1 run down from S_b.
+            sums = []
+            for j, r in enumerate(self._factors):
+                down = lfilter([1.0], [1.0, -r], w[a + 1:b][::-1], zi=[r * carry[j]])[0]
+                sums.append(np.append(down[::-1], carry[j]))
+                carry[j] = w[a] + r * sums[j][0]
+            out[a:b] = self._raw(np.arange(a + 1, b + 1), self.x[a:b], self.x[a:b], (sums[0], sums[1]))
         if self.upper:
-            return np.minimum.accumulate(raw)
-        return np.maximum.accumulate(raw[::-1])[::-1]
+            return np.minimum.accumulate(out, out=out)
+        return np.maximum.accumulate(out[::-1], out=out[::-1])[::-1]
 
     def delta(self, eps: np.ndarray) -> np.ndarray:
         """delta(eps) for an array of eps (beyond the window: the nearest safe value)."""
@@ -278,7 +307,10 @@ class DiscreteProfile(SolvedEpsilon):
         # Freeze the error term at the cell's safe end: the left end for both sides.
         left = np.where(i > 0, self.x[np.maximum(i - 1, 0)], eps)
         left = np.minimum(left, eps)
-        val = self._raw(i, eps, left)
+        # The suffix sums at i from the block sums the eps solve reads too, not the whole
+        # arrays of :attr:`_sums` (16 bytes a point kept).
+        sums = self._sums_at(np.atleast_1d(i).ravel())
+        val = self._raw(i, eps, left, (sums[0].reshape(i.shape), sums[1].reshape(i.shape)))
         g = self.grid_deltas
         if self.upper:
             # Below the window every window point lies above eps, so the window's part is its
@@ -292,6 +324,12 @@ class DiscreteProfile(SolvedEpsilon):
             return np.where(eps >= self.support_top, np.minimum(val, self.inf_mass), val)
         nxt = np.where(i < n, g[np.minimum(i, n - 1)], 0.0)
         return np.maximum(val, nxt)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays it holds, those made on first use included (x, the suffix
+        sums, the block sums, the monotone deltas): 4-6 times the masses once read."""
+        return _arrays_bytes(self.__dict__.values())
 
     def cell_ends(self) -> tuple[np.ndarray, np.ndarray]:
         """The bound inside each cell [x_i, x_{i+1}] (i < N - 1) at its two ends, for export.
@@ -421,6 +459,19 @@ class DiscreteProfile(SolvedEpsilon):
                 val = 1.0 - self.grid_deltas[j] - np.exp(self.x[j] + la)
             best = np.maximum(best, np.where(np.isfinite(val), val, -np.inf))
         return np.clip(best, 0.0, 1.0)
+
+
+def _arrays_bytes(values: Iterable[object]) -> int:
+    """Bytes of the arrays among ``values`` (also those nested in tuples, lists and dicts)."""
+    total = 0
+    for v in values:
+        if isinstance(v, np.ndarray):
+            total += int(v.nbytes)
+        elif isinstance(v, (tuple, list)):
+            total += _arrays_bytes(v)
+        elif isinstance(v, dict):
+            total += _arrays_bytes(v.values())
+    return total
 
 
 @dataclass(frozen=True)

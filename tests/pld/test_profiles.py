@@ -100,7 +100,9 @@ def test_cancelling_suffix_sums_keep_the_upper_profile_above_the_truth():
 def test_block_sums_are_within_the_roundoff_bound_of_the_suffix_sums():
     """The solve's suffix sums S_i = sum_{j >= i} p~_j e^{-lam (x_j - x_i)} (and with lam + 1),
     read from block starts and one block, are within the 3 (N - i) roundoffs that the profile
-    charges of the exact sums (computed in extended precision by the recursion), at every i."""
+    charges of the exact sums (computed in extended precision by the recursion), at every i
+    (i = 0 too, one more step of the recursion from S_1, as a profile read below its window
+    takes it)."""
     from autoacct.pld.profiles import DiscreteProfile
 
     rng = np.random.default_rng(7)
@@ -108,7 +110,7 @@ def test_block_sums_are_within_the_roundoff_bound_of_the_suffix_sums():
         tilted = rng.random(n) * np.exp(-30.0 * rng.random(n))
         p = DiscreteProfile(h=h, start=-7, tilted=tilted, log_k=0.0, lam=lam, c0=0.0, log_c1=-math.inf,
                             upper=True)
-        i = np.arange(1, n + 1)
+        i = np.arange(0, n + 1)
         got = p._sums_at(i)
         for rate, sums in zip((lam, lam + 1.0), got):
             r = np.longdouble(math.exp(-rate * h))
@@ -137,3 +139,24 @@ def test_chernoff_profile_is_near_the_best_exponent():
     best = optimize.minimize_scalar(bound, bounds=(0.01, 100.0), method="bounded").fun
     eps = upper.epsilon(1e-6)
     assert gaussian_eps_closed(1.0, 1e-6) <= eps <= best * 1.005
+
+
+def test_monotone_deltas_made_in_chunks_are_those_of_the_whole_arrays():
+    """:attr:`DiscreteProfile.grid_deltas`, made in chunks with the suffix-sum recursion
+    carried between them, equals bit for bit the recursion over whole arrays followed by the
+    running extremum (upper: minimum from the left; lower: maximum from the right), on
+    profiles of several chunks and a ragged last one."""
+    from autoacct.pld import profiles
+    from autoacct.pld.profiles import DiscreteProfile
+
+    rng = np.random.default_rng(11)
+    n = 3 * profiles._CHUNK + 17
+    for upper in (True, False):
+        tilted = rng.random(n) * np.exp(-40.0 * rng.random(n))
+        tilted[rng.random(n) < 0.01] = -1e-30  # negative computed masses count as 0
+        p = DiscreteProfile(h=1e-4, start=-n // 3, tilted=tilted, log_k=-2.0, lam=1.5, c0=1e-9,
+                            log_c1=-40.0, upper=upper)
+        full = p._sums
+        raw = p._raw(np.arange(1, n + 1), p.x, p.x, (full[0][1:], full[1][1:]))
+        want = np.minimum.accumulate(raw) if upper else np.maximum.accumulate(raw[::-1])[::-1]
+        assert np.array_equal(p.grid_deltas, want)
