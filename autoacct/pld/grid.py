@@ -201,9 +201,11 @@ MAX_CELLS = 1 << 22
 #: upper one alone), measured with tracemalloc at 2^18 to 2^20 cells (212 and 72 bytes;
 #: 1.3 and 0.22 microseconds for a Poisson-subsampled Gaussian, 3 for a sampled-without-
 #: replacement one, on a loaded 2-core machine) and rounded up. They size the grid
-#: to the memory budget and predict a step's time (see :mod:`autoacct.limits`).
+#: to the memory budget and predict a step's time (see :mod:`autoacct.limits`). A law
+#: costing more per cell than a closed-form one (the sampled-without-replacement mixture)
+#: says so by its ``cell_cost``, which multiplies these.
 CELL_BYTES = 224.0
-CELL_SECONDS = 3e-6
+CELL_SECONDS = 2e-6
 UPPER_CELL_BYTES = 80.0
 UPPER_CELL_SECONDS = 6e-7
 
