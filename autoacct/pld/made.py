@@ -95,6 +95,8 @@ class Made:
         """Drop the oldest pairs, never a direction's newest, one in ``keep`` nor one that
         gave the last answer's best bound, until the kept ones hold at most
         :data:`KEEP_SHARE` of the memory budget."""
+        if all(len(made) <= 1 for made in self._lists):
+            return  # (nothing may be dropped: the usual case, checked without summing)
         allowed = KEEP_SHARE * current().memory
         held = self.nbytes()
         keep = [*keep, *self._best]
