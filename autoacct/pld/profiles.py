@@ -119,10 +119,11 @@ class DiscreteProfile(SolvedEpsilon):
         return out
 
     @cached_property
-    def _blocks(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    def _blocks(self) -> tuple[int, np.ndarray, np.ndarray]:
         """What the solve reads the sums of :attr:`_sums` from without making them all: the
-        stride s, the weights at indices 1, 2, ... in blocks of s (index 1 + b s starts
-        block b), and S and T at each block's start (and 0 at index N).
+        stride s (index 1 + b s starts block b of the weights at indices 1, 2, ..., see
+        :meth:`_block_weights`), and S and T at each block's start (and 0 at index N). The
+        blocks' weights are not kept: a copy of the masses, 32 MiB at 2^22 points.
 
         With r = e^{-lam h} (the recursion's factor), block b's own sum is
         P_b = sum_c w_(1+bs+c) r^c, the powers made by repeated multiplication, and the
@@ -141,6 +142,7 @@ class DiscreteProfile(SolvedEpsilon):
         nb = -(-len(w) // s)
         padded = np.zeros((nb, s))
         padded.ravel()[:len(w)] = w
+        del w
         r = self._factors
         powers = np.ones((2, s))
         powers[:, 1:] = r[:, None]
@@ -148,7 +150,15 @@ class DiscreteProfile(SolvedEpsilon):
         blocks = np.einsum("bs,rs->rb", padded, powers)
         starts = [np.append(lfilter([1.0], [1.0, -powers[j, -1] * r[j]], blocks[j, ::-1])[::-1], 0.0)
                   if nb else np.zeros(1) for j in range(2)]
-        return s, padded, starts[0], starts[1]
+        return s, starts[0], starts[1]
+
+    def _block_weights(self, b: int) -> np.ndarray:
+        """The weights max(p~_i, 0) of block b (:attr:`_blocks`), zeros past the last."""
+        s = self._blocks[0]
+        w = np.zeros(s)
+        part = self.tilted[1 + b * s:1 + (b + 1) * s]
+        w[:len(part)] = np.maximum(part, 0.0)
+        return w
 
     @cached_property
     def _factors(self) -> np.ndarray:
@@ -167,10 +177,11 @@ class DiscreteProfile(SolvedEpsilon):
         from scipy.signal import lfilter
 
         if b not in self._local:
-            _, padded, sa, sb = self._blocks
+            _, sa, sb = self._blocks
+            weights = self._block_weights(b)
             out = []
             for r, starts in zip(self._factors, (sa, sb)):
-                down = lfilter([1.0], [1.0, -r], padded[b, ::-1], zi=[r * starts[b + 1]])[0]
+                down = lfilter([1.0], [1.0, -r], weights[::-1], zi=[r * starts[b + 1]])[0]
                 out.append(np.append(down[::-1], starts[b + 1]))
             self._local[b] = out[0], out[1]
         return self._local[b]
@@ -185,7 +196,7 @@ class DiscreteProfile(SolvedEpsilon):
             w0 = max(float(self.tilted[0]), 0.0)
             r = self._factors
             return np.where(i == 0, w0 + r[0] * at_a, at_a), np.where(i == 0, w0 + r[1] * at_b, at_b)
-        s, _, sa, sb = self._blocks
+        s, sa, sb = self._blocks
         b, c = np.divmod(i - 1, s)
         # Indices past the last weight (i = N) are the final start (0).
         last = len(sa) - 1
