@@ -3,9 +3,10 @@ over them, within the memory and time budget (:mod:`autoacct.limits`).
 
 Every profile made is a certified bound, so an answer may take the best value over any of
 them: the more kept, the tighter the answers a later query gets for free. Keeping them all
-is not free, though. A profile of 2^22 points holds 32 MiB of masses and, once its deltas
-have been read, 4-6 times that (its suffix sums, block sums and monotone deltas); ten
-queries of a mechanism composed 5 million times had kept 62 profiles and 6.4 GB. So:
+is not free, though. A profile of 2^22 points holds 32 MiB of masses and, once read, up to
+three times that (its points, block sums and monotone deltas; whole suffix sums below 2^20
+points). A mechanism composed 5 million times, asked eps at three deltas and then delta at
+three eps, had kept 62 profiles, and the process peaked at 6.7 GB. So:
 
 - The profiles kept, with what their reads made, stay under :data:`KEEP_SHARE` of the
   memory budget; past it the oldest are dropped (never a direction's newest, which the
@@ -13,7 +14,7 @@ queries of a mechanism composed 5 million times had kept 62 profiles and 6.4 GB.
 - Reading an older profile's deltas the first time (its monotone deltas at every point, a
   pass over all of them) is work the time budget is charged for; one the budget cannot
   afford is left out of the answer, which the profiles read stay certified without.
-  Ten such reads had taken 32 s of CPU in one delta query.
+  The delta query of that sequence had spent 32 s of CPU reading them.
 
 Consistency between the two directions of query (delta(eps(d)) <= d) does not rest on
 this best-of-all rule: the public answers are kept and reconciled by
