@@ -340,18 +340,21 @@ def compose(comps: Sequence[Component], h: float, log_eta: float, lam: float = 0
 def _rfft(rows: np.ndarray) -> np.ndarray:
     """Real FFT of every row (last axis); long rows one at a time (see _ROW_BY_ROW).
 
-    Long rows go to numpy.fft: the same pocketfft code as scipy.fft, with the same values
-    bit for bit, but scipy.fft keeps its last 16 plans, 8-12 bytes a point each (40 MB at
-    2^22 points), memory no budget sees: a mechanism asked at three deltas had grown by
-    1.1 GB of plans for grid sizes it no longer used. numpy.fft keeps none, at the same
-    speed here (plans cost 10-20% of one transform)."""
+    Rows of _UNPLANNED points or more go to numpy.fft: the same pocketfft code as
+    scipy.fft, with the same values bit for bit, but scipy.fft keeps its last 16 plans,
+    8-12 bytes a point each (40 MB at 2^22 points), memory no budget sees: a mechanism
+    asked at three deltas had grown by 1.1 GB of plans for grid sizes it no longer used.
+    numpy.fft keeps none, at the same speed there. Shorter rows keep scipy's plans (at
+    most 16 x 3 MB), which a ledger asked again and again reuses: numpy.fft was 6-16%
+    slower at 2^14-2^16 points, where making the plan is a larger share of a transform."""
     n = rows.shape[-1]
     if n < _ROW_BY_ROW:
         return sfft.rfft(rows, axis=-1)
     flat = rows.reshape(-1, n)
     out = np.empty((flat.shape[0], n // 2 + 1), dtype=complex)
+    fft = np.fft.rfft if n >= _UNPLANNED else sfft.rfft
     for i, row in enumerate(flat):
-        out[i] = np.fft.rfft(row)
+        out[i] = fft(row)
     return out.reshape(rows.shape[:-1] + (n // 2 + 1,))
 
 
@@ -361,14 +364,17 @@ def _irfft(spec: np.ndarray, n: int) -> np.ndarray:
         return sfft.irfft(spec, n=n, axis=-1)
     flat = spec.reshape(-1, spec.shape[-1])
     out = np.empty((flat.shape[0], n))
+    ifft = np.fft.irfft if n >= _UNPLANNED else sfft.irfft
     for i, row in enumerate(flat):
-        out[i] = np.fft.irfft(row, n=n)
+        out[i] = ifft(row, n=n)
     return out.reshape(spec.shape[:-1] + (n,))
 
 
 #: Rows at least this long are transformed one at a time: batched transforms of long rows
 #: take working buffers that do not stay in cache and are freshly mapped on every call.
 _ROW_BY_ROW = 1 << 14
+#: Rows at least this long are transformed by numpy.fft, which keeps no plans (see _rfft).
+_UNPLANNED = 1 << 18
 
 
 def _check_lattice(comps: Sequence[Component], h: float) -> None:
