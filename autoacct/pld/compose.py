@@ -69,10 +69,9 @@ N_MAX = 1 << 22
 #: (measured with tracemalloc at 2^18 to 2^20 points: 61 to 68 bytes and 0.4 to 0.46
 #: microseconds for both rows on a loaded 2-core machine, so 0.2 to 0.23 a row; rounded
 #: up). They size the window to the memory budget and predict a step's time (see
-#: :mod:`autoacct.limits`). Over 31 DP-SGD cases of the realistic sweep (issue 18's
-#: benchmarks/sweep.py, its first 20 and named ones) the compositions, with the work up to
-#: the next charged step, took 0.48 of what they were charged (0.32 at 4e-7), and
-#: discretising and lowering 0.53 and 0.44, with the long property run beside them.
+#: :mod:`autoacct.limits`). On 31 DP-SGD cases of benchmarks/sweep.py on a loaded machine,
+#: a composition and the uncharged work after it took 0.48 of the time charged: the rate
+#: stays on the safe side of the budget without stopping queries at a third of it.
 POINT_BYTES = 40.0
 POINT_SECONDS = 2.5e-7
 #: Seconds per window point of each further component of one composition: its forward FFT,

@@ -506,7 +506,7 @@ _ROUNDS = 60
 #: Seconds per cell of one round of the lower construction (:func:`_second_order`):
 #: measured 0.5 (a binomial law, 15 million cell-rounds) to 0.9 microseconds (a Poisson-
 #: subsampled randomized response, 120 rounds on 10^4 to 5 10^4 cells) on a loaded 2-core
-#: machine, and 0.33 over the DP-SGD cases of the realistic sweep; about the middle.
+#: machine, and 0.33 over the DP-SGD cases of benchmarks/sweep.py; about the middle.
 ROUND_SECONDS = 5e-7
 #: Negative lower masses below -_ABSORB times the largest are absorbed (:func:`_absorb_negatives`),
 #: at most _MAX_ABSORBED of them by several masses to their right; smaller ones, at the rounding

@@ -291,23 +291,28 @@ class DiscreteProfile(SolvedEpsilon):
         carried from one chunk to the next (the same operations, so the same values, as
         over the whole array at once), the running extremum taken after. A chunk's dozen
         temporaries stay in the processor's cache, which made 2^22 points 3x faster than
-        whole arrays (70-90 against 230-430 ns a point), and the suffix sums are not kept:
-        the deltas cost 8 bytes a point, not 24.
+        whole arrays (70-90 against 230-430 ns a point), and above _FULL_SUMS points the
+        suffix sums are not kept: the deltas cost 8 bytes a point, not 24. Up to _FULL_SUMS
+        points the chunks read :attr:`_sums`, which :meth:`delta` keeps there anyway.
         """
         from scipy.signal import lfilter
 
         n = len(self.tilted)
+        full = self._sums if n <= _FULL_SUMS else None
         w = np.maximum(self.tilted, 0.0)
         out = np.empty(n)
         carry = np.zeros(2)  # S and T at the index after the chunk (0 past the last)
         for a in reversed(range(0, n, _CHUNK)):
             b = min(a + _CHUNK, n)
             # S_i and T_i at i = a + 1, ..., b: the weights a + 1 .. b - 1 run down from S_b.
-            sums = []
-            for j, r in enumerate(self._factors):
-                down = lfilter([1.0], [1.0, -r], w[a + 1:b][::-1], zi=[r * carry[j]])[0]
-                sums.append(np.append(down[::-1], carry[j]))
-                carry[j] = w[a] + r * sums[j][0]
+            if full is not None:
+                sums = [full[0][a + 1:b + 1], full[1][a + 1:b + 1]]
+            else:
+                sums = []
+                for j, r in enumerate(self._factors):
+                    down = lfilter([1.0], [1.0, -r], w[a + 1:b][::-1], zi=[r * carry[j]])[0]
+                    sums.append(np.append(down[::-1], carry[j]))
+                    carry[j] = w[a] + r * sums[j][0]
             out[a:b] = self._raw(np.arange(a + 1, b + 1), self.x[a:b], self.x[a:b], (sums[0], sums[1]))
         if self.upper:
             return np.minimum.accumulate(out, out=out)

@@ -141,14 +141,17 @@ def test_chernoff_profile_is_near_the_best_exponent():
     assert gaussian_eps_closed(1.0, 1e-6) <= eps <= best * 1.005
 
 
-def test_monotone_deltas_made_in_chunks_are_those_of_the_whole_arrays():
-    """:attr:`DiscreteProfile.grid_deltas`, made in chunks with the suffix-sum recursion
-    carried between them, equals bit for bit the recursion over whole arrays followed by the
-    running extremum (upper: minimum from the left; lower: maximum from the right), on
-    profiles of several chunks and a ragged last one."""
+@pytest.mark.parametrize("full_sums", [0, 1 << 40])
+def test_monotone_deltas_made_in_chunks_are_those_of_the_whole_arrays(monkeypatch, full_sums):
+    """:attr:`DiscreteProfile.grid_deltas`, made in chunks (with the suffix-sum recursion
+    carried between them, as above _FULL_SUMS points, or read from the whole sums, as below)
+    equals bit for bit the recursion over whole arrays followed by the running extremum
+    (upper: minimum from the left; lower: maximum from the right), on profiles of several
+    chunks and a ragged last one."""
     from autoacct.pld import profiles
     from autoacct.pld.profiles import DiscreteProfile
 
+    monkeypatch.setattr(profiles, "_FULL_SUMS", full_sums)
     rng = np.random.default_rng(11)
     n = 3 * profiles._CHUNK + 17
     for upper in (True, False):
