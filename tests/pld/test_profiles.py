@@ -61,10 +61,15 @@ def test_is_within_a_chernoff_gap_of_the_gaussian_truth():
     assert upper.epsilon(1e-6) <= 1.3 * truth
 
 
-def test_discrete_profile_inversion_is_safe_against_the_binomial_sum():
+@pytest.mark.parametrize("full_sums", [0, 1 << 40])
+def test_discrete_profile_inversion_is_safe_against_the_binomial_sum(monkeypatch, full_sums):
     """eps(delta) read off composed randomized-response profiles: the upper profile's answer
     has certified delta <= the target and is at least the exact eps (binomial sum); the
-    lower profile's answer is at most it."""
+    lower profile's answer is at most it. Both ways the solve reads its suffix sums (the
+    block sums, as above _SOLVE_FULL_SUMS points, and the whole arrays, as below)."""
+    from autoacct.pld import profiles
+
+    monkeypatch.setattr(profiles, "_SOLVE_FULL_SUMS", full_sums)
     eps0, k = 0.2, 80
     upper, lower = discretize(randomized_response_loss(eps0), eps0, -2, 2)
     up, low = compose([Component(upper, lower, k)], eps0, math.log(1e-18))
