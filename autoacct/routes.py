@@ -323,7 +323,7 @@ class PldRoute(_LawRoute):
                 return single_lower(m, laws, e)
             return (epsilon_from_profile(low, delta, upper=False, vectorised=True),
                     epsilon_from_profile(up, delta, upper=True, vectorised=True))
-        if m.cached(("variation-up",), lambda: variation_up(self._parts(m))) <= delta:
+        if m.cached(("variation-up", delta), lambda: variation_up(self._parts(m), stop_above=delta)) <= delta:
             return 0.0, 0.0  # delta(0) <= delta: eps(delta) is 0
         pair = self.grouped(m)
         if pair is not None:

@@ -101,19 +101,40 @@ def single_profile(laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any, upper: bool)
     return np.maximum(best, 0.0) if tight else np.zeros(np.shape(best))
 
 
-def variation_up(parts: list[Any]) -> float:
+def variation_up(parts: list[Any], stop_above: float = math.inf) -> float:
     """An upper bound on the composition's delta at eps = 0, its total variation distance:
     total variation is subadditive over products of pairs (the coupling inequality; Lindvall
     1992), which dominate adaptive compositions, so it is at most sum_i k_i TV_i, each TV_i
     the larger of a part's two profiles at 0 plus their rounding bounds (+inf where a part's
     profile is not a closed form). Each TV_i is kept by the laws' value: a ledger asks again
-    at every query (1.4 ms for a subsampled Gaussian's pair)."""
+    at every query (1.4 ms for a subsampled Gaussian's pair).
+
+    With ``stop_above``, the terms are summed only until their sum exceeds it: the value
+    returned then exceeds ``stop_above`` but may be below the whole bound, which is all a
+    caller asking "is delta(0) <= stop_above?" needs (the terms are non-negative). A schedule
+    of 1,000 distinct steps spent 1.2 of its 3.9 s on the terms it did not need."""
     if not all(p.forward.exact_profile and p.backward.exact_profile for p in parts):
         return math.inf
-    terms = [p.times * VARIATIONS.get(("variation", law_key(p.forward), law_key(p.backward)),
-                                      partial(_variation, p.forward, p.backward)) for p in parts]
-    # fsum of products: each product one rounding, the sum one more.
-    return math.fsum(terms) * (1.0 + 4.0 * _UNIT) if all(math.isfinite(t) for t in terms) else math.inf
+    terms: list[float] = []
+    running = 0.0
+    for p in parts:
+        term = p.times * VARIATIONS.get(("variation", law_key(p.forward), law_key(p.backward)),
+                                        partial(_variation, p.forward, p.backward))
+        if not math.isfinite(term):
+            return math.inf
+        terms.append(term)
+        running += term
+        # The running sum only says when to look: what is returned past stop_above is the
+        # bound on the terms so far, itself above stop_above (else the sum goes on).
+        if running > stop_above and _bound(terms) > stop_above:
+            break
+    return _bound(terms)
+
+
+def _bound(terms: list[float]) -> float:
+    """An upper bound on the sum of the products ``terms`` (fsum: each product one rounding,
+    the sum one more)."""
+    return math.fsum(terms) * (1.0 + 4.0 * _UNIT)
 
 
 def _variation(forward: PrivacyLoss, backward: PrivacyLoss) -> float:

@@ -32,6 +32,21 @@ def test_variation_bound_is_the_sum_of_the_steps_total_variations(steps, counts)
     assert truth <= got <= truth * (1 + 1e-9)
 
 
+def test_variation_bound_stopped_above_a_level_exceeds_it_or_is_whole() -> None:
+    """Summed only until past ``stop_above``: above that level wherever the whole bound is
+    (never a partial sum at or below it), and the whole bound where that is below it."""
+    steps, counts = [(0.01, 1.1), (0.3, 4.0), (1e-6, 0.5)], [3, 1, 1000]
+    parts = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps], counts).loss_parts()
+    assert parts is not None
+    whole = variation_up(parts)
+    for level in (0.0, 1e-9, whole / 2, whole * (1 - 1e-12)):
+        got = variation_up(parts, stop_above=level)
+        assert level < got <= whole
+    # The first step's terms alone exceed 1e-9: the rest are not read.
+    assert variation_up(parts, stop_above=1e-9) < whole
+    assert variation_up(parts, stop_above=whole) == whole
+
+
 def test_laws_without_closed_form_profiles_give_no_bound() -> None:
     # A mixture of Gaussians' profile is computed, not a closed form with a rounding bound.
     parts = Composition()([PoissonSubsample(0.1)(Laplace(1.0)), MixtureOfGaussians(1.0, [1.0, 0.5], [0.5, 0.5])],
