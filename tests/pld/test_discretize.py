@@ -105,6 +105,36 @@ def test_subsampled_gaussian_lower_keeps_its_mass(q, sigma, h):
     assert np.all(low.masses >= 0.0)
 
 
+def test_lower_construction_ends_when_a_round_would_repeat_the_last(monkeypatch):
+    """Reproducer: DP-SGD at q = 1e-5, sigma = 0.487, k = 1e4, delta = 1e-5 discretises its
+    remove law on 874,652 cells. With the convex minorant, the construction kept one negative
+    mass next to the bottom of the support, whose cells were all rounded already, and ran the
+    same round again until the query's time budget stopped it: eps in [0, 2.0] with a
+    BudgetWarning (now [0.09344, 0.09352]; dp_accounting's pessimistic estimate at a 1e-4
+    interval is 0.093632). A round that would repeat the last one ends that construction,
+    as running out of rounds does; the lower PLD is then the other construction's, which
+    stays below the law's profile."""
+    from autoacct.pld import discretize as disc
+    from autoacct.pld import lawcache
+
+    rounds = []
+    inner = disc._second_order
+
+    def spy(*args):
+        rounds.append(1)
+        return inner(*args)
+    monkeypatch.setattr(disc, "_second_order", spy)
+    lawcache.clear_caches()
+    loss = PoissonRemoveLoss(GaussianLoss(1 / 0.487), 1e-5)
+    _, low = discretize(loss, 9.07293025972535e-06, -3, 874648)
+    # Three rounds without the minorant, two with it and the one that would repeat them
+    # stopped before it starts (63 before: three, then all 60 of the second).
+    assert len(rounds) <= 6
+    for eps in np.linspace(-1e-5, 2.0, 41):
+        terms = -np.expm1(np.minimum(eps - low.losses, 0.0))
+        assert float(terms @ low.masses) - low.deficit <= float(loss.profile(np.array([eps]))[0]) * (1 + _ROUNDING)
+
+
 @pytest.mark.parametrize("h", [0.004645, 0.0032847516220848223, 0.002])
 def test_steep_bottom_lower_stays_second_order(h):
     """A law whose mass sits within a few cells of its steep lower end (q = 0.0368,
