@@ -280,9 +280,9 @@ def _lower_in_modes(p_inf: float, g: np.ndarray, h: float, j_lo: int, gam: np.nd
         if last is not None and np.array_equal(mode, last):
             # The last round moved no cell to another mode (its bad points' cells were all
             # rounded already), so this one would repeat it: the construction has failed, as
-            # after _ROUNDS rounds. Going on charged the budget for nothing: DP-SGD at
-            # q = 1e-5, sigma = 0.487, k = 1e4 repeated one round on 874,652 cells until the
-            # time budget stopped the query at eps in [0, 2.0] (the truth is about 0.1).
+            # after _ROUNDS rounds, and more rounds only spend the time budget. (DP-SGD at
+            # q = 1e-5, sigma = 0.487, k = 1e4 would repeat one round on 874,652 cells until
+            # the budget stops the query at eps in [0, 2.0], the truth being about 0.1.)
             return None, kinked
         if r:
             # A round beyond the first is not in the grid's cost model (one round): a law

@@ -225,8 +225,8 @@ class DiscreteProfile(SolvedEpsilon):
         _SOLVE_FULL_SUMS points, else from the block sums (:meth:`_sums_at`). Both are the
         recursion of :attr:`_sums` within the same rounding bound. Small grids pay for the
         blocks' bookkeeping more than for two whole recursions: a ledger's solves on 2-24
-        thousand points took 0.7-1.1 ms by the blocks, 0.45-0.67 ms by the whole sums;
-        at 3.7e4-5e4 points the blocks were faster (0.7-1.3 against 1.7-1.9 ms)."""
+        thousand points take 0.7-1.1 ms by the blocks, 0.45-0.67 ms by the whole sums;
+        at 3.7e4-5e4 points the blocks are faster (0.7-1.3 against 1.7-1.9 ms)."""
         if len(self.tilted) <= _SOLVE_FULL_SUMS:
             full = self._sums
             return full[0][i], full[1][i]
