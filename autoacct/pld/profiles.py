@@ -226,8 +226,10 @@ class DiscreteProfile(SolvedEpsilon):
         recursion of :attr:`_sums` within the same rounding bound. Small grids pay for the
         blocks' bookkeeping more than for two whole recursions: a ledger's solves on 2-24
         thousand points take 0.7-1.1 ms by the blocks, 0.45-0.67 ms by the whole sums;
-        at 3.7e4-5e4 points the blocks are faster (0.7-1.3 against 1.7-1.9 ms)."""
-        if len(self.tilted) <= _SOLVE_FULL_SUMS:
+        at 3.7e4-5e4 points the blocks are faster (0.7-1.3 against 1.7-1.9 ms). Whole sums
+        already made (by :meth:`delta`, up to _FULL_SUMS points) are read at any size: the
+        blocks would be made on top of them."""
+        if len(self.tilted) <= _SOLVE_FULL_SUMS or "_sums" in self.__dict__:
             full = self._sums
             return full[0][i], full[1][i]
         return self._sums_at(i)
