@@ -321,7 +321,6 @@ class DiscreteProfile(SolvedEpsilon):
 
         n = len(self.tilted)
         full = self._sums if n <= _FULL_SUMS else None
-        w = np.maximum(self.tilted, 0.0)
         out = np.empty(n)
         carry = np.zeros(2)  # S and T at the index after the chunk (0 past the last)
         for a in reversed(range(0, n, _CHUNK)):
@@ -331,10 +330,11 @@ class DiscreteProfile(SolvedEpsilon):
                 sums = [full[0][a + 1:b + 1], full[1][a + 1:b + 1]]
             else:
                 sums = []
+                w = np.maximum(self.tilted[a:b], 0.0)  # the chunk's weights a .. b - 1
                 for j, r in enumerate(self._factors):
-                    down = lfilter([1.0], [1.0, -r], w[a + 1:b][::-1], zi=[r * carry[j]])[0]
+                    down = lfilter([1.0], [1.0, -r], w[1:][::-1], zi=[r * carry[j]])[0]
                     sums.append(np.append(down[::-1], carry[j]))
-                    carry[j] = w[a] + r * sums[j][0]
+                    carry[j] = w[0] + r * sums[j][0]
             out[a:b] = self._raw(np.arange(a + 1, b + 1), self.x[a:b], self.x[a:b], (sums[0], sums[1]))
         if self.upper:
             return np.minimum.accumulate(out, out=out)
