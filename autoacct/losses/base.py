@@ -26,6 +26,7 @@ import numpy as np
 from scipy import optimize, special
 
 from autoacct.exactness import MACHINE_EPSILON
+from autoacct.products import matmul
 
 #: Exponents at which :attr:`PrivacyLoss.sizing_cgf` is tabulated: 0, then 1/8 to 2^7 in steps of
 #: a factor sqrt(2) (so that each exponent is twice the one two places before it).
@@ -50,7 +51,7 @@ def sizing_cgf_of(values: np.ndarray, p_mass: np.ndarray) -> np.ndarray:
     np.exp(SIZING_TILTS[2] * (v - top), out=rows[2])
     for i in range(3, SIZING_TILTS.size):
         np.multiply(rows[i - 2], rows[i - 2], out=rows[i])
-    return np.log(rows @ w / w.sum()) + SIZING_TILTS * top
+    return np.log(matmul(rows, w[:, None])[:, 0] / w.sum()) + SIZING_TILTS * top
 
 
 def segment_sums(masses: np.ndarray, idx: np.ndarray) -> np.ndarray:

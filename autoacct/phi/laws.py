@@ -263,8 +263,9 @@ class AtomsLaw(Law):
         if self.x.size == 0 or self.mass_p <= 0:
             return 0.0, 0.0
         w = np.exp(self.logw_p) / self.mass_p
-        mean = float(np.dot(w, self.x))
-        return mean, float(np.dot(w, (self.x - mean) ** 2))
+        # Elementwise sums, not BLAS dots (see :mod:`autoacct.products`).
+        mean = float((w * self.x).sum())
+        return mean, float((w * (self.x - mean) ** 2).sum())
 
 
 def atom_arrays(loss: PrivacyLoss) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

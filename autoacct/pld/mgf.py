@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from autoacct.products import matmul
+
 if TYPE_CHECKING:
     from autoacct.pld.discretize import DiscretePLD
 
@@ -65,9 +67,7 @@ def _block_sums(plds: list[DiscretePLD], from_top: bool, c: np.ndarray, rate: np
     index = np.concatenate([np.arange(b) for b in blocks])
     factors = np.exp(-np.multiply.outer(np.arange(max(blocks)) * _MGF_BLOCK, rate))
     table = np.exp(-np.multiply.outer(c, rate))
-    terms = np.empty((rows.shape[0], rate.size))
-    for i in range(0, rows.shape[0], _MGF_ROWS):
-        np.matmul(rows[i:i + _MGF_ROWS], table, out=terms[i:i + _MGF_ROWS])
+    terms = matmul(rows, table)
     terms *= factors[index]
     return np.add.reduceat(terms, first, axis=0) + _UNDERFLOW * np.array(sizes)[:, None]
 
@@ -81,8 +81,5 @@ def _support(pld: DiscretePLD) -> tuple[int, int]:
 
 #: Lattice points per block of :func:`log_mgfs`.
 _MGF_BLOCK = 256
-#: Blocks per matrix product in :func:`log_mgfs`: products this small run on one thread of a
-#: threaded BLAS, which on a busy machine costs less CPU time than several.
-_MGF_ROWS = 64
 #: Bound on what underflow takes from one term of :func:`log_mgfs` (a few subnormal ulps).
 _UNDERFLOW = 1e-322

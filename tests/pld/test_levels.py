@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import math
 import os
-import threading
-import time
 
 import numpy as np
 import pytest
+from blas_threads import ticks_beside
 from closed_forms import gaussian_delta_closed, gaussian_eps_closed
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -167,33 +166,13 @@ def test_plan_is_none_when_one_lattice_is_cheap():
     assert 0 < r.extra <= 500 and abs(r.copies / r.ratio ** 2 - 1.0) <= 0.15
 
 
-def _thread_ticks() -> dict[str, int]:
-    """CPU clock ticks (user + system) of each thread of this process, from /proc."""
-    out = {}
-    for tid in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{tid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        out[tid] = int(fields[11]) + int(fields[12])
-    return out
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
 def test_queries_keep_blas_threads_idle():
     """A levels query runs on the calling thread alone. A BLAS dot of more than 1e4 terms
     (the fine law's first moment at k = 1e7 was one) wakes OpenBLAS's worker thread, which
     then spins for about 0.1 s: the process then burns twice the CPU of the query."""
-    mech = Composition()([PoissonSubsample(0.01)(Gaussian(1.0))], [10 ** 7])
-    mech.epsilon(1e-5)
-    # A worker woken before this test (by any BLAS call) stops spinning within 0.1 s.
-    time.sleep(0.5)
-    main = str(threading.get_native_id())
-    before = _thread_ticks()
-    spent = 0
-    while spent < 50:
-        Composition()([PoissonSubsample(0.01)(Gaussian(1.0))], [10 ** 7]).epsilon(1e-5)
-        spent = _thread_ticks()[main] - before[main]
-    after = _thread_ticks()
-    others = sum(t - before.get(tid, 0) for tid, t in after.items() if tid != main)
+    others, spent = ticks_beside(
+        lambda: Composition()([PoissonSubsample(0.01)(Gaussian(1.0))], [10 ** 7]).epsilon(1e-5))
     assert others <= 0.2 * spent, (others, spent)
 
 
