@@ -33,12 +33,17 @@ from autoacct.pld.discretize import DiscretePLD
 from autoacct.pld.lawcache import log_mgf
 from autoacct.pld.mgf import log_mgfs
 
-#: Positive exponents at which cumulants are evaluated for tail bounds and tilts
-#: (any exponent gives a valid Chernoff bound; this grid only decides how tight).
-THETAS = np.concatenate(([0.0], np.logspace(-3.0, 4.0, 25)))
+#: Positive exponents at which cumulants are evaluated for tail bounds and tilts, 8 per
+#: decade (factors of 1.33 apart). Any exponent gives a valid Chernoff bound; this grid only
+#: decides how tight. A window's end above the tilt lam is the best over exponents t > lam of
+#: (K(t) - K(lam) - log eta) / (t - lam), and for a wide composed law the best t lies within
+#: a few tenths of lam: with exponents a factor 2 apart the window of DP-SGD at q = 0.002,
+#: sigma = 0.676, k = 1e4 came out 2.8e7 points long against 7.3e4 at this spacing (the
+#: FFT then ran on the capped 2^22 points).
+THETAS = np.concatenate(([0.0], np.logspace(-3.0, 4.0, 57)))
 #: Further positive exponents of a Chernoff profile (16 per decade): its bound is the best
-#: over the exponents tabulated, and the grid of THETAS (factors of about 2 apart) can leave
-#: it several per cent above the best over all exponents, too high to settle a direction.
+#: over the exponents tabulated, and the grid of THETAS can leave it enough above the best
+#: over all exponents to keep a direction from settling.
 CHERNOFF_THETAS = np.logspace(-3.0, 4.0, 7 * 16 + 1)
 #: Exponents in units of 1/h: they bound the mass of the last few lattice points.
 _LATTICE_THETAS = np.logspace(0.0, 4.0, 5)
