@@ -65,20 +65,21 @@ from autoacct.pld.profiles import DiscreteProfile
 #: Largest FFT length the composer uses (2^22 points: with both bound rows, their
 #: spectra and the error bookkeeping, well under 1 GB of memory).
 N_MAX = 1 << 22
-#: Working bytes and seconds per window point of composing one bound row of one component
-#: (measured with tracemalloc at 2^18 to 2^20 points: 61 to 68 bytes and 0.4 to 0.46
-#: microseconds for both rows on a loaded 2-core machine, so 0.2 to 0.23 a row; rounded
-#: up). They size the window to the memory budget and predict a step's time (see
-#: :mod:`autoacct.limits`). On 31 DP-SGD cases of benchmarks/sweep.py on a loaded machine,
-#: a composition and the uncharged work after it took 0.48 of the time charged: the rate
-#: stays on the safe side of the budget without stopping queries at a third of it.
+#: Working bytes and seconds per window point of composing one bound row of one component.
+#: They size the window to the memory budget and predict a step's time (see
+#: :mod:`autoacct.limits`). The bytes: 61 to 68 for both rows, measured with tracemalloc at
+#: 2^18 to 2^20 points. The seconds: over the 102 compositions of at least 2^17 point-rows
+#: that the 67 cases of benchmarks/sweep.py make, on a 2-core machine with a two-worker test
+#: run beside them, a median of 3.6e-8 a point-row, 7e-8 at the 90th percentile and 1.09e-7
+#: at most; rounded up, so that a prediction stays above the time taken without stopping a
+#: query at a fraction of its budget.
 POINT_BYTES = 40.0
-POINT_SECONDS = 2.5e-7
+POINT_SECONDS = 1.25e-7
 #: Seconds per window point of each further component of one composition: its forward FFT,
 #: power and product only (the inverse FFT and the profile are shared). Measured 2e-8 to
-#: 6e-8 for the FFT, modulus and power from 2^10 to 2^20 points; rounded up. With
-#: POINT_SECONDS per component, 1000 distinct DP-SGD steps on 9000 points were predicted at
-#: 7.2 s (1.96 s measured, discretisation included) and stopped by the 10 s budget.
+#: 6e-8 for the FFT, modulus and power from 2^10 to 2^20 points; rounded up. (Charged the
+#: first component's rate each, 1000 distinct DP-SGD steps would be predicted at several
+#: times their time and stopped by the budget.)
 COMPONENT_POINT_SECONDS = 1e-7
 _U = MACHINE_EPSILON
 #: Components of at least this total mass are laws (their discretisation drops at most
