@@ -554,18 +554,20 @@ class FFTAccountant:
                     on_fine_grid.append(d)
             profs = fine_profiles(query, on_fine_grid)
             lower, upper = self._best_epsilon(delta)
-            if math.isfinite(upper) and not _inside(profs, upper):
+            if not _within(lower, upper, tol) and math.isfinite(upper) and not _inside(profs, upper):
                 # The tilt aimed away from the answer: aim at the answer found and retry. A
                 # split law's grids are sized by the answer's scale too: the normal
                 # approximation behind eps_scale can miss a tail-decided answer by 1000 times.
+                # (Every profile is certified whatever its tilt: bounds already within tol
+                # need no second aim.)
                 query = query.aimed_at(upper)
                 if any(isinstance(u, jumps.MixtureProfile) for u, _ in profs):
                     eps_scale = upper
                 profs = fine_profiles(query, on_fine_grid)
                 lower, upper = self._best_epsilon(delta)
-            gap = upper - lower
-            if lower == upper or gap <= tol * upper:
+            if _within(lower, upper, tol):
                 return self._certified_lower(lower), upper
+            gap = upper - lower
             if not math.isfinite(upper):
                 break
             grid_tol = self._finer(eps_scale, grid_tol, grid_tol * _shrink(gap, tol * upper), on_fine_grid)
@@ -665,6 +667,11 @@ def _lower_short(c: Component, query: PldQuery) -> bool:
     assert query.tol is not None and query.target is not None
     gap = c.upper.moment - c.lower.moment
     return c.count * gap > 2.0 * query.tol * max(query.target, 1e-300)
+
+
+def _within(lower: float, upper: float, tol: float) -> bool:
+    """Whether the bracket [lower, upper] on eps meets the relative accuracy tol."""
+    return lower == upper or upper - lower <= tol * upper
 
 
 def _inside(profs: list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]], eps: float) -> bool:
