@@ -351,8 +351,11 @@ def _rfft(rows: np.ndarray) -> np.ndarray:
     if n < _ROW_BY_ROW:
         return sfft.rfft(rows, axis=-1)
     flat = rows.reshape(-1, n)
-    out = np.empty((flat.shape[0], n // 2 + 1), dtype=complex)
     fft = np.fft.rfft if n >= _UNPLANNED else sfft.rfft
+    if flat.shape[0] == 1:
+        # One row: its transform is the result (no copy into a stacked array).
+        return fft(flat[0]).reshape(rows.shape[:-1] + (n // 2 + 1,))
+    out = np.empty((flat.shape[0], n // 2 + 1), dtype=complex)
     for i, row in enumerate(flat):
         out[i] = fft(row)
     return out.reshape(rows.shape[:-1] + (n // 2 + 1,))
@@ -363,8 +366,10 @@ def _irfft(spec: np.ndarray, n: int) -> np.ndarray:
     if n < _ROW_BY_ROW:
         return sfft.irfft(spec, n=n, axis=-1)
     flat = spec.reshape(-1, spec.shape[-1])
-    out = np.empty((flat.shape[0], n))
     ifft = np.fft.irfft if n >= _UNPLANNED else sfft.irfft
+    if flat.shape[0] == 1:
+        return ifft(flat[0], n=n).reshape(spec.shape[:-1] + (n,))
+    out = np.empty((flat.shape[0], n))
     for i, row in enumerate(flat):
         out[i] = ifft(row, n=n)
     return out.reshape(spec.shape[:-1] + (n,))
