@@ -35,19 +35,22 @@ def test_pieces_give_the_product(monkeypatch, shape, max_terms):
     assert np.all(np.abs(got - want) <= 1e-14 * k * scale)
 
 
-def test_pieces_stay_below_the_bound(monkeypatch):
-    """No piece has more than MAX_TERMS multiply-adds, unless a piece is one term."""
+@pytest.mark.parametrize("shape", [(1000, 256, 60), (64, 256, 170), (24, 100_000, 1), (2, 3, 300_000),
+                                   (1, 50_000, 1), (33, 20_000, 1), (1, 300_000, 2)])
+def test_pieces_stay_below_the_bounds(monkeypatch, shape):
+    """No piece has more than MAX_TERMS multiply-adds, and no dot more than MAX_DOT terms."""
     seen = []
     real = np.matmul
 
     def spy(x, y, *args, **kwargs):
-        seen.append(x.shape[0] * x.shape[1] * y.shape[1])
+        seen.append((x.shape[0], x.shape[1], y.shape[1]))
         return real(x, y, *args, **kwargs)
     monkeypatch.setattr(products.np, "matmul", spy)
-    for shape in [(1000, 256, 60), (64, 256, 170), (24, 100_000, 1), (2, 3, 300_000)]:
-        m, k, n = shape
-        products.matmul(np.ones((m, k)), np.ones((k, n)))
-    assert seen and max(seen) <= products.MAX_TERMS
+    m, k, n = shape
+    a, b = np.ones((m, k)), np.ones((k, n))
+    assert np.array_equal(products.matmul(a, b), np.full((m, n), float(k)))
+    assert seen and max(r * i * c for r, i, c in seen) <= products.MAX_TERMS
+    assert all(i <= products.MAX_DOT for r, i, c in seen if r == 1 and c == 1)
 
 
 def _table() -> None:
@@ -62,8 +65,13 @@ def _dpsgd_query() -> None:
     dpsgd(0.002741637020292904, 0.4187973184553338, 31211).epsilon_bounds(8.019891530102185e-12)
 
 
+def _long_dot() -> None:
+    for _ in range(100):
+        products.matmul(np.ones((1, 200_000)), np.ones((200_000, 1)))
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
-@pytest.mark.parametrize("work", [_table, _dpsgd_query], ids=["log_mgfs", "dpsgd"])
+@pytest.mark.parametrize("work", [_table, _dpsgd_query, _long_dot], ids=["log_mgfs", "dpsgd", "dot"])
 def test_worker_thread_stays_idle(work):
     others, spent = ticks_beside(work)
     assert others <= 0.2 * spent, (others, spent)
