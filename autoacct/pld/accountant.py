@@ -670,8 +670,9 @@ def _lower_short(c: Component, query: PldQuery) -> bool:
 
 
 def _within(lower: float, upper: float, tol: float) -> bool:
-    """Whether the bracket [lower, upper] on eps meets the relative accuracy tol."""
-    return lower == upper or upper - lower <= tol * upper
+    """Whether the bracket [lower, upper] on eps meets the relative accuracy tol (an infinite
+    upper end meets it only when the lower end is infinite too)."""
+    return lower == upper or (math.isfinite(upper) and upper - lower <= tol * upper)
 
 
 def _inside(profs: list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]], eps: float) -> bool:
