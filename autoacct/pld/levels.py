@@ -303,7 +303,7 @@ def _no_lower() -> DiscretePLD:
 def _coarse_upper(tilted: np.ndarray, conv: Convolution, ratio: int) -> DiscretePLD | None:
     """The upper discrete PLD on the lattice ``ratio`` conv.h of the untilted measure
     tilted_i e^{K - lam x_i} (row 0), with mass at +inf ``conv.inf_mass(0)``; None when a
-    mass would underflow.
+    mass would underflow or overflow.
 
     Connect-the-dots (see :mod:`discretize`) point by point: a mass p at offset r h
     inside the coarse cell [G, G + H] sends p (e^{-r h} - e^{-H}) / (1 - e^{-H}) to G and
@@ -331,7 +331,10 @@ def _coarse_upper(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
         return None
     with np.errstate(divide="ignore"):
         log_w = np.log(out) + float(conv.log_k[0]) - lam * (first + np.arange(cells + 1)) * coarse
-    if float(log_w[out > 0].min(initial=0.0)) < _LOG_FLOOR:
+    # Untilted, a mass may leave the floating-point range either way: below it where the
+    # tilt is steep, above it where a capped window's rounding is untilted from far left.
+    live = log_w[out > 0]
+    if float(live.min(initial=0.0)) < _LOG_FLOOR or float(live.max(initial=0.0)) > -_LOG_FLOOR:
         return None
     return DiscretePLD(coarse, first, np.exp(log_w), conv.inf_mass(0))
 
