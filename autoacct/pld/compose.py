@@ -71,8 +71,11 @@ N_MAX = 1 << 22
 #: 2^18 to 2^20 points. The seconds: over the 102 compositions of at least 2^17 point-rows
 #: that the 67 cases of benchmarks/sweep.py make, on a 2-core machine with a two-worker test
 #: run beside them, a median of 3.6e-8 a point-row, 7e-8 at the 90th percentile and 1.09e-7
-#: at most; rounded up, so that a prediction stays above the time taken without stopping a
-#: query at a fraction of its budget.
+#: at most; rounded up, so that a prediction stays above the composition's own time without
+#: stopping a query at a fraction of its budget. The uncharged work around the compositions
+#: (profile reads, tail bounds) comes on top: a query that spends most of its time there can
+#: pass its budget (5e6 runs of a sampled randomized response at delta 1e-300: 13 s of CPU
+#: for 10 s charged, beside another process; 7 s at twice this rate, with the same bracket).
 POINT_BYTES = 40.0
 POINT_SECONDS = 1.25e-7
 #: Seconds per window point of each further component of one composition: its forward FFT,
