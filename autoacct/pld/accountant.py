@@ -49,7 +49,7 @@ from autoacct.pld.grid import (
 from autoacct.pld.lawcache import TAILS, kept_law, law_key, round_up_pow2, round_up_quarter
 from autoacct.pld.made import Composed, Made, Pair, Profile
 from autoacct.pld.profiles import DiscreteProfile, chernoff_profiles
-from autoacct.pld.query import PldQuery
+from autoacct.pld.query import PldQuery, log_eta_for, shrink, within
 
 #: The query of an untilted composition (a delta curve or a tradeoff).
 _UNAIMED = PldQuery()
@@ -525,7 +525,7 @@ class FFTAccountant:
         not already below the first one's lower bound (a direction below the other
         cannot set eps).
         """
-        log_eta = _log_eta(delta, tol)
+        log_eta = log_eta_for(delta, tol)
         eps_scale = max(eps_scale, self._jump_scale(delta, log_eta))
         query = PldQuery(eps_scale, delta, tol)
         scales = self._direction_scales(delta)
@@ -554,7 +554,7 @@ class FFTAccountant:
                     on_fine_grid.append(d)
             profs = fine_profiles(query, on_fine_grid)
             lower, upper = self._best_epsilon(delta)
-            if not _within(lower, upper, tol) and math.isfinite(upper) and not _inside(profs, upper):
+            if not within(lower, upper, tol) and math.isfinite(upper) and not _inside(profs, upper):
                 # The tilt aimed away from the answer: aim at the answer found and retry. A
                 # split law's grids are sized by the answer's scale too: the normal
                 # approximation behind eps_scale can miss a tail-decided answer by 1000 times.
@@ -565,12 +565,12 @@ class FFTAccountant:
                     eps_scale = upper
                 profs = fine_profiles(query, on_fine_grid)
                 lower, upper = self._best_epsilon(delta)
-            if _within(lower, upper, tol):
+            if within(lower, upper, tol):
                 return self._certified_lower(lower), upper
             gap = upper - lower
             if not math.isfinite(upper):
                 break
-            grid_tol = self._finer(eps_scale, grid_tol, grid_tol * _shrink(gap, tol * upper), on_fine_grid)
+            grid_tol = self._finer(eps_scale, grid_tol, grid_tol * shrink(gap, tol * upper), on_fine_grid)
         warn_loose(f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}] are wider than tol={tol:g}")
         return self._certified_lower(lower), upper
 
@@ -617,7 +617,7 @@ class FFTAccountant:
                     lower, upper = self._best_delta(eps)
                 return self._certified_lowers(lower), upper
             worst = float(np.max(np.where(ok, 0.0, (upper - lower) / np.maximum(upper, 1e-300))))
-            grid_tol *= _shrink(worst, tol)
+            grid_tol *= shrink(worst, tol)
         warn_loose(f"delta bounds are wider than tol={tol:g}")
         return self._certified_lowers(lower), upper
 
@@ -669,12 +669,6 @@ def _lower_short(c: Component, query: PldQuery) -> bool:
     return c.count * gap > 2.0 * query.tol * max(query.target, 1e-300)
 
 
-def _within(lower: float, upper: float, tol: float) -> bool:
-    """Whether the bracket [lower, upper] on eps meets the relative accuracy tol (an infinite
-    upper end meets it only when the lower end is infinite too)."""
-    return lower == upper or (math.isfinite(upper) and upper - lower <= tol * upper)
-
-
 def _inside(profs: list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]], eps: float) -> bool:
     """Whether ``eps`` lies well inside the window of every direction's tilted profile (a
     split law's terms are each tilted for their own part, see :mod:`jumps`)."""
@@ -686,17 +680,3 @@ def _inside(profs: list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]],
 _AIM = 0.25
 #: A split law's bulk lattice is at most this many times finer than the whole law's.
 _BULK_FINER = 8.0
-
-
-def _log_eta(delta: float, tol: float) -> float:
-    """Tilted tail mass left outside the window: far below the delta asked for (and 1e-6),
-    rounded to a power of ten for caching."""
-    return math.log(10.0) * math.floor(math.log10(max(min(delta, 1e-3) * tol * 1e-3, 1e-300)))
-
-
-def _shrink(gap: float, target: float) -> float:
-    """Factor for the grid tolerance when the certified gap was ``gap`` instead of ``target``.
-
-    The gap scales like h^2, i.e. like the grid tolerance.
-    """
-    return min(max(0.5 * target / gap, 0.01), 0.5)

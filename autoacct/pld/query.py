@@ -7,7 +7,9 @@ accountant's parts need is derived from it here, in one place:
 * FFT rounding may cost delta the share :data:`ROUNDING_SHARE` of tol * delta
   (``log_rounding_budget``), so that it moves eps by a small fraction of tol;
 * the errors carried by levels may take the share :data:`LEVELS_SHARE` of tol * delta
-  (``levels_allowance``).
+  (``levels_allowance``);
+* the tail mass a window leaves out (:func:`log_eta_for`), whether a bracket meets tol
+  (:func:`within`) and how much finer the next grid is (:func:`shrink`).
 
 A query by eps (a delta curve) has a target or none, and no delta: it asks for no
 rounding budget and levels plans are then weighed without an allowance.
@@ -65,3 +67,23 @@ class PldQuery:
     def aimed_at(self, target: float | None) -> PldQuery:
         """The same accuracy, aimed at another eps."""
         return replace(self, target=target)
+
+
+def within(lower: float, upper: float, tol: float) -> bool:
+    """Whether the bracket [lower, upper] on eps meets the relative accuracy tol (an infinite
+    upper end meets it only when the lower end is infinite too)."""
+    return lower == upper or (math.isfinite(upper) and upper - lower <= tol * upper)
+
+
+def shrink(gap: float, target: float) -> float:
+    """Factor for the grid tolerance when the certified gap was ``gap`` instead of ``target``.
+
+    The gap scales like h^2, i.e. like the grid tolerance.
+    """
+    return min(max(0.5 * target / gap, 0.01), 0.5)
+
+
+def log_eta_for(delta: float, tol: float) -> float:
+    """Tilted tail mass left outside the window: far below the delta asked for (and 1e-6),
+    rounded to a power of ten for caching."""
+    return math.log(10.0) * math.floor(math.log10(max(min(delta, 1e-3) * tol * 1e-3, 1e-300)))
