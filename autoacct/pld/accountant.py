@@ -226,7 +226,7 @@ class FFTAccountant:
                 budget = query.log_rounding_budget
                 assert budget is not None  # a query with a delta has one
                 profs = jumps.split_profiles(law, k, log_eta, query.target, budget,
-                                             jumps.OMITTED_SHARE * query.tol * query.delta)
+                                             jumps.OMITTED_SHARE * query.tol * query.delta, query.tol)
                 if profs is not None:
                     self._made.add(d, profs)
             self._memo[key] = profs

@@ -106,6 +106,8 @@ class MixtureProfile(SolvedEpsilon):
     caps: tuple[float, ...]
     #: The eps the terms' tilts aim at.
     target: float
+    #: Term j's profile is read at eps + shifts[j] (empty: at eps; see :func:`_shared_terms`).
+    shifts: tuple[float, ...] = ()
     #: eps(delta) already solved, by delta.
     _solved: dict[float, float] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -117,8 +119,10 @@ class MixtureProfile(SolvedEpsilon):
     def delta(self, eps: np.ndarray) -> np.ndarray:
         eps = np.asarray(eps, dtype=float)
         total = np.full(eps.shape, self.extra)
-        for c, prof, cap in zip(self.weights, self.terms, self.caps):
-            total = total + c * np.minimum(np.asarray(prof.delta(eps), dtype=float), cap)
+        shifts = self.shifts or (0.0,) * len(self.terms)
+        for c, prof, cap, shift in zip(self.weights, self.terms, self.caps, shifts):
+            at = eps if shift == 0.0 else _shifted(eps, shift)
+            total = total + c * np.minimum(np.asarray(prof.delta(at), dtype=float), cap)
         if self.upper:
             return np.minimum(total * (1.0 + _SUM_ULPS), 1.0)
         return np.maximum(total * (1.0 - _SUM_ULPS), 0.0)
@@ -250,7 +254,7 @@ def split_law(bulk_fine: Component, bulk_coarse: Component, tail_coarse: Compone
 
 
 def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
-                   log_budget: float, omitted_budget: float
+                   log_budget: float, omitted_budget: float, tol: float = 0.0
                    ) -> tuple[MixtureProfile, MixtureProfile] | None:
     """(upper, lower) profiles of ``count`` copies of the split law (module docstring), or
     None when a re-discretisation fails (a mass out of the floating-point range) or more
@@ -258,7 +262,8 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
 
     ``log_budget`` is the log of the delta that FFT rounding may cost over all terms (each
     term's tilt is chosen for its share), ``omitted_budget`` the delta the terms left out
-    may cost.
+    may cost; with ``tol`` (the query's relative accuracy) the terms j >= 1 may share one
+    composition of the bulk (:func:`shares`).
     """
     terms = terms_needed(count * law.tail_mass, omitted_budget)
     if terms is None or terms >= count:
@@ -269,28 +274,40 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
     h_fine = law.bulk_fine.upper.h
     h_coarse = law.tail_coarse.upper.h
     fine = Components([law.bulk_fine])
-    ups, lows, weights_up, weights_low = [], [], [], []
     share = math.log(terms + 1.0)
+    weights, tilts = [], []
     for j in range(terms + 1):
         # C(k, j) exactly as an integer, rounded to the nearest float: within half an ulp.
         try:
             weight = float(math.comb(count, j))
         except OverflowError:
             return None  # beyond 1e308 (k near 1e9 and j near 40): one lattice then
-        log_w = math.log(weight)
-        budget = log_budget - share - log_w
+        budget = log_budget - share - math.log(weight)
 
         def tilt(comps: Components, h: float, budget: float = budget) -> float:
             return choose_tilt(comps, target, h, log_eta, budget)
 
-        made = _term(law, fine, count, j, h_fine, h_coarse, log_eta, tilt)
-        if made is None:
-            return None
-        up, low = made
-        ups.append(up)
-        lows.append(low)
-        weights_up.append(weight * (1.0 + _SUM_ULPS))
-        weights_low.append(weight * (1.0 - _SUM_ULPS))
+        weights.append(weight)
+        tilts.append(tilt)
+    shared = _bulk_shift(law) if shares(count, terms, tol) else None
+    made: list[tuple[DiscreteProfile, DiscreteProfile, float, float] | None] = []
+    if shared is None:
+        for j in range(terms + 1):
+            pair = _term(law, fine, count, j, h_fine, h_coarse, log_eta, tilts[j])
+            made.append(None if pair is None else (*pair, 0.0, 0.0))
+    else:
+        pair = _term(law, fine, count, 0, h_fine, h_coarse, log_eta, tilts[0])
+        made.append(None if pair is None else (*pair, 0.0, 0.0))
+        made.extend(_shared_terms(law, fine, count, terms, h_coarse, log_eta, tilts[1], *shared)
+                    or [None])
+    if any(m is None for m in made):
+        return None
+    ups = [m[0] for m in made if m is not None]
+    lows = [m[1] for m in made if m is not None]
+    shifts = tuple(m[3] for m in made if m is not None)
+    weights_up = [w * (1.0 + _SUM_ULPS) for w in weights]
+    # A lower term read at a shifted eps also carries a factor at most 1 (its log, m[2]).
+    weights_low = [w * math.exp(m[2]) * (1.0 - _SUM_ULPS) for w, m in zip(weights, made) if m is not None]
     extra = omitted_mass(count * law.tail_mass, terms) if terms < count else 0.0
     # The bulk's discretised mass may exceed 1 by rounding: (1 - t)^(k - j) <= 1 then needs
     # its k-th power.
@@ -298,7 +315,88 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
     extra *= bulk
     caps = tuple(law.tail_mass ** j * bulk * (1.0 + _SUM_ULPS) for j in range(terms + 1))
     return (MixtureProfile(tuple(weights_up), tuple(ups), extra, True, caps, target),
-            MixtureProfile(tuple(weights_low), tuple(lows), 0.0, False, caps, target))
+            MixtureProfile(tuple(weights_low), tuple(lows), 0.0, False, caps, target,
+                           shifts if any(shifts) else ()))
+
+
+def shares(count: int, terms: int, tol: float) -> bool:
+    """Whether the terms j >= 1 share one fine composition of the bulk (:func:`_shared_terms`):
+    when the bulk copies whose spread it gives up, at most ``terms`` of ``count``, are at most
+    a share SHARED_PER_TOL * tol of them."""
+    return 0 < terms < count and terms <= SHARED_PER_TOL * tol * count
+
+
+def _bulk_shift(law: SplitLaw) -> tuple[float, float] | None:
+    """(log m_P, c) for one copy of the bulk b: log m_P <= log of its P-mass, and c >= log of
+    its Q-mass over its P-mass; None when the tail's masses leave no such bound.
+
+    The law's P-mass is 1 and its finite Q-mass at most 1, so m_P >= 1 - t and
+    m_Q <= 1 - Q(t), with t >= the tail's P-mass (law.tail_mass) and Q(t) >= sum_i w_i e^{-x_i}
+    over the tail's upper PLD (connect-the-dots keeps each cell's Q-mass, moves the mass
+    below its grid up to its first point and the mass above it to +inf, both of which lower
+    the Q-mass it represents)."""
+    up = law.tail_coarse.upper
+    with np.errstate(over="ignore"):
+        q_tail = float((up.masses * np.exp(-up.losses)).sum()) * (1.0 - _CELL_REL)
+    if not (law.tail_mass < 1.0 and 0.0 <= q_tail < 1.0):
+        return None
+    log_p = math.log1p(-law.tail_mass)
+    log_q = math.log1p(-q_tail)
+    return log_p * (1.0 + _SUM_ULPS), (log_q - log_p) + _SUM_ULPS * (abs(log_q) + abs(log_p))
+
+
+def _shared_terms(law: SplitLaw, fine: Components, count: int, terms: int, h_coarse: float,
+                  log_eta: float, tilt: Callable[[Components, float], float], log_p: float, c: float
+                  ) -> list[tuple[DiscreteProfile, DiscreteProfile, float, float]] | None:
+    """(upper, lower, log scale, shift) of the terms b^{*(count - j)} * t^{*j}, j = 1..terms
+    (J = ``terms``), from one fine composition B of count - J bulk copies, tilted alike (at
+    the tilt of the term j = 1, which carries the most weight): the lower profile of term j
+    is e^{log scale} delta_j(eps + shift) for the profile delta_j of B * t^{*j}.
+
+    Upper: B re-discretised on the coarse lattice, composed with J - j copies of the bulk's
+    coarse upper PLD and j tail copies (connect-the-dots bounds each copy from above).
+    Lower (Jensen): for a measure nu of P-mass m_P and Q-mass m_Q and any measure mu,
+    delta_{mu * nu}(eps) = int mu(ds) int nu(dr) (1 - e^{eps - s} e^{-r})_+
+    >= int mu(ds) (m_P - e^{eps - s} m_Q)_+ = m_P delta_mu(eps + log(m_Q / m_P)), since
+    u -> (1 - a u)_+ is convex. With nu = b^{*(J - j)} (P- and Q-masses the (J - j)-th
+    powers of b's) and mu = B * t^{*j}: scale (J - j) log m_P and shift (J - j) c, with the
+    bounds of :func:`_bulk_shift`. The J - j copies' spread is all it gives up, at most a
+    share SHARED_PER_TOL * tol of the bulk's.
+    """
+    probe = Components([law.bulk_coarse.recounted(count - 1), law.tail_coarse.recounted(1)])
+    lam = tilt(probe, h_coarse)
+    level_eta = log_eta - math.log(4.0 * _POINTS)
+    bulk = coarsen(convolve(fine.recounted(count - terms), fine[0].upper.h, level_eta, lam),
+                   law.ratio * fine[0].upper.h)
+    if bulk is None:
+        return None
+    out = []
+    for j in range(1, terms + 1):
+        tails = law.tail_coarse.recounted(j)
+        both = Components([bulk, tails])
+        up, low = compose(both, h_coarse, log_eta, lam)
+        assert low is not None
+        comps = both
+        if j < terms:
+            comps = Components([bulk, law.bulk_coarse.recounted(terms - j), tails])
+            up, _ = compose(comps, h_coarse, log_eta, lam, lower=False)
+        out.append((_with_below(up, comps), low, (terms - j) * log_p, (terms - j) * c))
+    return out
+
+
+def _shifted(eps: np.ndarray, shift: float) -> np.ndarray:
+    """eps + shift rounded up (shift > 0): a lower profile read further right is lower."""
+    return np.nextafter(eps + shift, np.inf)
+
+
+#: The terms share one bulk composition when the copies whose spread it gives up are at most
+#: this many times tol of them. Measured on benchmarks/sweep.py, a share s widened the
+#: certified bracket by 0.03 s to 0.04 s relatively (q = 5.25e-4, sigma = 0.411, k = 3801,
+#: delta = 2.9e-11: s = 1.05e-3, width 1.6e-6 -> 3.1e-5; q = 1e-4, sigma = 0.8, k = 1e4,
+#: delta = 1e-9: s = 4e-4, width 6.2e-5 -> 7.7e-5), so by about 0.08 tol at most here.
+SHARED_PER_TOL = 2.0
+#: Relative rounding of a law's cell masses (see :func:`compose._uncomposed`).
+_CELL_REL = 1e-9
 
 
 def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_coarse: float,
