@@ -336,8 +336,10 @@ def _bulk_shift(law: SplitLaw) -> tuple[float, float] | None:
     below its grid up to its first point and the mass above it to +inf, both of which lower
     the Q-mass it represents)."""
     up = law.tail_coarse.upper
+    pos = up.masses > 0.0
+    # (a tail far below 0 overflows e^{-x}: no bound then)
     with np.errstate(over="ignore"):
-        q_tail = float((up.masses * np.exp(-up.losses)).sum()) * (1.0 - _CELL_REL)
+        q_tail = float((up.masses[pos] * np.exp(-up.losses[pos])).sum()) * (1.0 - _CELL_REL)
     if not (law.tail_mass < 1.0 and 0.0 <= q_tail < 1.0):
         return None
     log_p = math.log1p(-law.tail_mass)
