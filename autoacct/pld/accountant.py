@@ -490,10 +490,14 @@ class FFTAccountant:
         """A rough eps(delta) from a normal approximation of the composed loss; sizes grids only."""
         return max(0.0, *self._direction_scales(delta))
 
+    def _best_upper(self, d: int, delta: float) -> float:
+        """Direction d's best upper eps(delta) over the profiles made (inf with none)."""
+        return min((float(u.epsilon(delta)) for u, _ in self._made[d]), default=math.inf)
+
     def _settled(self, d: int, delta: float) -> bool:
         """Whether direction d's best upper eps is below another direction's best lower one:
         then it cannot be the larger of the two, and needs no finer grid."""
-        up = min(float(u.epsilon(delta)) for u, _ in self._made[d]) if self._made[d] else math.inf
+        up = self._best_upper(d, delta)
         others = [float(lo.epsilon(delta)) for e, made in enumerate(self._made) if e != d for _, lo in made]
         return up < max(others, default=-math.inf)
 
@@ -518,12 +522,12 @@ class FFTAccountant:
     def _epsilon(self, delta: float, eps_scale: float, tol: float) -> tuple[float, float]:
         """Certified (lower, upper) bounds on eps(delta), refined until within ``tol``.
 
-        With two directions, the one likely to be larger (by a normal approximation)
-        is composed on the fine grid first. The other is first bounded by a Chernoff
-        bound, then composed on a grid 4 times coarser (its upper PLDs only: only its
-        upper bound can settle it), then refined, each step only if its upper bound is
-        not already below the first one's lower bound (a direction below the other
-        cannot set eps).
+        With two directions, the one likely to be larger (by a normal approximation on
+        the first pass, by its upper bound on later ones) is composed on the fine grid
+        first. The other is first bounded by a Chernoff bound, then composed on a grid 4
+        times coarser (its upper PLDs only: only its upper bound can settle it), then
+        refined, each step only if its upper bound is not already below the first one's
+        lower bound (a direction below the other cannot set eps).
         """
         log_eta = log_eta_for(delta, tol)
         eps_scale = max(eps_scale, self._jump_scale(delta, log_eta))
@@ -541,6 +545,10 @@ class FFTAccountant:
         for i in range(_MAX_REFINE + 1):
             if i:
                 afford(0.0, 0.0, "another refinement pass")
+                # The direction whose upper bound is the largest is refined first: it cannot be
+                # settled, and the others then may be (the normal approximation that ordered
+                # them can put the smaller one first).
+                order.sort(key=lambda d: -self._best_upper(d, delta))
             on_fine_grid = [order[0]]
             fine_profiles(query, on_fine_grid)
             for d in order[1:]:
