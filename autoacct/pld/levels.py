@@ -258,13 +258,20 @@ def extra_copies(upper: DiscretePLD, count: int) -> Component:
     return Component(upper, DiscretePLD(upper.h, 0, np.ones(1), 0.0), count)
 
 
-def coarsen(conv: Convolution | None, coarse: float) -> Component | None:
+def coarsen(conv: Convolution | None, coarse: float, placed: bool = False) -> Component | None:
     """Upper and lower discrete PLDs on the lattice ``coarse`` (a multiple of conv.h) that
     bound the composition ``conv`` computed, with count 1 (None without a convolution).
 
     The upper measure is the upper row's positive part. The exact composition exceeds it
     by at most the error bound per point and the tilted mass outside the window, besides
     what the components' own leaks allow; all of it is carried as the upper PLD's leak.
+    With ``placed``, the error bound is added to every point instead (the exact tilted
+    entry is at most the computed one plus it), so that only the mass outside the window
+    and the components' leaks are carried as leak: a leak counts at the Chernoff bound
+    e^{K(lam) - lam eps}, which for a composition read far from its tilt's aim can be
+    millions of times the profile it bounds, while placed masses count where they are.
+    Every point then holds mass, so a window fitted to the result spans all of conv's:
+    for the few further compositions of :mod:`jumps`, not for the levels' many.
     The lower measure is the lower row less its error bound and less the tilted mass the
     circular convolution folded in from either side (a tilted mass folded from x to x'
     stands for e^{lam (x - x')} times the untilted mass it had). A convolution of the
@@ -274,12 +281,14 @@ def coarsen(conv: Convolution | None, coarse: float) -> Component | None:
         return None
     n = conv.dens.shape[-1]
     ratio = round(coarse / conv.h)
-    up = _coarse_upper(np.maximum(conv.dens[0], 0.0), conv, ratio)
+    err = float(conv.err[0])
+    up = _coarse_upper(np.maximum(conv.dens[0] + err, 0.0) if placed else np.maximum(conv.dens[0], 0.0),
+                       conv, ratio)
     if up is None:
         return None
     # Missing moment generating function at lam, relative to the composed components' one
     # (e^{log_k}), and then to the upper PLD's own.
-    missing = conv.leak() + n * float(conv.err[0]) + conv.tilted_above(0) + conv.tilted_below(0)
+    missing = conv.leak() + (0.0 if placed else n * err) + conv.tilted_above(0) + conv.tilted_below(0)
     leak = missing * math.exp(float(conv.log_k[0]) - float(log_mgfs([up], np.array([conv.lam]))[0, 0]))
     up = replace(up, leak=leak, leak_lam=conv.lam)
     if conv.dens.shape[0] == 1:
