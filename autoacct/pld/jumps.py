@@ -369,7 +369,7 @@ def _shared_terms(law: SplitLaw, fine: Components, count: int, terms: int, h_coa
     lam = tilt(probe, h_coarse)
     level_eta = log_eta - math.log(4.0 * _POINTS)
     bulk = coarsen(convolve(fine.recounted(count - terms), fine[0].upper.h, level_eta, lam),
-                   law.ratio * fine[0].upper.h, placed=True)
+                   law.ratio * fine[0].upper.h)
     if bulk is None:
         return None
     out = []
@@ -425,7 +425,7 @@ def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_
     # Tail mass a window leaves out ends up in the final bounds (once here, and once per
     # point in the lower one): left out far below the final composition's share.
     level_eta = log_eta - math.log(4.0 * _POINTS)
-    bulk = coarsen(convolve(fine.recounted(count - j), h_fine, level_eta, lam), law.ratio * h_fine, placed=True)
+    bulk = coarsen(convolve(fine.recounted(count - j), h_fine, level_eta, lam), law.ratio * h_fine)
     if bulk is None:
         return None
     comps = Components([bulk, law.tail_coarse.recounted(j)])

@@ -19,11 +19,11 @@ with the law's upper PLD on H_1 and a point mass at loss 0 as lower PLD (valid
 for any law; the lower bound then holds for k - r copies, below k). The plan
 allows r up to k tol / 20, which moves the lower eps by about r / k relatively.
 
-Validity. A convolution's rows are turned into discrete measures. The upper row's
-positive part falls short of the exact composition of its components by at most
-the error bound per point and the tilted mass outside the window: a measure
-whose moment generating function at the tilt lam is bounded, and carried as the
-upper PLD's ``leak`` together with the components' own leaks (its share of
+Validity. A convolution's rows are turned into discrete measures. The upper row
+plus its error bound at every point (positive part) falls short of the exact
+composition of its components by at most the tilted mass outside the window: a
+measure whose moment generating function at the tilt lam is bounded, and carried
+as the upper PLD's ``leak`` together with the components' own leaks (its share of
 delta(eps) is at most that function times e^{-lam eps}, and it composes by
 multiplication; see :mod:`compose`). The lower row less its error bound and less
 the tilted mass folded in from outside the window (a tilted mass folded from x to
@@ -258,20 +258,19 @@ def extra_copies(upper: DiscretePLD, count: int) -> Component:
     return Component(upper, DiscretePLD(upper.h, 0, np.ones(1), 0.0), count)
 
 
-def coarsen(conv: Convolution | None, coarse: float, placed: bool = False) -> Component | None:
+def coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     """Upper and lower discrete PLDs on the lattice ``coarse`` (a multiple of conv.h) that
     bound the composition ``conv`` computed, with count 1 (None without a convolution).
 
-    The upper measure is the upper row's positive part. The exact composition exceeds it
-    by at most the error bound per point and the tilted mass outside the window, besides
-    what the components' own leaks allow; all of it is carried as the upper PLD's leak.
-    With ``placed``, the error bound is added to every point instead (the exact tilted
-    entry is at most the computed one plus it), so that only the mass outside the window
-    and the components' leaks are carried as leak: a leak counts at the Chernoff bound
-    e^{K(lam) - lam eps}, which for a composition read far from its tilt's aim can be
-    millions of times the profile it bounds, while placed masses count where they are.
-    Every point then holds mass, so a window fitted to the result spans all of conv's:
-    for the few further compositions of :mod:`jumps`, not for the levels' many.
+    The upper measure is the upper row plus its error bound at every point, positive
+    part: the exact circular convolution's tilted entry is at most the computed one plus
+    the bound, and the exact composition inside the window is at most the circular one.
+    The tilted mass outside the window, and what the components' own leaks allow, is
+    carried as the upper PLD's leak. (A leak counts at the Chernoff bound
+    e^{K(lam) - lam eps} wherever the result is read, which far from the tilt's aim is
+    many times the profile itself: 37 times a split law's term at q = 1.2e-5, sigma = 0.92,
+    k = 3.6e6, delta = 7.4e-11 of benchmarks/sweep.py. Placed, the error bound counts where
+    it lies.)
     The lower measure is the lower row less its error bound and less the tilted mass the
     circular convolution folded in from either side (a tilted mass folded from x to x'
     stands for e^{lam (x - x')} times the untilted mass it had). A convolution of the
@@ -279,16 +278,13 @@ def coarsen(conv: Convolution | None, coarse: float, placed: bool = False) -> Co
     """
     if conv is None:
         return None
-    n = conv.dens.shape[-1]
     ratio = round(coarse / conv.h)
-    err = float(conv.err[0])
-    up = _coarse_upper(np.maximum(conv.dens[0] + err, 0.0) if placed else np.maximum(conv.dens[0], 0.0),
-                       conv, ratio)
+    up = _coarse_upper(np.maximum(conv.dens[0] + float(conv.err[0]), 0.0), conv, ratio)
     if up is None:
         return None
     # Missing moment generating function at lam, relative to the composed components' one
     # (e^{log_k}), and then to the upper PLD's own.
-    missing = conv.leak() + (0.0 if placed else n * err) + conv.tilted_above(0) + conv.tilted_below(0)
+    missing = conv.leak() + conv.tilted_above(0) + conv.tilted_below(0)
     leak = missing * math.exp(float(conv.log_k[0]) - float(log_mgfs([up], np.array([conv.lam]))[0, 0]))
     up = replace(up, leak=leak, leak_lam=conv.lam)
     if conv.dens.shape[0] == 1:
