@@ -477,9 +477,13 @@ def _convex_near(gam: np.ndarray, v: np.ndarray, bad: np.ndarray, top: int) -> n
     off by interpolation, and capped by v (interpolation rounds).
     """
     w = v.copy()
-    near = np.zeros(len(v), dtype=bool)
-    for j in bad:
-        near[max(j - _HULL_REACH, 1):min(j + _HULL_REACH, top) + 1] = True
+    # The points within _HULL_REACH of a bad one, between 1 and top: +1 where each reach
+    # starts, -1 past where it ends, summed.
+    bad = np.asarray(bad, dtype=np.intp)
+    reach = np.zeros(len(v) + 1, dtype=np.intp)
+    np.add.at(reach, np.maximum(bad - _HULL_REACH, 1), 1)
+    np.add.at(reach, np.minimum(bad + _HULL_REACH, top) + 1, -1)
+    near = np.cumsum(reach[:-1]) > 0
     near[1] = near[top] = False
     # Each run of marked points, with the unmarked point on either side as fixed ends.
     edges = np.flatnonzero(np.diff(near.astype(np.int8)))
