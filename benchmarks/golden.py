@@ -10,6 +10,8 @@ a recorded file, value by value (bitwise; an exception's type counts as a value)
 
 It is a regression guard for refactors, not a test of correctness: the values
 are whatever the recorded tree computed. Not run in CI (it takes about half a minute).
+It checks the tree it belongs to (its parent directory goes first on the import path),
+not an installed autoacct: run from a worktree, it checks that worktree.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ import math
 import sys
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autoacct import dpsgd, dpsgd_schedule
 from autoacct.calibrators import calibrate, calibrate_dpsgd, calibrate_dpsgd_steps, calibrate_gaussian, gdp_mu
