@@ -111,6 +111,12 @@ class MixtureProfile(SolvedEpsilon):
     #: eps(delta) already solved, by delta.
     _solved: dict[float, float] = field(default_factory=dict, init=False, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        # A term read further right is lower: only a lower profile may shift (Jensen's bound
+        # behind the shifts, see _shared_terms, is one-sided).
+        if self.upper and any(self.shifts):
+            raise ValueError("an upper mixture profile cannot read its terms at shifted eps")
+
     @property
     def nbytes(self) -> int:
         """Bytes of the arrays its terms hold (see :attr:`DiscreteProfile.nbytes`)."""

@@ -268,3 +268,12 @@ def test_shared_terms_against_the_terms_composed_one_by_one(monkeypatch, q, sigm
     assert np.all(one_low.delta(eps) <= up.delta(eps))
     assert float(low.epsilon(delta)) >= float(one_low.epsilon(delta)) * (1 - cost)
     assert float(up.epsilon(delta)) <= e_one * (1 + cost)
+
+
+def test_an_upper_mixture_cannot_shift_its_terms():
+    # Jensen's bound behind the shifted terms holds from below only: reading an upper term
+    # further right would lower it below the truth.
+    with pytest.raises(ValueError, match="upper mixture"):
+        jumps.MixtureProfile((1.0,), (), 0.0, True, (1.0,), 1.0, (1e-3,))
+    low = jumps.MixtureProfile((1.0,), (), 0.0, False, (1.0,), 1.0, (1e-3,))
+    assert low.shifts == (1e-3,)
