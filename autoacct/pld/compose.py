@@ -415,7 +415,7 @@ def _uncomposed(c: Component, h: float, lower: bool = True) -> tuple[DiscretePro
     profile by the same factor.
     """
     out = []
-    sides = ((True, 1.0 + _LAW_REL), (False, 1.0 - _LAW_REL))[:2 if lower else 1]
+    sides = ((True, 1.0 + LAW_REL), (False, 1.0 - LAW_REL))[:2 if lower else 1]
     for upper, scale in sides:
         pld = c.upper if upper else c.lower
         inf_mass = min(pld.p_inf, 1.0)
@@ -424,12 +424,12 @@ def _uncomposed(c: Component, h: float, lower: bool = True) -> tuple[DiscretePro
                                    c0=min(c0 * scale, 1.0) if c0 > 0 else c0 / scale,
                                    log_c1=-math.inf, upper=upper,
                                    support_top=support_ends([c], "upper" if upper else "lower")[1],
-                                   inf_mass=min(inf_mass * (1.0 + _LAW_REL), 1.0)))
+                                   inf_mass=min(inf_mass * (1.0 + LAW_REL), 1.0)))
     return out[0], (out[1] if lower else None)
 
 
 #: Relative rounding margin on a single step's discrete masses (see :func:`_uncomposed`).
-_LAW_REL = 1e-9
+LAW_REL = 1e-9
 
 
 def _tilt(pld: DiscretePLD, lam: float) -> tuple[np.ndarray, float]:

@@ -49,7 +49,7 @@ from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import PrivacyLoss
 from autoacct.losses.restricted import RestrictedLoss
 from autoacct.pld.components import Component
-from autoacct.pld.compose import compose, convolve
+from autoacct.pld.compose import LAW_REL, compose, convolve
 from autoacct.pld.cumulants import Components, chernoff_bound, choose_tilt
 from autoacct.pld.levels import coarsen
 from autoacct.pld.profiles import DiscreteProfile, SolvedEpsilon
@@ -345,7 +345,7 @@ def _bulk_shift(law: SplitLaw) -> tuple[float, float] | None:
     pos = up.masses > 0.0
     # (a tail far below 0 overflows e^{-x}: no bound then)
     with np.errstate(over="ignore"):
-        q_tail = float((up.masses[pos] * np.exp(-up.losses[pos])).sum()) * (1.0 - _CELL_REL)
+        q_tail = float((up.masses[pos] * np.exp(-up.losses[pos])).sum()) * (1.0 - LAW_REL)
     if not (law.tail_mass < 1.0 and 0.0 <= q_tail < 1.0):
         return None
     log_p = math.log1p(-law.tail_mass)
@@ -403,8 +403,6 @@ def _shifted(eps: np.ndarray, shift: float) -> np.ndarray:
 #: delta = 2.9e-11: s = 1.05e-3, width 1.6e-6 -> 3.1e-5; q = 1e-4, sigma = 0.8, k = 1e4,
 #: delta = 1e-9: s = 4e-4, width 6.2e-5 -> 7.7e-5), so by about 0.08 tol at most here.
 SHARED_PER_TOL = 2.0
-#: Relative rounding of a law's cell masses (see :func:`compose._uncomposed`).
-_CELL_REL = 1e-9
 
 
 def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_coarse: float,
