@@ -283,9 +283,13 @@ class FFTAccountant:
             # then hold only bulk or only tail.
             rounding = math.ceil if side[0] > 0 else math.floor
             bulk, tail = jumps.parts_at(loss, side[0], rounding(side[1] / coarse) * coarse)
-            j_lo, j_hi = index_range(bulk, h, eta)
-            afford_cells(j_hi - j_lo, True, loss.cell_cost)
-            bulk_fine = Component(*discretize(bulk, h, j_lo, j_hi), k)
+            def fine(part: PrivacyLoss) -> Component:
+                j_lo, j_hi = index_range(part, h, eta)
+                afford_cells(j_hi - j_lo, True, loss.cell_cost)
+                return Component(*discretize(part, h, j_lo, j_hi), k)
+            # The fine lattice's offset: its lower PLD's mean may fall short of the upper's
+            # by a share of tol over the k copies (a shift of the composed lower bound).
+            bulk_fine, offset = jumps.aligned_bulk(bulk, h, k, scale, _ALIGN * tol * scale, eta, fine)
             c_lo, c_hi = index_range(bulk, coarse, eta)
             afford_cells(c_hi - c_lo, False, loss.cell_cost)
             bulk_coarse = Component(discretize_upper(bulk, coarse, c_lo, c_hi),
@@ -293,7 +297,7 @@ class FFTAccountant:
             t_lo, t_hi = index_range(tail, coarse, eta)
             afford_cells(t_hi - t_lo, True, loss.cell_cost)
             tail_coarse = Component(*discretize(tail, coarse, t_lo, t_hi), k)
-            self._memo[key] = jumps.split_law(bulk_fine, bulk_coarse, tail_coarse, ratio)
+            self._memo[key] = jumps.split_law(bulk_fine, bulk_coarse, tail_coarse, ratio, offset)
         return self._memo[key]
 
     def _jump_scale(self, delta: float, log_eta: float) -> float:
@@ -688,3 +692,6 @@ def _inside(profs: list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]],
 _AIM = 0.25
 #: A split law's bulk lattice is at most this many times finer than the whole law's.
 _BULK_FINER = 8.0
+#: Share of tol * eps the split bulk's lower PLD may lose over its k copies before its lattice
+#: is moved (see :func:`jumps.aligned_bulk`).
+_ALIGN = 0.125
