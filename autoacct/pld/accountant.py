@@ -232,10 +232,10 @@ class FFTAccountant:
             self._memo[key] = profs
         return self._memo[key]
 
-    def _tail_side(self, d: int, log_eta: float) -> tuple[int, float, float] | None:
+    def _tail_side(self, d: int, log_eta: float) -> jumps.TailSide | None:
         """:func:`jumps.tail_side` of direction d's one law (None for several laws), for its
         count rounded up to the next ceil(2^(j/4)) (:func:`~autoacct.pld.lawcache.round_up_quarter`): the tail then
-        holds at most a share TAIL_RATE / k all the same, and the answer, kept by value
+        holds at most a share rate / k all the same, and the answer, kept by value
         (:data:`~autoacct.pld.lawcache.TAILS`), holds while the count grows by up to 19%."""
         key = ("tail-side", log_eta, d)
         if key not in self._memo:
@@ -267,7 +267,7 @@ class FFTAccountant:
         a, b = loss.quantile_range(eta)
         if b - a < jumps.MIN_CELLS * h or not jumps.pays(side[2], b - a, normal_scale):
             return None
-        copies = min(jumps.terms_needed(jumps.TAIL_RATE, omitted) or jumps.MAX_TERMS, k) + 1
+        copies = min(jumps.terms_needed(side.rate, omitted) or jumps.MAX_TERMS, k) + 1
         bulk_law, tail_law = jumps.parts_at(loss, side[0], side[1])
         # The bulk's own spread may call for a finer lattice than the whole law's: a spacing
         # above a few of its standard deviations leaves its lower PLD first-order short,
@@ -308,7 +308,8 @@ class FFTAccountant:
         out = 0.0
         for d, parts in enumerate(self._directions):
             side = self._tail_side(d, log_eta)
-            if side is not None and side[0] > 0 and side[2] <= jumps.MAX_BULK_SHARE:
+            # (a heavy tail, split at the loose rate, is not one large loss)
+            if side is not None and side[0] > 0 and side[2] <= jumps.MAX_BULK_SHARE and side.rate <= jumps.TAIL_RATE:
                 (loss, k), = parts
                 # (for the count rounded up as for the tail side: kept by value)
                 mass, eta = delta / round_up_quarter(k), self._eta(log_eta)

@@ -370,3 +370,35 @@ def test_a_moved_fine_lattice_keeps_the_bounds(monkeypatch, q, sigma, k, delta, 
     assert np.all(low0.delta(eps) <= up1.delta(eps))
     assert float(low1.epsilon(delta)) <= e0
     assert float(low0.epsilon(delta)) <= float(up1.epsilon(delta))
+
+
+def test_a_heavy_sampled_part_is_split_at_the_loose_rate(monkeypatch):
+    # q = 1e-5, sigma = 0.151, k = 1e4 (calibrate_dpsgd's answer for eps 50 at delta 1e-5): the
+    # sampled losses (near 10 +- 6.6) sit far above the unsampled spike near log(1 - q), and
+    # k q = 0.1 puts the strict rate's threshold inside them; the loose one splits between
+    # the two, and each term is composed with its own tilt.
+    for name, value in _SPLIT_DEFAULTS.items():
+        monkeypatch.setattr(jumps, name, value)
+    loss = autoacct.dpsgd(sample_rate=1e-5, noise_multiplier=0.151184, steps=1).loss_parts()[0].forward
+    eta = 1e-16
+    side = jumps.tail_side(loss, 10_000, eta)
+    assert side is not None and side.side == 1 and side.rate == jumps.LOOSE_TAIL_RATE
+    m_p, _ = loss.cell_masses(np.array([-np.inf, side.tau, np.inf]))
+    assert m_p[1] + loss.p_inf <= jumps.LOOSE_TAIL_RATE / 10_000
+    assert side.tau < 0.1  # below the sampled part, which holds mass q = 1e-5 above 1
+    # The same law over 1e6 runs (k q = 10) is not split, nor a typical DP-SGD law.
+    assert jumps.tail_side(loss, 1_000_000, eta) is None
+    strict = autoacct.dpsgd(sample_rate=1e-4, noise_multiplier=0.8, steps=1).loss_parts()[0].forward
+    found = jumps.tail_side(strict, 10_000, eta)
+    assert found is not None and found.rate == jumps.TAIL_RATE
+    # The terms do not share the bulk's composition at that weight.
+    assert jumps.shares(10_000, 8, 1e-3, 2e-3)
+    assert not jumps.shares(10_000, 8, 1e-3, 0.1)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lower, upper = autoacct.dpsgd(sample_rate=1e-5, noise_multiplier=0.151184, steps=10_000).epsilon_bounds(1e-5)
+    # dp_accounting 0.6.0 at value_discretization_interval 3e-5: connect-the-dots
+    # (pessimistic, an upper bound) 49.9652088, privacy buckets (optimistic) 49.7652128.
+    assert 49.7652128 <= upper and lower <= 49.9652088
+    assert upper - lower <= 1e-3 * upper
