@@ -146,6 +146,16 @@ class Convolution:
             return -math.inf
         return chernoff_bound(self._cumulant(row), 0.0, 0.0, self.top, above=True)
 
+    def above_exponents(self) -> tuple[np.ndarray, np.ndarray]:
+        """The exponents t > 0 of the upper row's cumulant table and K(t) there, the bounds on
+        the log moment generating function of the untilted composition that
+        :meth:`log_above` minimises over."""
+        k = self._cumulant(0)
+        i = np.arange(k.index(0.0) + 1, k.grid.size)
+        values = np.asarray(k(i), dtype=float)
+        # (an undefined entry bounds nothing: +inf, so that the minimum never reads it)
+        return k.grid[i].copy(), np.where(np.isnan(values), np.inf, values)
+
     def tilted_below(self, row: int) -> float:
         """Bound on the row's tilted mass below the window."""
         if self.bottom < self.comps.support_bottom(("upper", "lower")[row]):
@@ -336,7 +346,8 @@ def compose(comps: Sequence[Component], h: float, log_eta: float, lam: float = 0
             log_c1 = k_lam + float(np.logaddexp(log_err, log_alias))
         out.append(DiscreteProfile(h=h, start=conv.j_lo, tilted=conv.dens[j], log_k=k_lam, lam=lam,
                                    c0=c0, log_c1=log_c1, upper=side == "upper",
-                                   support_top=conv.comps.support_top(side), inf_mass=inf_mass))
+                                   support_top=conv.comps.support_top(side), inf_mass=inf_mass,
+                                   above=conv.above_exponents() if side == "upper" else None))
     return out[0], (out[1] if lower else None)
 
 

@@ -96,6 +96,11 @@ class DiscreteProfile(SolvedEpsilon):
     #: delta below it together with the window's masses; 1 (the default) where none was
     #: computed: delta there is then bounded by 1 only.
     below_mass: float = 1.0
+    #: For an upper profile, exponents t > 0 and upper bounds K(t) on the log moment
+    #: generating function of its composed measure (None where none were computed): beyond
+    #: the window only the mass above eps counts, so delta there is also at most the mass at
+    #: +inf plus min_t e^{K(t) - t eps} (c0 bounds the mass above the window's top only).
+    above: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
     #: eps(delta) already solved, by delta: the accountant asks each profile for the same
     #: delta several times (settling directions, then the best bounds).
     _solved: dict[float, float] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -368,10 +373,29 @@ class DiscreteProfile(SolvedEpsilon):
             prev = np.where(i > 0, g[np.maximum(i - 1, 0)], np.inf)
             below = np.minimum(val + self.below_mass, 1.0) if self.below_mass < 1.0 else 1.0
             val = np.where(i > 0, np.minimum(val, prev), below)
+            if self.above is not None:
+                val = np.minimum(val, self._beyond(eps))
             # At and beyond the largest finite loss only the mass at +inf remains.
             return np.where(eps >= self.support_top, np.minimum(val, self.inf_mass), val)
         nxt = np.where(i < n, g[np.minimum(i, n - 1)], 0.0)
         return np.maximum(val, nxt)
+
+    def _beyond(self, eps: np.ndarray) -> np.ndarray:
+        """An upper bound on delta at each eps at or above the window's top (1 below it): the
+        mass at +inf, the Chernoff bound min_t e^{K(t) - t eps} on the mass above eps (the
+        mass between the top and eps adds nothing to delta(eps)), and the error term, with
+        a few roundoffs of their sum."""
+        assert self.above is not None
+        t, k = self.above
+        out = np.ones(eps.shape)
+        at = eps >= (self.start + len(self.tilted)) * self.h
+        if at.any() and t.size:
+            e = eps[at]
+            log_p = np.min(k[:, None] - t[:, None] * e[None, :], axis=0)
+            with np.errstate(over="ignore"):
+                bound = self.inf_mass + np.exp(np.minimum(log_p, 0.0)) + self._err(e)
+            out[at] = bound * (1.0 + 8.0 * _EPS) + _UNDERFLOW_MARGIN
+        return out
 
     @property
     def nbytes(self) -> int:

@@ -171,3 +171,26 @@ def test_monotone_deltas_made_in_chunks_are_those_of_the_whole_arrays(monkeypatc
         raw = p._raw(np.arange(1, n + 1), p.x, p.x, (full[0][1:], full[1][1:]))
         want = np.minimum.accumulate(raw) if upper else np.maximum.accumulate(raw[::-1])[::-1]
         assert np.array_equal(p.grid_deltas, want)
+
+
+@pytest.mark.parametrize("mu, k", [(0.3, 20), (1.0, 5)])
+def test_beyond_the_window_the_upper_profile_is_a_chernoff_bound(mu, k):
+    # k Gaussian steps composed untilted on a window short enough to leave a tail mass of
+    # about 1e-4 above it: read beyond it, the upper profile is the Chernoff bound on the
+    # mass above eps (about e^{-(eps - m)^2 / (2 v)} for the composed N(m, v), up to the
+    # exponent grid), far below the mass above the window's top that it said before, and
+    # still above the truth.
+    loss = GaussianLoss(mu)
+    h = 1e-3 * mu
+    j_lo, j_hi = index_range(loss, h, 1e-16)
+    up_pld, low_pld = discretize(loss, h, j_lo, j_hi)
+    up, _ = compose([Component(up_pld, low_pld, k)], h, math.log(1e-4), 0.0)
+    assert up.above is not None
+    top = (up.start + len(up.tilted)) * h
+    mean, sd = k * mu * mu / 2, mu * math.sqrt(k)
+    eps = top + sd * np.array([0.0, 0.5, 1.0, 2.0])
+    values = up.delta(eps)
+    truth = np.array([gaussian_delta_closed(mu * math.sqrt(k), e) for e in eps])
+    assert np.all(values >= truth)
+    assert np.all(values[1:] <= np.exp(-((eps[1:] - mean) ** 2) / (2 * sd * sd)) * 10)
+    assert values[-1] < 1e-3 * up.c0
