@@ -695,4 +695,4 @@ _AIM = 0.25
 _BULK_FINER = 8.0
 #: Share of tol * eps the split bulk's lower PLD may lose over its k copies before its lattice
 #: is moved (see :func:`jumps.aligned_bulk`).
-_ALIGN = 0.125
+_ALIGN = 0.25
