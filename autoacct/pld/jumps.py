@@ -229,6 +229,12 @@ class TailSide(NamedTuple):
     rate: float
 
 
+#: The loose rate is taken over the strict one where only it leaves the bulk this small a share
+#: and its tail holds at most _PLATEAU of the loose rate.
+_SMALL_BULK = MAX_BULK_SHARE / 4
+_PLATEAU = 0.5
+
+
 def tail_side(loss: PrivacyLoss, count: int, eta: float) -> TailSide | None:
     """Where a law composed ``count`` times reaches far beyond its bulk: side +1 and tau when
     all but a share TAIL_RATE / count of its mass lies below tau, in the first ``share`` of
@@ -238,7 +244,8 @@ def tail_side(loss: PrivacyLoss, count: int, eta: float) -> TailSide | None:
     subsampled law has its tail on the right, its add pair on the left (the one large loss of
     a rarely sampled record lowers it there).
 
-    Where TAIL_RATE leaves no small share, LOOSE_TAIL_RATE is tried: a record sampled about
+    Where TAIL_RATE leaves no small share, or only LOOSE_TAIL_RATE leaves a share of at most
+    _SMALL_BULK with a tail well under its rate, the loose rate is taken: a record sampled about
     k q < 0.3 times over the run with little noise has a spike of unsampled losses near
     log(1 - q) and its sampled losses far above it (at q = 1e-5, sigma = 0.15: near 10 +- 6.6),
     and its largest 1e-3 / k of mass lies inside the sampled part, so the strict rate puts
@@ -249,14 +256,25 @@ def tail_side(loss: PrivacyLoss, count: int, eta: float) -> TailSide | None:
     a, b = loss.quantile_range(eta)
     if not b > a:
         return None
+    found: TailSide | None = None
     for rate in (TAIL_RATE, LOOSE_TAIL_RATE):
         low, high = quantiles(loss, rate / count, a, b)
         right, left = (high - a) / (b - a), (b - low) / (b - a)
-        if right <= LOOSE_BULK_SHARE and right <= left:
-            return TailSide(1, high, right, rate)
-        if left <= LOOSE_BULK_SHARE:
-            return TailSide(-1, low, left, rate)
-    return None
+        side = (TailSide(1, high, right, rate) if right <= LOOSE_BULK_SHARE and right <= left
+                else TailSide(-1, low, left, rate) if left <= LOOSE_BULK_SHARE else None)
+        if side is None:
+            continue
+        if found is None:
+            found = side
+        elif side.side > 0 and found.side > 0 and found.share > _SMALL_BULK >= side.share:
+            # Only where the loose threshold falls between the spike and the sampled part,
+            # where little mass lies: the tail then holds well under the loose rate.
+            edges = np.array([-np.inf, side.tau, np.inf])
+            m_p, _ = loss.cell_masses(edges)
+            tail = m_p[1] + loss.p_inf if side.side > 0 else m_p[0]
+            if count * tail <= _PLATEAU * rate:
+                found = side
+    return found
 
 
 def parts_at(loss: PrivacyLoss, side: int, tau: float) -> tuple[RestrictedLoss, RestrictedLoss]:

@@ -402,3 +402,29 @@ def test_a_heavy_sampled_part_is_split_at_the_loose_rate(monkeypatch):
     # (pessimistic, an upper bound) 49.9652088, privacy buckets (optimistic) 49.7652128.
     assert 49.7652128 <= upper and lower <= 49.9652088
     assert upper - lower <= 1e-3 * upper
+
+
+def _law(q: float, sigma: float):
+    return autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=1).loss_parts()[0].forward
+
+
+def test_the_loose_rate_wins_where_only_it_finds_the_gap(monkeypatch):
+    # q = 1.06e-5, sigma = 0.196, k = 2548 (k q = 0.027): the strict rate splits inside the
+    # sampled part (a quarter of the range in the bulk); the loose one splits between the
+    # spike and the sampled part, its tail holding k t = 0.06 (under half its rate).
+    # At q = 6e-5, sigma = 1.09, k = 50511 there is no gap (k t = 0.22 at the loose rate):
+    # the strict split stays.
+    for name, value in _SPLIT_DEFAULTS.items():
+        monkeypatch.setattr(jumps, name, value)
+    gap = jumps.tail_side(_law(1.0558155429619294e-05, 0.19585239746517644), 2548, 1e-16)
+    assert gap is not None and gap.rate == jumps.LOOSE_TAIL_RATE and gap.share <= jumps.MAX_BULK_SHARE / 4
+    flat = jumps.tail_side(_law(5.989041025986441e-05, 1.0909392178618984), 50511, 1e-16)
+    assert flat is not None and flat.rate == jumps.TAIL_RATE
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lower, upper = autoacct.dpsgd(sample_rate=1.0558155429619294e-05, noise_multiplier=0.19585239746517644,
+                                      steps=2548).epsilon_bounds(6.344930888485144e-08)
+    assert upper - lower <= 1e-3 * upper
+    # dp_accounting 0.6.0's connect-the-dots epsilon (pessimistic, interval 1e-3), an upper
+    # bound: 28.43 (the one lattice this law had before: [27.06, 28.43] with a warning).
+    assert lower <= 28.4283
