@@ -244,8 +244,9 @@ def tail_side(loss: PrivacyLoss, count: int, eta: float) -> TailSide | None:
     subsampled law has its tail on the right, its add pair on the left (the one large loss of
     a rarely sampled record lowers it there).
 
-    Where TAIL_RATE leaves no small share, or only LOOSE_TAIL_RATE leaves a share of at most
-    _SMALL_BULK with a tail well under its rate, the loose rate is taken: a record sampled about
+    Where TAIL_RATE leaves no small share, or (for a right tail) only LOOSE_TAIL_RATE leaves a
+    share of at most _SMALL_BULK with a tail of at most _PLATEAU times its rate, the loose rate
+    is taken: a record sampled about
     k q < 0.3 times over the run with little noise has a spike of unsampled losses near
     log(1 - q) and its sampled losses far above it (at q = 1e-5, sigma = 0.15: near 10 +- 6.6),
     and its largest 1e-3 / k of mass lies inside the sampled part, so the strict rate puts
@@ -269,10 +270,8 @@ def tail_side(loss: PrivacyLoss, count: int, eta: float) -> TailSide | None:
         elif side.side > 0 and found.side > 0 and found.share > _SMALL_BULK >= side.share:
             # Only where the loose threshold falls between the spike and the sampled part,
             # where little mass lies: the tail then holds well under the loose rate.
-            edges = np.array([-np.inf, side.tau, np.inf])
-            m_p, _ = loss.cell_masses(edges)
-            tail = m_p[1] + loss.p_inf if side.side > 0 else m_p[0]
-            if count * tail <= _PLATEAU * rate:
+            m_p, _ = loss.cell_masses(np.array([-np.inf, side.tau, np.inf]))
+            if count * (m_p[1] + loss.p_inf) <= _PLATEAU * rate:
                 found = side
     return found
 
