@@ -287,8 +287,8 @@ class FFTAccountant:
                 j_lo, j_hi = index_range(part, h, eta)
                 afford_cells(j_hi - j_lo, True, loss.cell_cost)
                 return Component(*discretize(part, h, j_lo, j_hi), k)
-            # The fine lattice's offset: its lower PLD's mean may fall short of the upper's
-            # by a share of tol over the k copies (a shift of the composed lower bound).
+            # The fine lattice's offset: its lower PLD's mean and variance gaps may move eps of
+            # the k copies by a share _ALIGN of tol (see jumps.aligned_bulk).
             bulk_fine, offset = jumps.aligned_bulk(bulk, h, k, scale, _ALIGN * tol * scale, eta, fine)
             c_lo, c_hi = index_range(bulk, coarse, eta)
             afford_cells(c_hi - c_lo, False, loss.cell_cost)
