@@ -448,8 +448,8 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
     # Term j holds count - j fine bulk copies (count - J for the shared terms j >= 1), each
     # moved by -offset: its profiles are read at eps less their offsets.
     fine_copies = [count] + [count - (terms if shared is not None else j) for j in range(1, terms + 1)]
-    moved = tuple(-n * law.offset for n in fine_copies)
-    shifts = tuple(m[3] + s for m, s in zip(made, moved) if m is not None)
+    moved = tuple(term_shift(0.0, n, law.offset, True) for n in fine_copies)
+    shifts = tuple(term_shift(m[3], n, law.offset, False) for m, n in zip(made, fine_copies) if m is not None)
     weights_up = [w * (1.0 + _SUM_ULPS) for w in weights]
     # A lower term read at a shifted eps also carries a factor at most 1 (its log, m[2]).
     weights_low = [w * math.exp(m[2]) * (1.0 - _SUM_ULPS) for w, m in zip(weights, made) if m is not None]
@@ -535,6 +535,17 @@ def _shared_terms(law: SplitLaw, fine: Components, count: int, terms: int, h_coa
             up, _ = compose(comps, h_coarse, log_eta, lam, lower=False)
         out.append((_with_below(up, comps), low, (terms - j) * log_p, (terms - j) * c))
     return out
+
+
+def term_shift(jensen: float, copies: int, offset: float, upper: bool) -> float:
+    """The shift at which a term is read, jensen - copies * offset, rounded to its profile's
+    side: at most the exact value for an upper profile, at least it for a lower one. The
+    rounding of the product and the sum is bounded by the parts' magnitudes, not the result's
+    (the two parts may nearly cancel), and :func:`_shifted` then only rounds eps + shift."""
+    moved = copies * offset
+    value = jensen - moved
+    margin = _SUM_ULPS * (abs(jensen) + abs(moved))
+    return value - margin if upper else value + margin
 
 
 def _shifted(eps: np.ndarray, shift: float, upper: bool) -> np.ndarray:

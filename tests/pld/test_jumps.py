@@ -294,6 +294,19 @@ def test_a_shifted_read_is_rounded_to_the_profiles_side(eps, shift):
 _SPLIT_DEFAULTS = {name: getattr(jumps, name) for name in ("MIN_CELLS", "MAX_BULK_SHARE", "LOOSE_BULK_SHARE")}
 
 
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.floats(-1e-3, 1e-3), st.integers(0, 10**7), st.floats(0.0, 1e-3))
+def test_a_terms_shift_is_rounded_to_its_side_even_where_its_parts_cancel(jensen, copies, offset):
+    # Jensen's shift minus the copies' offsets, exactly (Fractions), against the stored shift:
+    # at or below it for an upper profile, at or above it for a lower one. The parts are drawn
+    # so that they often nearly cancel (the sum far below either part).
+    if copies and offset:
+        jensen = copies * offset * (1.0 + jensen)
+    exact = Fraction(jensen) - copies * Fraction(offset)
+    assert Fraction(jumps.term_shift(jensen, copies, offset, True)) <= exact
+    assert Fraction(jumps.term_shift(jensen, copies, offset, False)) >= exact
+
+
 def _first_split(monkeypatch, q, sigma, k, delta):
     """The bulk the first split of dpsgd(q, sigma, k) discretises (at its threshold on the
     coarse lattice), its split law, and the certified answer at delta."""
