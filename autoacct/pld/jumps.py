@@ -465,7 +465,7 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
                            shifts if any(shifts) else ()))
 
 
-def shares(count: int, terms: int, tol: float, kt: float = 0.0) -> bool:
+def shares(count: int, terms: int, tol: float, kt: float) -> bool:
     """Whether the terms j >= 1 share one fine composition of the bulk (:func:`_shared_terms`):
     when the bulk copies whose spread it gives up, at most ``terms`` of ``count``, are at most
     a share SHARED_PER_TOL * tol of them, and the tail's weight ``kt`` (count times its
