@@ -47,7 +47,7 @@ from autoacct.pld.grid import (
     max_cells,
 )
 from autoacct.pld.lawcache import TAILS, kept_law, law_key, round_up_pow2, round_up_quarter
-from autoacct.pld.made import Composed, Made, Pair, Profile
+from autoacct.pld.made import Composed, Made, Pair, Profile, well_inside
 from autoacct.pld.profiles import DiscreteProfile, chernoff_profiles
 from autoacct.pld.query import PldQuery, log_eta_for, shrink, within
 
@@ -61,6 +61,10 @@ _MAX_REFINE = 4
 #: Grid tolerance factor (spacing factor sqrt(16) = 4) of the first pass on a direction that
 #: is likely not the larger one.
 _COARSE = 16.0
+#: Chernoff gap (in tol) below the first direction that earns a second one a coarse pass, and
+#: the most cells the first one's Chernoff bound may take to weigh it.
+_COARSE_GAP = 4.0
+_WEIGH_CELLS = 2 ** 18
 #: Quarterings of the grid tolerance tried for a refinement that changes the grid.
 _STALL = 8
 
@@ -369,11 +373,15 @@ class FFTAccountant:
         profiles made, from its laws on the lattice that :meth:`profiles` would use."""
         key = ("chernoff", h, log_eta, d)
         if key not in self._memo:
-            # On the finest lattice of a one-level plan when levels may compose the law: a
-            # later pass on the same grid then reuses these upper PLDs.
-            g = levels.finest(h) if levels.applies(self._directions[d]) else h
+            g = self._chernoff_lattice(d, h)
             self._memo[key] = chernoff_profiles(self.components(g, log_eta, d, LowerPld.LAZY), g)
             self._made.add(d, self._memo[key])
+
+    def _chernoff_lattice(self, d: int, h: float) -> float:
+        """The lattice of direction d's Chernoff profiles at spacing h: the finest one of a
+        one-level plan when levels may compose the law (a later pass on the same grid then
+        reuses its upper PLDs)."""
+        return levels.finest(h) if levels.applies(self._directions[d]) else h
 
     def _compose(self, comps: Components, p: levels.Plan | None, h: float, log_eta: float, lam: float,
                  d: int, query: PldQuery, lower: bool = True) -> tuple[DiscreteProfile, Composed]:
@@ -385,10 +393,11 @@ class FFTAccountant:
         With the query's levels allowance, the errors the levels carry into the upper
         profile must not move eps(delta) by more than the allowance moves it as a share
         of delta, or one lattice is used; so too when the finest lattice's lower
-        PLD is first-order short (see :func:`_lower_short`).
+        PLD is first-order short (see :meth:`Component.lower_short`).
         """
         allowance = query.levels_allowance
-        if p is not None and lower and allowance is not None and _lower_short(comps[0], query):
+        if (p is not None and lower and allowance is not None and query.tol is not None
+                and query.target is not None and comps[0].lower_short(query.tol, query.target)):
             p, comps = None, self.components(h, log_eta, d, LowerPld.NOW)
         if p is not None:
             g = p.finest
@@ -506,6 +515,20 @@ class FFTAccountant:
         others = [float(lo.epsilon(delta)) for e, made in enumerate(self._made) if e != d for _, lo in made]
         return up < max(others, default=-math.inf)
 
+    def _coarse_may_settle(self, d: int, first: int, h: float, log_eta: float, delta: float, tol: float) -> bool:
+        """Whether a coarse pass may settle direction d below direction ``first``: their Chernoff
+        bounds on hZ (about equally loose for both) put d _COARSE_GAP * tol below. Closer, the
+        coarse bound (about _COARSE * tol / 4 wide on benchmarks/sweep.py's DP-SGD cases) stays
+        above the first one's lower bound. Not weighed where the first one's Chernoff bound
+        would cost more than a coarse pass: its laws span over _WEIGH_CELLS cells."""
+        g, eta = self._chernoff_lattice(first, h), self._eta(log_eta)
+        if sum(hi - lo for loss, _ in self._directions[first] for lo, hi in [index_range(loss, g, eta)]) > _WEIGH_CELLS:
+            return True
+        self._chernoff(first, h, log_eta)
+        mine, theirs = (float(self._memo[("chernoff", h, log_eta, e)][0].epsilon(delta)) for e in (d, first))
+        return not (math.isfinite(mine) and math.isfinite(theirs) and theirs > 0.0) or \
+            mine < theirs * (1.0 - _COARSE_GAP * tol)
+
     def held_bytes(self) -> float:
         """Bytes of the arrays this accountant keeps (its discretised laws and composed
         profiles): every later step's memory estimate adds them (:func:`afford`)."""
@@ -560,14 +583,14 @@ class FFTAccountant:
                 coarse = self.spacing(eps_scale, grid_tol * _COARSE, [d])
                 if not self._settled(d, delta):
                     self._chernoff(d, coarse, log_eta)
-                if not self._settled(d, delta):
+                if not self._settled(d, delta) and self._coarse_may_settle(d, order[0], coarse, log_eta, delta, tol):
                     # Only its upper profile can settle it: the lower one is not composed.
                     self.aimed_profiles(coarse, log_eta, query, [d], grid_tol * _COARSE, lower=False)
                 if not self._settled(d, delta):
                     on_fine_grid.append(d)
             profs = fine_profiles(query, on_fine_grid)
             lower, upper = self._best_epsilon(delta)
-            if not within(lower, upper, tol) and math.isfinite(upper) and not _inside(profs, upper):
+            if not within(lower, upper, tol) and math.isfinite(upper) and not well_inside(profs, upper):
                 # The tilt aimed away from the answer: aim at the answer found and retry. A
                 # split law's grids are sized by the answer's scale too: the normal
                 # approximation behind eps_scale can miss a tail-decided answer by 1000 times.
@@ -670,27 +693,6 @@ class FFTAccountant:
                                       or zero, axis=0) for made in self._made], axis=0)
 
 
-def _lower_short(c: Component, query: PldQuery) -> bool:
-    """Whether the lower PLD of the law composed ``c.count`` times falls first-order short
-    of the upper one: their means differ by more than 2 tol * eps over the count. The
-    second-order gap the grid is sized for stays well below that; where a law's mass sits
-    within a few cells (steep support ends), the lower discretiser rounds cells down on
-    some lattices, a first-order loss that levels (on a finer lattice than the accuracy
-    needs) would carry through every block."""
-    assert query.tol is not None and query.target is not None
-    gap = c.upper.moment - c.lower.moment
-    return c.count * gap > 2.0 * query.tol * max(query.target, 1e-300)
-
-
-def _inside(profs: list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]], eps: float) -> bool:
-    """Whether ``eps`` lies well inside the window of every direction's tilted profile (a
-    split law's terms are each tilted for their own part, see :mod:`jumps`)."""
-    return all(abs(u.target - eps) <= _AIM * eps if isinstance(u, jumps.MixtureProfile)
-               else u.lam == 0.0 or u.x[0] + 2 * u.h < eps < u.x[-1] - 2 * u.h for u, _ in profs)
-
-
-#: A split law's terms are aimed again when the answer is this far (relatively) from their target.
-_AIM = 0.25
 #: A split law's bulk lattice is at most this many times finer than the whole law's.
 _BULK_FINER = 8.0
 #: Share of tol * eps the split bulk's lower PLD may lose over its k copies before its lattice

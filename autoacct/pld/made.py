@@ -161,3 +161,14 @@ class Made:
         self._best = best
         self.trim()
         return lower, upper
+
+
+def well_inside(profs: list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]], eps: float) -> bool:
+    """Whether ``eps`` lies well inside the window of every direction's tilted profile (a
+    split law's terms are each tilted for their own part, see :mod:`jumps`)."""
+    return all(abs(u.target - eps) <= AIM * eps if isinstance(u, jumps.MixtureProfile)
+               else u.lam == 0.0 or u.x[0] + 2 * u.h < eps < u.x[-1] - 2 * u.h for u, _ in profs)
+
+
+#: A split law's terms are aimed again when the answer is this far (relatively) from their target.
+AIM = 0.25
