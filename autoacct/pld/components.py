@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -9,6 +10,24 @@ from functools import cached_property
 import numpy as np
 
 from autoacct.pld.discretize import DiscretePLD
+
+
+class LowerPld(enum.Enum):
+    """When the lower PLD of a newly discretised law is made (its values are the same either way).
+
+    A component's lower PLD is read when it is first needed (:class:`Component`); what
+    differs is the work and memory spent before that.
+    """
+
+    #: Made with the upper one: for laws whose lower PLDs are composed at once, several
+    #: per direction (keeping every law's cell masses until then would hold them all).
+    NOW = "now"
+    #: From the cell masses computed for the upper PLD, kept until it is read: for the one
+    #: law of a direction that levels may compose (levels may never read it).
+    KEPT = "kept"
+    #: Computed again from the law when first read: for passes that compose upper PLDs
+    #: only (a probe, a Chernoff bound, a coarse settling pass), where it is likely never read.
+    LAZY = "lazy"
 
 
 @dataclass(frozen=True)

@@ -62,3 +62,20 @@ def test_a_coarse_pass_still_settles_a_direction_well_below(monkeypatch):
     fine, coarse, bounds = _passes(monkeypatch, 0.01099707581430652, 4.987334787103255, 518, 8.37232260804884e-05)
     assert len(fine) == 1 and coarse and not fine & set(coarse)
     assert bounds[1] - bounds[0] <= 1e-3 * bounds[1]
+
+
+def test_a_split_direction_skips_the_whole_laws_chernoff_bound(monkeypatch):
+    # Issue 18's named case q = 1e-4, sigma = 0.1, k = 10, delta = 1e-5: the add direction's
+    # law spans 2e6 cells on the lattice of its Chernoff bound (0.5 s), while its split terms
+    # take 0.01 s. It goes to the fine grid at once; no Chernoff bound or coarse pass is
+    # made for it, and the bracket is within tol (the remove direction decides eps, 63.3).
+    chernoffs = []
+    real = FFTAccountant._chernoff
+
+    def spy(self, d, h, log_eta):
+        chernoffs.append(d)
+        return real(self, d, h, log_eta)
+    monkeypatch.setattr(FFTAccountant, "_chernoff", spy)
+    fine, coarse, (lower, upper) = _passes(monkeypatch, 1e-4, 0.1, 10, 1e-5)
+    assert fine == {0, 1} and not coarse and 1 not in chernoffs
+    assert upper - lower <= 1e-3 * upper and 63.2 < lower

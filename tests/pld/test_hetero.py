@@ -23,7 +23,7 @@ from autoacct import AccuracyWarning, Composition, Gaussian, PoissonSubsample
 from autoacct.limits import query_clock
 from autoacct.losses import GaussianLoss
 from autoacct.pld import FFTAccountant, accountant, costs
-from autoacct.pld.accountant import LowerPld
+from autoacct.pld.components import LowerPld
 
 pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
 
