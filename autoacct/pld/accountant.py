@@ -10,7 +10,8 @@ composed once.
 An :class:`FFTAccountant` is built once per mechanism and caches every
 composed PLD it makes, keyed by the grid, so a delta(eps) curve or a second
 query at a nearby delta costs no new FFT. A direction that is one law composed
-very often is composed by :mod:`levels` when that is cheaper than one lattice.
+very often is composed by :mod:`levels` when that is cheaper than one lattice, and one
+whose rare large losses decide eps is split into bulk and tail (:mod:`splitting`).
 """
 
 from __future__ import annotations
@@ -45,10 +46,11 @@ from autoacct.pld.grid import (
     index_range,
     max_cells,
 )
-from autoacct.pld.lawcache import TAILS, kept_law, law_key, round_up_pow2, round_up_quarter
+from autoacct.pld.lawcache import kept_law, round_up_pow2
 from autoacct.pld.made import Composed, Made, Pair, Profile, well_inside
 from autoacct.pld.profiles import DiscreteProfile, chernoff_profiles
 from autoacct.pld.query import PldQuery, log_eta_for, shrink, within
+from autoacct.pld.splitting import SplitDirections
 
 #: The query of an untilted composition (a delta curve or a tradeoff).
 _UNAIMED = PldQuery()
@@ -69,7 +71,7 @@ _WEIGH_CELLS = 2 ** 18
 _STALL = 8
 
 
-class FFTAccountant:
+class FFTAccountant(SplitDirections):
     """Composed upper and lower PLD profiles of a list of (forward, backward, count) parts."""
 
     def __init__(self, parts: Sequence[tuple[PrivacyLoss, PrivacyLoss, int]]) -> None:
@@ -191,125 +193,6 @@ class FFTAccountant:
         for d in directions:
             split = self._split(d, h, log_eta, query, grid_tol)
             out.extend([split] if split is not None else self.profiles(h, log_eta, query, [d], lower))
-        return out
-
-    def _split(self, d: int, h: float, log_eta: float, query: PldQuery, grid_tol: float
-               ) -> tuple[jumps.MixtureProfile, jumps.MixtureProfile] | None:
-        """Direction d's profiles for an eps(delta) query by splitting its one law into bulk
-        and tail (see :mod:`jumps`), or None where the split does not apply or pay: a law
-        without atoms composed more than once whose range at the accuracy of spacing h
-        needs at least jumps.MIN_CELLS cells while all but a share jumps.TAIL_RATE / k of
-        its mass lies in a small first (or last) share of that range (:func:`jumps.pays`)."""
-        if query.delta is None or query.target is None or query.tol is None:
-            return None
-        key = ("split", h, log_eta, d, grid_tol, *query.tilt_key)
-        if key not in self._memo:
-            profs = None
-            law = self._split_law(d, h, log_eta, query.target, grid_tol, query.tol * query.delta,
-                                  self.eps_scale(query.delta))
-            if law is not None:
-                (_, k), = self._directions[d]
-                budget = query.log_rounding_budget
-                assert budget is not None  # a query with a delta has one
-                profs = jumps.split_profiles(law, k, log_eta, query.target, budget,
-                                             jumps.OMITTED_SHARE * query.tol * query.delta, query.tol)
-                if profs is not None:
-                    self._made.add(d, profs)
-            self._memo[key] = profs
-        return self._memo[key]
-
-    def _tail_side(self, d: int, log_eta: float) -> jumps.TailSide | None:
-        """:func:`jumps.tail_side` of direction d's one law (None for several laws), for its
-        count rounded up to the next ceil(2^(j/4)) (:func:`~autoacct.pld.lawcache.round_up_quarter`): the tail then
-        holds at most a share rate / k all the same, and the answer, kept by value
-        (:data:`~autoacct.pld.lawcache.TAILS`), holds while the count grows by up to 19%."""
-        key = ("tail-side", log_eta, d)
-        if key not in self._memo:
-            parts = self._directions[d]
-            side = None
-            if len(parts) == 1:
-                (loss, k), = parts
-                k2, eta = round_up_quarter(k), self._eta(log_eta)
-                side = TAILS.get(("tail-side", law_key(loss), k2, eta),
-                                  lambda: jumps.tail_side(loss, k2, eta))
-            self._memo[key] = side
-        return self._memo[key]
-
-    def _split_law(self, d: int, h: float, log_eta: float, scale: float, tol: float,
-                   omitted: float, normal_scale: float) -> jumps.SplitLaw | None:
-        """Direction d's one law split at its threshold (:meth:`_tail_side`) and discretised:
-        the bulk on hZ, the tail on a lattice R h with R at least jumps.coarse_ratio(k) and
-        such that the few tail copies the terms compose (as many as an omitted mass
-        ``omitted`` leaves) meet ``tol`` at the answer's ``scale`` (:func:`choose_spacing`).
-        Whether the split pays is judged against the normal approximation's scale, which
-        does not move as the query is aimed again.
-        None when the law's range at the spacing h has fewer than jumps.MIN_CELLS cells (one
-        lattice is cheap enough)."""
-        side = self._tail_side(d, log_eta)
-        if side is None or not self._split_pays(d, side, h, log_eta, normal_scale):
-            return None
-        (loss, k), = self._directions[d]
-        eta = self._eta(log_eta)
-        copies = min(jumps.terms_needed(side.rate, omitted) or jumps.MAX_TERMS, k) + 1
-        bulk_law, tail_law = jumps.parts_at(loss, side[0], side[1])
-        # The bulk's own spread may call for a finer lattice than the whole law's: a spacing
-        # above a few of its standard deviations leaves its lower PLD first-order short,
-        # which k copies turn into a shift of the whole composition. At most _BULK_FINER
-        # times finer: the bulk's error model aims at eps, which a bulk far below it never
-        # reaches, and would ask for 20000 times finer (q = 1e-4, sigma = 0.1, k = 10).
-        h = min(h, max(choose_spacing([(bulk_law, k)], scale, tol), h / _BULK_FINER))
-        ratio = max(jumps.coarse_ratio(k), int(choose_spacing([(tail_law, copies)], scale, tol) / h))
-        key = ("split-law", h, log_eta, d, ratio)
-        if key not in self._memo:
-            coarse = ratio * h
-            # The threshold on the coarse lattice (hence on the fine one): each lattice's cells
-            # then hold only bulk or only tail.
-            rounding = math.ceil if side[0] > 0 else math.floor
-            bulk, tail = jumps.parts_at(loss, side[0], rounding(side[1] / coarse) * coarse)
-            def fine(part: PrivacyLoss) -> Component:
-                j_lo, j_hi = index_range(part, h, eta)
-                afford_cells(j_hi - j_lo, True, loss.cell_cost)
-                return Component(*discretize(part, h, j_lo, j_hi), k)
-            # The fine lattice's offset: its lower PLD's mean and variance gaps may move eps of
-            # the k copies by a share _ALIGN of tol (see jumps.aligned_bulk).
-            bulk_fine, offset = jumps.aligned_bulk(bulk, h, k, scale, _ALIGN * tol * scale, eta, fine)
-            c_lo, c_hi = index_range(bulk, coarse, eta)
-            afford_cells(c_hi - c_lo, False, loss.cell_cost)
-            bulk_coarse = Component(discretize_upper(bulk, coarse, c_lo, c_hi),
-                                    partial(lower_of, bulk, coarse, c_lo, c_hi), k)
-            t_lo, t_hi = index_range(tail, coarse, eta)
-            afford_cells(t_hi - t_lo, True, loss.cell_cost)
-            tail_coarse = Component(*discretize(tail, coarse, t_lo, t_hi), k)
-            self._memo[key] = jumps.split_law(bulk_fine, bulk_coarse, tail_coarse, ratio, offset)
-        return self._memo[key]
-
-    def _split_pays(self, d: int, side: jumps.TailSide | None, h: float, log_eta: float, normal_scale: float) -> bool:
-        """Whether direction d's one law, with a tail ``side``, is split at the accuracy of
-        spacing h: its range needs jumps.MIN_CELLS cells or more and the split pays
-        (:func:`jumps.pays`, against the normal approximation's scale)."""
-        if side is None:
-            return False
-        a, b = self._directions[d][0][0].quantile_range(self._eta(log_eta))
-        return b - a >= jumps.MIN_CELLS * h and jumps.pays(side[2], b - a, normal_scale)
-
-    def _jump_scale(self, delta: float, log_eta: float) -> float:
-        """A rough eps(delta) where one large loss decides it: for a direction whose law has a
-        right tail (:meth:`_tail_side`), the loss that one of its k runs exceeds with
-        probability about delta (at most k times the law's tail beyond it), 0 otherwise.
-        Sizes grids only: the normal approximation misses such answers by up to 1000 times."""
-        out = 0.0
-        for d, parts in enumerate(self._directions):
-            side = self._tail_side(d, log_eta)
-            # (a heavy tail, split at the loose rate, is not one large loss)
-            if side is not None and side[0] > 0 and side[2] <= jumps.MAX_BULK_SHARE and side.rate <= jumps.TAIL_RATE:
-                (loss, k), = parts
-                # (for the count rounded up as for the tail side: kept by value)
-                mass, eta = delta / round_up_quarter(k), self._eta(log_eta)
-
-                def high(loss: PrivacyLoss = loss, mass: float = mass, eta: float = eta) -> float:
-                    a, b = loss.quantile_range(eta)
-                    return jumps.quantiles(loss, mass, a, b)[1]
-                out = max(out, TAILS.get(("jump", law_key(loss), mass, eta), high))
         return out
 
     def _tilt(self, d: int, h: float, log_eta: float, query: PldQuery, comps: Components) -> float:
@@ -508,6 +391,22 @@ class FFTAccountant:
         others = [float(lo.epsilon(delta)) for e, made in enumerate(self._made) if e != d for _, lo in made]
         return up < max(others, default=-math.inf)
 
+    def _larger_first(self, delta: float, eps_scale: float, tol: float, log_eta: float) -> list[int]:
+        """The directions, the one likely to set eps(delta) first: by their Chernoff bounds on
+        their coarse lattices where each spans at most _WEIGH_CELLS cells, else by the normal
+        approximation. On the 24 cases of benchmarks/sweep.py whose two directions both needed
+        the fine grid, the Chernoff bounds put the larger first on all 24; the normal
+        approximation, within 0.5% for both, put the smaller first on 17."""
+        scales = self._direction_scales(delta)
+        coarse = [self.spacing(eps_scale, tol * _COARSE, [d]) for d in range(len(scales))] if len(scales) > 1 else []
+        if coarse and all(self._chernoff_cells(d, h, log_eta) <= _WEIGH_CELLS for d, h in enumerate(coarse)):
+            for d, h in enumerate(coarse):
+                self._chernoff(d, h, log_eta)
+            bounds = [float(self._memo[("chernoff", h, log_eta, d)][0].epsilon(delta)) for d, h in enumerate(coarse)]
+            if all(map(math.isfinite, bounds)):
+                scales = bounds
+        return sorted(range(len(scales)), key=lambda d: -scales[d])
+
     def _coarse_may_settle(self, d: int, first: int, h: float, log_eta: float, delta: float, tol: float) -> bool:
         """Whether a coarse pass may settle direction d below direction ``first``: their Chernoff
         bounds on hZ (about equally loose for both) put d _COARSE_GAP * tol below. Closer, the
@@ -542,25 +441,25 @@ class FFTAccountant:
     def _epsilon(self, delta: float, eps_scale: float, tol: float) -> tuple[float, float]:
         """Certified (lower, upper) bounds on eps(delta), refined until within ``tol``.
 
-        With two directions, the one likely to be larger (by a normal approximation on
-        the first pass, by its upper bound on later ones) is composed on the fine grid
-        first. The other is first bounded by a Chernoff bound, then composed on a grid 4
-        times coarser (its upper PLDs only: only its upper bound can settle it), then
-        refined, each step only if its upper bound is not already below the first one's
-        lower bound (a direction below the other cannot set eps).
+        With two directions, the one likely to be larger (see :meth:`_larger_first` on the
+        first pass, by its upper bound on later ones) is composed on the fine grid first.
+        The other is first bounded by a Chernoff bound, then composed on a grid 4 times
+        coarser (its upper PLDs only: only its upper bound can settle it), then on the fine
+        grid, each step only if its upper bound is not already below the first one's lower
+        bound (a direction below the other cannot set eps). On the fine grid too its upper
+        PLDs alone are composed, unless its upper bound then leads and the bracket misses tol.
         """
         log_eta = log_eta_for(delta, tol)
         eps_scale = max(eps_scale, self._jump_scale(delta, log_eta))
         query = PldQuery(eps_scale, delta, tol)
-        scales = self._direction_scales(delta)
-        order = sorted(range(len(self._directions)), key=lambda d: -scales[d])
+        order = self._larger_first(delta, eps_scale, tol, log_eta)
         grid_tol = tol
 
-        def fine_profiles(query: PldQuery, directions: list[int]
+        def fine_profiles(query: PldQuery, directions: list[int], lower: set[int]
                           ) -> list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]]:
             # Each direction's grid is sized by its own laws at the answer's scale.
-            return [self.aimed_profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, query, [d], grid_tol)[0]
-                    for d in directions]
+            return [self.aimed_profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, query, [d], grid_tol,
+                                        d in lower)[0] for d in directions]
 
         for i in range(_MAX_REFINE + 1):
             if i:
@@ -569,8 +468,8 @@ class FFTAccountant:
                 # settled, and the others then may be (the normal approximation that ordered
                 # them can put the smaller one first).
                 order.sort(key=lambda d: -self._best_upper(d, delta))
-            on_fine_grid = [order[0]]
-            fine_profiles(query, on_fine_grid)
+            on_fine_grid, with_lower = [order[0]], {order[0]}
+            fine_profiles(query, on_fine_grid, with_lower)
             for d in order[1:]:
                 if self._settled(d, delta):
                     continue
@@ -588,8 +487,13 @@ class FFTAccountant:
                     self.aimed_profiles(coarse, log_eta, query, [d], grid_tol * _COARSE, lower=False)
                 if not self._settled(d, delta):
                     on_fine_grid.append(d)
-            profs = fine_profiles(query, on_fine_grid)
+            profs = fine_profiles(query, on_fine_grid, with_lower)
             lower, upper = self._best_epsilon(delta)
+            lead = max(on_fine_grid, key=lambda d: self._best_upper(d, delta))
+            if not within(lower, upper, tol) and lead not in with_lower:
+                with_lower.add(lead)
+                profs = fine_profiles(query, on_fine_grid, with_lower)
+                lower, upper = self._best_epsilon(delta)
             if not within(lower, upper, tol) and math.isfinite(upper) and not well_inside(profs, upper):
                 # The tilt aimed away from the answer: aim at the answer found and retry. A
                 # split law's grids are sized by the answer's scale too: the normal
@@ -599,7 +503,7 @@ class FFTAccountant:
                 query = query.aimed_at(upper)
                 if any(isinstance(u, jumps.MixtureProfile) for u, _ in profs):
                     eps_scale = upper
-                profs = fine_profiles(query, on_fine_grid)
+                profs = fine_profiles(query, on_fine_grid, with_lower)
                 lower, upper = self._best_epsilon(delta)
             if within(lower, upper, tol):
                 return self._certified_lower(lower), upper
@@ -691,10 +595,3 @@ class FFTAccountant:
                 zero = [np.zeros(np.shape(alpha))]
                 return np.min([np.max([u.tradeoff(alpha) for u, _ in made if isinstance(u, DiscreteProfile)]
                                       or zero, axis=0) for made in self._made], axis=0)
-
-
-#: A split law's bulk lattice is at most this many times finer than the whole law's.
-_BULK_FINER = 8.0
-#: Share of tol * eps the split bulk's lower PLD may lose over its k copies before its lattice
-#: is moved (see :func:`jumps.aligned_bulk`).
-_ALIGN = 0.25

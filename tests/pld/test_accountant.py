@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import autoacct
+from autoacct import routes
 from autoacct.pld.accountant import FFTAccountant
 
 
@@ -26,49 +27,84 @@ def test_a_settled_direction_is_not_composed_again(monkeypatch):
 
 
 def _passes(monkeypatch, q, sigma, k, delta, weigh=True):
-    """The directions of each fine pass and of each coarse (upper-only) pass of one eps(delta)
-    query, and its bracket; without ``weigh`` every second direction gets its coarse pass."""
-    fine, coarse = [], []
+    """The passes of one eps(delta) query at the default tol, in order, each as (direction,
+    kind), kind "full" (fine grid, both bounds), "upper" (fine grid, upper PLDs only) or
+    "coarse" (grid tolerance 16 tol, upper PLDs only); and its bracket. Without ``weigh``
+    every second direction gets its coarse pass."""
+    passes = []
     real = FFTAccountant.aimed_profiles
 
     def spy(self, h, log_eta, query, directions, grid_tol, lower=True):
-        (fine if lower else coarse).extend(directions)
+        passes.extend((d, "coarse" if grid_tol > 1e-3 else "full" if lower else "upper") for d in directions)
         return real(self, h, log_eta, query, directions, grid_tol, lower)
     monkeypatch.setattr(FFTAccountant, "aimed_profiles", spy)
     if not weigh:
         monkeypatch.setattr(FFTAccountant, "_coarse_may_settle", lambda self, *args: True)
     bounds = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
-    return set(fine), coarse, bounds
+    return passes, bounds
+
+
+#: Sweep case 5 of benchmarks/sweep.py: the two directions' answers are 0.15% apart (0.019445
+#: and 0.019417); their Chernoff bounds, within 0.2%, put the remove direction (0) first.
+_CLOSE = (4.279119921370207e-05, 7.385291564527815, 323328, 1.165760548553726e-12)
 
 
 def test_a_coarse_pass_is_skipped_where_the_directions_are_close(monkeypatch):
-    # Sweep case 8 of benchmarks/sweep.py: the two directions' Chernoff bounds are within 1%
-    # (the second one's above), so a coarse pass, about 4 tol wide, cannot settle the second
-    # direction below the first one's lower bound; both go to the fine grid at once. The
-    # bracket is the one the coarse pass would have led to.
-    case = (0.0009618625218561315, 26.178269100928798, 204, 4.2803147951757294e-07)
-    fine, coarse, bounds = _passes(monkeypatch, *case)
-    assert fine == {0, 1} and not coarse
+    # A coarse pass, about 4 tol wide, cannot settle the second direction below the first
+    # one's lower bound: it goes to the fine grid at once, its upper PLDs alone composed
+    # (the first direction's lower bound leaves the bracket within tol). The bracket is the
+    # one the coarse pass would have led to.
+    passes, bounds = _passes(monkeypatch, *_CLOSE)
+    assert set(passes) == {(0, "full"), (1, "upper")}
     assert bounds[1] - bounds[0] <= 1e-3 * bounds[1]
     with monkeypatch.context() as m:
-        fine_old, coarse_old, bounds_old = _passes(m, *case, weigh=False)
-    assert fine_old == {0, 1} and coarse_old  # the pass skipped was wasted
+        passes_old, bounds_old = _passes(m, *_CLOSE, weigh=False)
+    assert (1, "coarse") in passes_old  # the pass skipped was wasted
     assert bounds == bounds_old
+
+
+def test_the_second_direction_composes_its_lower_bound_where_it_leads(monkeypatch):
+    # Put first by mistake, the smaller direction's bracket cannot bound eps from below: the
+    # other one, composed upper-only, leads, and its lower PLDs are then composed on the same
+    # grid (no finer pass). The bracket is the one of the right order.
+    right = _passes(monkeypatch, *_CLOSE)[1]
+    with monkeypatch.context() as m:
+        m.setattr(FFTAccountant, "_larger_first", lambda self, *args: [1, 0])
+        passes, bounds = _passes(m, *_CLOSE)
+    assert passes[0] == (1, "full") and (0, "upper") in passes and (0, "full") in passes
+    assert bounds[1] - bounds[0] <= 1e-3 * bounds[1]
+    # (its profiles are aimed at the first direction's answer, so their tilt differs a little)
+    assert abs(bounds[0] - right[0]) <= 1e-9 * right[0] and abs(bounds[1] - right[1]) <= 1e-9 * right[1]
+
+
+def test_the_chernoff_bounds_put_the_larger_direction_first(monkeypatch):
+    # Sweep case 18: the normal approximation puts the add direction (1) first, by 0.06%; the
+    # answers are 0.052942-0.052967 (remove, 0) and 0.051541-0.051567 (add). The Chernoff
+    # bounds put the remove direction first, and the add one is settled by its coarse pass.
+    case = (5.989041025986441e-05, 1.0909392178618984, 50511, 1.4725740341996848e-06)
+    m = autoacct.dpsgd(sample_rate=case[0], noise_multiplier=case[1], steps=case[2])
+    scales = FFTAccountant(routes.PldRoute()._parts(m))._direction_scales(case[3])
+    assert scales[1] > scales[0]
+    passes, bounds = _passes(monkeypatch, *case)
+    assert passes[0] == (0, "full") and (1, "coarse") in passes
+    assert all(kind == "coarse" for d, kind in passes if d == 1)
+    assert bounds[1] - bounds[0] <= 1e-3 * bounds[1] and bounds[0] > 0.0529
 
 
 def test_a_coarse_pass_still_settles_a_direction_well_below(monkeypatch):
     # Sweep case 7: the second direction's Chernoff bound is 3% below the first one's, and a
     # coarse pass settles it: it never goes to the fine grid.
-    fine, coarse, bounds = _passes(monkeypatch, 0.01099707581430652, 4.987334787103255, 518, 8.37232260804884e-05)
-    assert len(fine) == 1 and coarse and not fine & set(coarse)
+    passes, bounds = _passes(monkeypatch, 0.01099707581430652, 4.987334787103255, 518, 8.37232260804884e-05)
+    assert (1, "coarse") in passes and all(kind == "coarse" for d, kind in passes if d == 1)
     assert bounds[1] - bounds[0] <= 1e-3 * bounds[1]
 
 
 def test_a_split_direction_skips_the_whole_laws_chernoff_bound(monkeypatch):
     # Issue 18's named case q = 1e-4, sigma = 0.1, k = 10, delta = 1e-5: the add direction's
     # law spans 2e6 cells on the lattice of its Chernoff bound (0.5 s), while its split terms
-    # take 0.01 s. It goes to the fine grid at once; no Chernoff bound or coarse pass is
-    # made for it, and the bracket is within tol (the remove direction decides eps, 63.3).
+    # take 0.01 s. It goes to the fine grid at once (a split law's terms give both bounds);
+    # no Chernoff bound or coarse pass is made for it, and the bracket is within tol (the
+    # remove direction decides eps, 63.3).
     chernoffs = []
     real = FFTAccountant._chernoff
 
@@ -76,6 +112,7 @@ def test_a_split_direction_skips_the_whole_laws_chernoff_bound(monkeypatch):
         chernoffs.append(d)
         return real(self, d, h, log_eta)
     monkeypatch.setattr(FFTAccountant, "_chernoff", spy)
-    fine, coarse, (lower, upper) = _passes(monkeypatch, 1e-4, 0.1, 10, 1e-5)
-    assert fine == {0, 1} and not coarse and 1 not in chernoffs
+    passes, (lower, upper) = _passes(monkeypatch, 1e-4, 0.1, 10, 1e-5)
+    assert (1, "coarse") not in passes and 1 not in chernoffs
+    assert any(d == 1 for d, _ in passes)  # its split terms, on the fine grid
     assert upper - lower <= 1e-3 * upper and 63.2 < lower

@@ -1,0 +1,175 @@
+"""The split of a rarely sampled law into bulk and tail (see :mod:`jumps`), as the FFT accountant
+uses it: whether it applies and pays, the split law discretised, its profiles for an eps(delta)
+query, and the scale of an answer that one large loss decides.
+
+:class:`SplitDirections` is a mixin of :class:`~autoacct.pld.accountant.FFTAccountant`: it reads
+the accountant's directions, memo and profiles made (the :class:`_Host` protocol) and keeps its
+results in the same memo, under the keys "split", "tail-side" and "split-law".
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Any, Protocol
+
+from autoacct.losses import PrivacyLoss
+from autoacct.pld import jumps
+from autoacct.pld.components import Component
+from autoacct.pld.costs import afford_cells, lower_of
+from autoacct.pld.discretize import discretize, discretize_upper
+from autoacct.pld.grid import choose_spacing, index_range
+from autoacct.pld.lawcache import TAILS, law_key, round_up_quarter
+from autoacct.pld.made import Made
+from autoacct.pld.query import PldQuery
+
+
+class _Host(Protocol):
+    """What :class:`SplitDirections` reads of the accountant it is mixed into."""
+
+    _directions: list[list[tuple[PrivacyLoss, int]]]
+    _memo: dict[tuple, Any]
+    _made: Made
+
+    def _eta(self, log_eta: float) -> float: ...
+
+    def eps_scale(self, delta: float) -> float: ...
+
+    def _tail_side(self, d: int, log_eta: float) -> jumps.TailSide | None: ...
+
+    def _split_law(self, d: int, h: float, log_eta: float, scale: float, tol: float,
+                   omitted: float, normal_scale: float) -> jumps.SplitLaw | None: ...
+
+    def _split_pays(self, d: int, side: jumps.TailSide | None, h: float, log_eta: float,
+                    normal_scale: float) -> bool: ...
+
+
+class SplitDirections:
+    """The accountant's methods for a direction whose one law is split (see the module docstring)."""
+
+    def _split(self: _Host, d: int, h: float, log_eta: float, query: PldQuery, grid_tol: float
+               ) -> tuple[jumps.MixtureProfile, jumps.MixtureProfile] | None:
+        """Direction d's profiles for an eps(delta) query by splitting its one law into bulk
+        and tail (see :mod:`jumps`), or None where the split does not apply or pay: a law
+        without atoms composed more than once whose range at the accuracy of spacing h
+        needs at least jumps.MIN_CELLS cells while all but a share jumps.TAIL_RATE / k of
+        its mass lies in a small first (or last) share of that range (:func:`jumps.pays`)."""
+        if query.delta is None or query.target is None or query.tol is None:
+            return None
+        key = ("split", h, log_eta, d, grid_tol, *query.tilt_key)
+        if key not in self._memo:
+            profs = None
+            law = self._split_law(d, h, log_eta, query.target, grid_tol, query.tol * query.delta,
+                                  self.eps_scale(query.delta))
+            if law is not None:
+                (_, k), = self._directions[d]
+                budget = query.log_rounding_budget
+                assert budget is not None  # a query with a delta has one
+                profs = jumps.split_profiles(law, k, log_eta, query.target, budget,
+                                             jumps.OMITTED_SHARE * query.tol * query.delta, query.tol)
+                if profs is not None:
+                    self._made.add(d, profs)
+            self._memo[key] = profs
+        return self._memo[key]
+
+    def _tail_side(self: _Host, d: int, log_eta: float) -> jumps.TailSide | None:
+        """:func:`jumps.tail_side` of direction d's one law (None for several laws), for its
+        count rounded up to the next ceil(2^(j/4)) (:func:`~autoacct.pld.lawcache.round_up_quarter`): the tail then
+        holds at most a share rate / k all the same, and the answer, kept by value
+        (:data:`~autoacct.pld.lawcache.TAILS`), holds while the count grows by up to 19%."""
+        key = ("tail-side", log_eta, d)
+        if key not in self._memo:
+            parts = self._directions[d]
+            side = None
+            if len(parts) == 1:
+                (loss, k), = parts
+                k2, eta = round_up_quarter(k), self._eta(log_eta)
+                side = TAILS.get(("tail-side", law_key(loss), k2, eta),
+                                  lambda: jumps.tail_side(loss, k2, eta))
+            self._memo[key] = side
+        return self._memo[key]
+
+    def _split_law(self: _Host, d: int, h: float, log_eta: float, scale: float, tol: float,
+                   omitted: float, normal_scale: float) -> jumps.SplitLaw | None:
+        """Direction d's one law split at its threshold (:meth:`_tail_side`) and discretised:
+        the bulk on hZ, the tail on a lattice R h with R at least jumps.coarse_ratio(k) and
+        such that the few tail copies the terms compose (as many as an omitted mass
+        ``omitted`` leaves) meet ``tol`` at the answer's ``scale`` (:func:`choose_spacing`).
+        Whether the split pays is judged against the normal approximation's scale, which
+        does not move as the query is aimed again.
+        None when the law's range at the spacing h has fewer than jumps.MIN_CELLS cells (one
+        lattice is cheap enough)."""
+        side = self._tail_side(d, log_eta)
+        if side is None or not self._split_pays(d, side, h, log_eta, normal_scale):
+            return None
+        (loss, k), = self._directions[d]
+        eta = self._eta(log_eta)
+        copies = min(jumps.terms_needed(side.rate, omitted) or jumps.MAX_TERMS, k) + 1
+        bulk_law, tail_law = jumps.parts_at(loss, side[0], side[1])
+        # The bulk's own spread may call for a finer lattice than the whole law's: a spacing
+        # above a few of its standard deviations leaves its lower PLD first-order short,
+        # which k copies turn into a shift of the whole composition. At most _BULK_FINER
+        # times finer: the bulk's error model aims at eps, which a bulk far below it never
+        # reaches, and would ask for 20000 times finer (q = 1e-4, sigma = 0.1, k = 10).
+        h = min(h, max(choose_spacing([(bulk_law, k)], scale, tol), h / _BULK_FINER))
+        ratio = max(jumps.coarse_ratio(k), int(choose_spacing([(tail_law, copies)], scale, tol) / h))
+        key = ("split-law", h, log_eta, d, ratio)
+        if key not in self._memo:
+            coarse = ratio * h
+            # The threshold on the coarse lattice (hence on the fine one): each lattice's cells
+            # then hold only bulk or only tail.
+            rounding = math.ceil if side[0] > 0 else math.floor
+            bulk, tail = jumps.parts_at(loss, side[0], rounding(side[1] / coarse) * coarse)
+            def fine(part: PrivacyLoss) -> Component:
+                j_lo, j_hi = index_range(part, h, eta)
+                afford_cells(j_hi - j_lo, True, loss.cell_cost)
+                return Component(*discretize(part, h, j_lo, j_hi), k)
+            # The fine lattice's offset: its lower PLD's mean and variance gaps may move eps of
+            # the k copies by a share _ALIGN of tol (see jumps.aligned_bulk).
+            bulk_fine, offset = jumps.aligned_bulk(bulk, h, k, scale, _ALIGN * tol * scale, eta, fine)
+            c_lo, c_hi = index_range(bulk, coarse, eta)
+            afford_cells(c_hi - c_lo, False, loss.cell_cost)
+            bulk_coarse = Component(discretize_upper(bulk, coarse, c_lo, c_hi),
+                                    partial(lower_of, bulk, coarse, c_lo, c_hi), k)
+            t_lo, t_hi = index_range(tail, coarse, eta)
+            afford_cells(t_hi - t_lo, True, loss.cell_cost)
+            tail_coarse = Component(*discretize(tail, coarse, t_lo, t_hi), k)
+            self._memo[key] = jumps.split_law(bulk_fine, bulk_coarse, tail_coarse, ratio, offset)
+        return self._memo[key]
+
+    def _split_pays(self: _Host, d: int, side: jumps.TailSide | None, h: float, log_eta: float,
+                    normal_scale: float) -> bool:
+        """Whether direction d's one law, with a tail ``side``, is split at the accuracy of
+        spacing h: its range needs jumps.MIN_CELLS cells or more and the split pays
+        (:func:`jumps.pays`, against the normal approximation's scale)."""
+        if side is None:
+            return False
+        a, b = self._directions[d][0][0].quantile_range(self._eta(log_eta))
+        return b - a >= jumps.MIN_CELLS * h and jumps.pays(side[2], b - a, normal_scale)
+
+    def _jump_scale(self: _Host, delta: float, log_eta: float) -> float:
+        """A rough eps(delta) where one large loss decides it: for a direction whose law has a
+        right tail (:meth:`_tail_side`), the loss that one of its k runs exceeds with
+        probability about delta (at most k times the law's tail beyond it), 0 otherwise.
+        Sizes grids only: the normal approximation misses such answers by up to 1000 times."""
+        out = 0.0
+        for d, parts in enumerate(self._directions):
+            side = self._tail_side(d, log_eta)
+            # (a heavy tail, split at the loose rate, is not one large loss)
+            if side is not None and side[0] > 0 and side[2] <= jumps.MAX_BULK_SHARE and side.rate <= jumps.TAIL_RATE:
+                (loss, k), = parts
+                # (for the count rounded up as for the tail side: kept by value)
+                mass, eta = delta / round_up_quarter(k), self._eta(log_eta)
+
+                def high(loss: PrivacyLoss = loss, mass: float = mass, eta: float = eta) -> float:
+                    a, b = loss.quantile_range(eta)
+                    return jumps.quantiles(loss, mass, a, b)[1]
+                out = max(out, TAILS.get(("jump", law_key(loss), mass, eta), high))
+        return out
+
+
+#: A split law's bulk lattice is at most this many times finer than the whole law's.
+_BULK_FINER = 8.0
+#: Share of tol * eps the split bulk's lower PLD may lose over its k copies before its lattice
+#: is moved (see :func:`jumps.aligned_bulk`).
+_ALIGN = 0.25
