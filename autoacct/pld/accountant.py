@@ -465,8 +465,8 @@ class FFTAccountant(SplitDirections):
             if i:
                 afford(0.0, 0.0, "another refinement pass")
                 # The direction whose upper bound is the largest is refined first: it cannot be
-                # settled, and the others then may be (the normal approximation that ordered
-                # them can put the smaller one first).
+                # settled, and the others then may be (the first pass's order, by Chernoff
+                # bounds or a normal approximation, can put the smaller one first).
                 order.sort(key=lambda d: -self._best_upper(d, delta))
             on_fine_grid, with_lower = [order[0]], {order[0]}
             fine_profiles(query, on_fine_grid, with_lower)
