@@ -100,7 +100,8 @@ class FFTAccountant(SplitDirections):
         #: rest is every argument it depends on (the parts never change):
         #: ("components", h, log_eta, d), ("tilt", h, log_eta, d, target, log budget),
         #: ("plan", h, log_eta, d, target, log budget), ("profiles", h, log_eta, lam, d, lower),
-        #: ("chernoff", h, log_eta, d), ("spacing", d, eps_scale, tol) and ("laws", d).
+        #: ("chernoff", h, log_eta, d), ("chernoff-cells", h, log_eta, d), ("spacing", d, eps_scale,
+        #: tol) and ("laws", d).
         self._memo: dict[tuple, Any] = {}
         # The composed profiles made and kept, per direction: answers take the best certified
         # value over them (within the budget; see :mod:`autoacct.pld.made`).
@@ -249,9 +250,13 @@ class FFTAccountant(SplitDirections):
             self._made.add(d, self._memo[key])
 
     def _chernoff_cells(self, d: int, h: float, log_eta: float) -> int:
-        """The cells direction d's laws span on the lattice of its Chernoff bound at spacing h."""
-        g, eta = self._chernoff_lattice(d, h), self._eta(log_eta)
-        return sum(hi - lo for loss, _ in self._directions[d] for lo, hi in [index_range(loss, g, eta)])
+        """The cells direction d's laws span on the lattice of its Chernoff bound at spacing h
+        (kept: the ordering and the second direction's pass both ask)."""
+        key = ("chernoff-cells", h, log_eta, d)
+        if key not in self._memo:
+            g, eta = self._chernoff_lattice(d, h), self._eta(log_eta)
+            self._memo[key] = sum(hi - lo for loss, _ in self._directions[d] for lo, hi in [index_range(loss, g, eta)])
+        return self._memo[key]
 
     def _chernoff_lattice(self, d: int, h: float) -> float:
         """The lattice of direction d's Chernoff profiles at spacing h: the finest one of a
