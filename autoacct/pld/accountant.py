@@ -249,6 +249,11 @@ class FFTAccountant(SplitDirections):
             self._memo[key] = chernoff_profiles(self.components(g, log_eta, d, LowerPld.LAZY), g)
             self._made.add(d, self._memo[key])
 
+    def _chernoff_epsilon(self, d: int, h: float, log_eta: float, delta: float) -> float:
+        """Direction d's Chernoff upper bound on eps(delta) at spacing h (made if not yet)."""
+        self._chernoff(d, h, log_eta)
+        return float(self._memo[("chernoff", h, log_eta, d)][0].epsilon(delta))
+
     def _chernoff_cells(self, d: int, h: float, log_eta: float) -> int:
         """The cells direction d's laws span on the lattice of its Chernoff bound at spacing h
         (kept: the ordering and the second direction's pass both ask)."""
@@ -405,9 +410,7 @@ class FFTAccountant(SplitDirections):
         scales = self._direction_scales(delta)
         coarse = [self.spacing(eps_scale, tol * _COARSE, [d]) for d in range(len(scales))] if len(scales) > 1 else []
         if coarse and all(self._chernoff_cells(d, h, log_eta) <= _WEIGH_CELLS for d, h in enumerate(coarse)):
-            for d, h in enumerate(coarse):
-                self._chernoff(d, h, log_eta)
-            bounds = [float(self._memo[("chernoff", h, log_eta, d)][0].epsilon(delta)) for d, h in enumerate(coarse)]
+            bounds = [self._chernoff_epsilon(d, h, log_eta, delta) for d, h in enumerate(coarse)]
             if all(map(math.isfinite, bounds)):
                 scales = bounds
         return sorted(range(len(scales)), key=lambda d: -scales[d])
@@ -420,8 +423,7 @@ class FFTAccountant(SplitDirections):
         would cost more than a coarse pass: its laws span over _WEIGH_CELLS cells."""
         if self._chernoff_cells(first, h, log_eta) > _WEIGH_CELLS:
             return True
-        self._chernoff(first, h, log_eta)
-        mine, theirs = (float(self._memo[("chernoff", h, log_eta, e)][0].epsilon(delta)) for e in (d, first))
+        mine, theirs = (self._chernoff_epsilon(e, h, log_eta, delta) for e in (d, first))
         return not (math.isfinite(mine) and math.isfinite(theirs) and theirs > 0.0) or \
             mine < theirs * (1.0 - _COARSE_GAP * tol)
 
