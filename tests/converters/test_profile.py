@@ -57,3 +57,52 @@ def test_tradeoff_of_the_gaussian_profile_is_below_and_close_to_the_exact_curve(
     exact = stats.norm.cdf(-stats.norm.ppf(alpha) - mu)  # not ppf(1 - alpha): 1 - alpha rounds
     assert np.all(got <= exact + 1e-12)
     assert np.all(exact - got <= 2e-3)
+
+
+def _gaussian_profile(mu: float):
+    def fn(e):
+        e = np.asarray(e, dtype=float)
+        return stats.norm.cdf(-e / mu + mu / 2) - np.exp(e + stats.norm.logcdf(-e / mu - mu / 2))
+    return fn
+
+
+@pytest.mark.parametrize("mu", np.geomspace(0.01, 30.0, 9).tolist())
+def test_vectorised_inversion_needs_few_calls(mu):
+    """Over mu from 0.01 to 30 and delta from 0.5 to 1e-15, the vectorised inversion returns the
+    scalar bisection's answer (the analytic Gaussian's profile is monotone in floating point
+    there) in at most 9 calls, where the bisection takes 13 or more for a positive eps. At
+    delta = 1e-300, where the profile's rounding is not monotone, both answers are within
+    1e-12 of each other and each is on its safe side of a point the profile was evaluated at."""
+    fn = _gaussian_profile(mu)
+    for delta in (0.5, 1e-3, 1e-6, 1e-10, 1e-15, 1e-300):
+        for upper in (True, False):
+            calls = {"scalar": 0, "vector": 0}
+
+            def counted(e, kind, calls=calls):
+                calls[kind] += 1
+                return fn(e)
+            scalar = epsilon_from_profile(lambda e: counted(e, "scalar"), delta, 1.0, upper=upper)
+            vector = epsilon_from_profile(lambda e: counted(e, "vector"), delta, 1.0, upper=upper,
+                                          vectorised=True)
+            if delta >= 1e-15:
+                assert vector == scalar
+                assert calls["vector"] <= 9 and (scalar == 0.0 or calls["scalar"] >= 13)
+            else:
+                assert vector == pytest.approx(scalar, rel=1e-12)
+
+
+def test_vectorised_inversion_of_a_step_profile_is_safe():
+    """A profile that jumps (that of a pure 1-DP pair with an atom of loss +inf of mass 0.4: 0.4
+    plus a part falling to 0 at eps = 1, then 0): each answer is on its safe side of the jump,
+    the upper one where the profile is at most the target and the lower one where it is above."""
+    def fn(e):
+        e = np.asarray(e, dtype=float)
+        return np.where(e < 1.0, 0.4 + 0.6 * (1.0 - np.exp(e - 1.0)), 0.0)
+    for delta in (1e-9, 0.1, 0.39):
+        up = epsilon_from_profile(fn, delta, 1.0, upper=True, vectorised=True)
+        low = epsilon_from_profile(fn, delta, 1.0, upper=False, vectorised=True)
+        assert float(fn(up)) <= delta < float(fn(low))
+        assert low < 1.0 <= up and up - low <= 1e-12
+    # Above the atom the root is where the continuous part meets the target.
+    up = epsilon_from_profile(fn, 0.7, 1.0, upper=True, vectorised=True)
+    assert up == pytest.approx(1.0 + np.log(0.5), rel=1e-12) and float(fn(up)) <= 0.7
