@@ -151,6 +151,12 @@ class PrivacyLoss(ABC):
         known): beyond it the profile is the mass at +inf exactly, below it may be positive."""
         return math.inf
 
+    def reverses(self, other: PrivacyLoss) -> bool:
+        """Whether this is the law of the reversed pair (Q, P) of ``other``'s pair (P, Q), its
+        loss -L under Q: then E_Q[e^{theta L'}] is ``other``'s E_P[e^{-(1 + theta) L}]
+        (see :mod:`autoacct.pld.reversal`). False unless the law knows it."""
+        return False
+
     @cached_property
     def moments(self) -> tuple[float, float]:
         """Approximate mean and variance of the finite part of L under P.
@@ -260,6 +266,10 @@ class GaussianLoss(ContinuousLoss):
     def __init__(self, mu: float) -> None:
         self.mu = float(mu)
         self.gdp_mu = self.mu
+
+    def reverses(self, other: PrivacyLoss) -> bool:
+        """The pair (N(0, 1), N(mu, 1)) has loss -L under N(0, 1), again N(mu^2/2, mu^2)."""
+        return isinstance(other, GaussianLoss) and other.mu == self.mu
 
     @property
     def key(self) -> tuple:

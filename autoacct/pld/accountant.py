@@ -50,6 +50,7 @@ from autoacct.pld.lawcache import kept_law, round_up_pow2
 from autoacct.pld.made import Composed, Made, Pair, Profile, well_inside
 from autoacct.pld.profiles import DiscreteProfile, chernoff_profiles
 from autoacct.pld.query import PldQuery, log_eta_for, shrink, within
+from autoacct.pld.reversal import reversed_chernoff
 from autoacct.pld.splitting import SplitDirections
 
 #: The query of an untilted composition (a delta curve or a tradeoff).
@@ -100,8 +101,8 @@ class FFTAccountant(SplitDirections):
         #: rest is every argument it depends on (the parts never change):
         #: ("components", h, log_eta, d), ("tilt", h, log_eta, d, target, log budget),
         #: ("plan", h, log_eta, d, target, log budget), ("profiles", h, log_eta, lam, d, lower),
-        #: ("chernoff", h, log_eta, d), ("chernoff-cells", h, log_eta, d), ("spacing", d, eps_scale,
-        #: tol) and ("laws", d).
+        #: ("chernoff", h, log_eta, d), ("chernoff-cells", h, log_eta, d), ("reversed", h, d),
+        #: ("spacing", d, eps_scale, tol) and ("laws", d).
         self._memo: dict[tuple, Any] = {}
         # The composed profiles made and kept, per direction: answers take the best certified
         # value over them (within the budget; see :mod:`autoacct.pld.made`).
@@ -248,6 +249,22 @@ class FFTAccountant(SplitDirections):
             g = self._chernoff_lattice(d, h)
             self._memo[key] = chernoff_profiles(self.components(g, log_eta, d, LowerPld.LAZY), g)
             self._made.add(d, self._memo[key])
+
+    def _reversed(self, d: int, first: int) -> None:
+        """Add direction d's Chernoff profiles bounded by direction ``first``'s finest upper PLDs
+        made so far, where d's laws reverse first's (see :mod:`reversal`): d's own laws are
+        not discretised."""
+        made = [(key[1], comps) for key, comps in self._memo.items() if key[0] == "components" and key[3] == first]
+        if not made:
+            return
+        h, comps = min(made, key=lambda m: m[0])
+        key = ("reversed", h, d)
+        if key not in self._memo:
+            pair = reversed_chernoff(comps, [loss for loss, _ in self._directions[d]],
+                                     [loss for loss, _ in self._directions[first]])
+            self._memo[key] = pair
+            if pair is not None:
+                self._made.add(d, pair)
 
     def _chernoff_epsilon(self, d: int, h: float, log_eta: float, delta: float) -> float:
         """Direction d's Chernoff upper bound on eps(delta) at spacing h (made if not yet)."""
@@ -478,6 +495,9 @@ class FFTAccountant(SplitDirections):
             on_fine_grid, with_lower = [order[0]], {order[0]}
             fine_profiles(query, on_fine_grid, with_lower)
             for d in order[1:]:
+                if self._settled(d, delta):
+                    continue
+                self._reversed(d, order[0])
                 if self._settled(d, delta):
                     continue
                 coarse = self.spacing(eps_scale, grid_tol * _COARSE, [d])

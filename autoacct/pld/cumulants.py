@@ -150,10 +150,14 @@ class Cumulant:
     another grid need not be on), tabulated for every exponent at once."""
 
     def __init__(self, comps: Sequence[Component], side: str, h: float, lam: float = 0.0,
-                 values: np.ndarray | None = None, chernoff: bool = False) -> None:
+                 values: np.ndarray | None = None, chernoff: bool = False, grid: np.ndarray | None = None) -> None:
         self.comps, self.side, self.h, self.lam = comps, side, h, lam
-        # With ``chernoff``, the further exponents of CHERNOFF_THETAS too.
-        self.grid, self.zero = _grid(float(h), float(lam), chernoff)
+        # With ``chernoff``, the further exponents of CHERNOFF_THETAS too; a ``grid`` of its own
+        # (increasing, with 0) comes with its ``values``.
+        if grid is None:
+            self.grid, self.zero = _grid(float(h), float(lam), chernoff)
+        else:
+            self.grid, self.zero = grid, int(np.flatnonzero(grid == 0.0)[0])
         self._values = cumulant(comps, side, self.grid) if values is None else values
 
     def recounted(self, comps: Components) -> Cumulant:

@@ -614,7 +614,7 @@ def _grid_points(loss: PrivacyLoss, h: float, j_lo: int, n: int) -> np.ndarray:
 
 
 #: Roundoffs by which a connect-the-dots ratio of masses is lowered (see _left_share).
-_RATIO_ULPS = 16.0
+RATIO_ULPS = 16.0
 _UNIT = MACHINE_EPSILON
 
 
@@ -625,15 +625,15 @@ def _left_share(m_p: np.ndarray, m_q: np.ndarray, g_left: np.ndarray, h: float) 
     m_p (r - e^{-h}) / (1 - e^{-h}); computed in logs so that far tails neither
     overflow nor divide by zero, and clipped to [0, m_p] against rounding.
 
-    r is lowered by _RATIO_ULPS roundoffs, the error of a ratio of masses each computed
+    r is lowered by RATIO_ULPS roundoffs, the error of a ratio of masses each computed
     to a few roundoffs: sending P-mass right raises delta at every eps, so the PLD stays
     an upper one where the masses' own difference is below their rounding (a pair
     Poisson-subsampled at q = 1e-24 has m_p = m_q in floating point in the cell of its
     loss 1e-20: r = 1 would send the whole cell to 0 and lose its delta). The cost is
-    at most _RATIO_ULPS roundoffs of the P-mass above eps - h.
+    at most RATIO_ULPS roundoffs of the P-mass above eps - h.
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        log_r = g_left + np.log(m_q) - np.log(m_p) + math.log1p(-_RATIO_ULPS * _UNIT)
+        log_r = g_left + np.log(m_q) - np.log(m_p) + math.log1p(-RATIO_ULPS * _UNIT)
         r = np.exp(np.minimum(log_r, 0.0))
         share = m_p * (r - np.exp(-h)) / (-np.expm1(-h))
     # fmax takes 0 over NaN (an empty cell, m_p = 0, gives 0 or NaN here).

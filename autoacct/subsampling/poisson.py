@@ -108,6 +108,10 @@ class PoissonRemoveLoss(RepresentedLoss):
     def key(self) -> tuple:
         return ("poisson-remove", self.q, self.base.key)
 
+    def reverses(self, other: PrivacyLoss) -> bool:
+        """The addition pair (Q, (1-q) Q + q P) of the same base and q reverses this one."""
+        return isinstance(other, PoissonAddLoss) and other.reverses(self)
+
     @property
     def max_loss(self) -> float:
         """log(1 - q + q e^M) for the base's M, phi being increasing (rounded up)."""
@@ -209,6 +213,12 @@ class PoissonAddLoss(RepresentedLoss):
     @property
     def key(self) -> tuple:
         return ("poisson-add", self.q, self.base.key)
+
+    def reverses(self, other: PrivacyLoss) -> bool:
+        """This is the pair (Q, (1-q) Q + q P), the reverse of the removal pair ((1-q) Q + q P, Q)
+        of the same base and q: its cell masses are the removal pair's, swapped, for any base."""
+        return (isinstance(other, PoissonRemoveLoss) and other.q == self.q
+                and type(other.base) is type(self.base) and other.base.key == self.base.key)
 
     @property
     def max_loss(self) -> float:

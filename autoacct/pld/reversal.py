@@ -1,0 +1,91 @@
+"""A Chernoff bound on the reversed pairs' composition from the forward pairs' upper PLDs.
+
+For a pair (P, Q) with loss L = log(dP/dQ), the reversed pair (Q, P) has loss
+L' = -L, and under its first measure Q
+
+    E_Q[e^{theta L'}; L' finite] = E_P[e^{-(1 + theta) L}; L finite],
+
+the forward law's moment generating function at s = -(1 + theta) <= -1. A mechanism's
+two directions under add/remove neighbours are such pairs where a Poisson-subsampled
+pair ((1 - q) Q + q P, Q) meets its addition pair (Q, (1 - q) Q + q P) (laws say so by
+:meth:`~autoacct.losses.PrivacyLoss.reverses`). The forward direction's upper PLDs,
+made for its own composition, then bound the reversed direction's moment generating
+function, and with it the reversed composition's delta (:class:`ChernoffProfile`), at
+no discretisation of the reversed laws: where that bound puts the reversed direction
+below the forward one's lower bound, it cannot set eps (1,000 distinct subsampled
+Gaussian steps: 0.04 s here against 0.5 s for discretising the 1,000 reversed laws).
+
+Why the connect-the-dots PLD bounds it (Doroshenko et al. 2022 for the split): each
+cell (g_j, g_(j+1)] sends its P-mass to its two ends so that its P-mass and its Q-mass
+E_P[e^{-L}; cell] are kept. In u = e^{-L} the split is the two-point law on the cell's
+ends with the cell's mean of u, which dominates the cell's own law of u in the convex
+order; e^{sL} = u^{1 + theta} is convex in u, so the split's sum is at least the cell's.
+Three corrections make this a bound on the computed PLD:
+
+* the split's ratio is lowered by a few roundoffs (:data:`~autoacct.pld.discretize.RATIO_ULPS`, sending P-mass to the
+  larger loss, the safe side for delta but not here): each cell's sum may be short by at
+  most (RATIO_ULPS + 16) u (e^{(1 + theta) h} - 1) / (1 - e^{-h}) of itself, u the unit
+  roundoff, and a relative 1e-9 covers the rounding of the cell masses and of the sums,
+  as for a single step's PLD (:data:`~autoacct.pld.compose.LAW_REL`);
+* the P-mass below the grid sits at its first point g_0 in the PLD: it is at most that
+  point's mass, at losses no smaller than -M', M' the reversed law's largest finite loss
+  (none exists where -M' > g_0), so it adds at most m_0 e^{(1 + theta) M'};
+* the P-mass above the grid sits at +inf in the PLD: it is at most the PLD's mass at +inf
+  beyond the law's own, at losses above the last point g_n, adding at most that times
+  e^{-(1 + theta) g_n}.
+
+The reversed laws' own mass at +inf (Q-mass where P vanishes) is theirs, exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from autoacct.exactness import MACHINE_EPSILON
+from autoacct.losses import PrivacyLoss
+from autoacct.pld.components import Component
+from autoacct.pld.compose import LAW_REL
+from autoacct.pld.cumulants import THETAS, Components, Cumulant
+from autoacct.pld.discretize import RATIO_ULPS
+from autoacct.pld.mgf import log_mgfs
+from autoacct.pld.profiles import ChernoffProfile
+
+#: The positive exponents theta of the reversed direction's bound (8 per decade).
+_THETAS = THETAS[THETAS > 0.0]
+
+
+def reversed_chernoff(forward: Sequence[Component], reversed_laws: Sequence[PrivacyLoss],
+                      forward_laws: Sequence[PrivacyLoss]) -> tuple[ChernoffProfile, ChernoffProfile] | None:
+    """(upper, lower) Chernoff profiles of the composition of ``reversed_laws``, each taken as
+    often as the ``forward`` component at its place, from those components' upper PLDs
+    (connect-the-dots discretisations of ``forward_laws``, all on one lattice); None unless
+    each reversed law reverses its forward law and has a finite largest loss."""
+    if not forward or len(forward) != len(reversed_laws) or len(forward) != len(forward_laws):
+        return None
+    if any(not rev.reverses(fwd) or not math.isfinite(rev.max_loss) or c.upper.leak > 0.0
+           for c, rev, fwd in zip(forward, reversed_laws, forward_laws, strict=True)):
+        return None
+    h = forward[0].upper.h
+    s = -(1.0 + _THETAS)
+    table = log_mgfs([c.upper for c in forward], s)
+    with np.errstate(over="ignore"):
+        short = (RATIO_ULPS + 16.0) * MACHINE_EPSILON * np.expm1(-s * h) / -math.expm1(-h)
+        table = table + np.log1p(LAW_REL + short)
+        for i, (c, rev, fwd) in enumerate(zip(forward, reversed_laws, forward_laws, strict=True)):
+            pld = c.upper
+            first = pld.start * h
+            below = float(pld.masses[0]) * np.exp(-s * rev.max_loss) if -rev.max_loss <= first else 0.0
+            beyond = max(pld.p_inf - fwd.p_inf, 0.0) * (1.0 + 4.0 * MACHINE_EPSILON) + 4.0 * MACHINE_EPSILON * pld.p_inf
+            last = (pld.start + pld.masses.size - 1) * h
+            with np.errstate(divide="ignore"):
+                table[i] = np.logaddexp(table[i], np.log(below + beyond * np.exp(s * last)))
+    counts = np.array([float(c.count) for c in forward])
+    values = np.concatenate(([0.0], (table * counts[:, None]).sum(axis=0)))
+    k = Cumulant(Components(forward), "upper", h, values=values, grid=np.concatenate(([0.0], _THETAS)))
+    log_fin = sum(c.count * (math.log1p(-rev.p_inf) if rev.p_inf < 1.0 else -math.inf)
+                  for c, rev in zip(forward, reversed_laws, strict=True))
+    inf_mass = -math.expm1(log_fin)
+    return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)

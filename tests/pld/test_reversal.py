@@ -1,0 +1,126 @@
+"""The reversed direction's Chernoff bound from the forward upper PLDs (autoacct/pld/reversal.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from autoacct.losses import GaussianLoss
+from autoacct.pld import accountant as acc_module
+from autoacct.pld.accountant import FFTAccountant
+from autoacct.pld.components import Component
+from autoacct.pld.discretize import discretize_upper
+from autoacct.pld.grid import index_range
+from autoacct.pld.reversal import reversed_chernoff
+from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss
+
+
+def _never():
+    raise AssertionError("the reversed bound reads upper PLDs only")
+
+
+def _pair(q, sigma):
+    base = GaussianLoss(1.0 / sigma)
+    return PoissonRemoveLoss(base, q), PoissonAddLoss(base, q)
+
+
+def _forward(fwd, h, count=1, eta=1e-16):
+    j_lo, j_hi = index_range(fwd, h, eta)
+    return Component(discretize_upper(fwd, h, j_lo, j_hi), _never, count)
+
+
+def _add_mgf(q, sigma, theta):
+    """E_Q[e^{theta L'}] of the addition pair (N(0,1), (1-q) N(0,1) + q N(mu,1)) by quadrature:
+    L' = -log(1 - q + q e^{mu y - mu^2/2}) at y ~ N(0, 1)."""
+    mu = 1.0 / sigma
+
+    def f(y):
+        return stats.norm.pdf(y) * math.exp(-theta * math.log1p(q * math.expm1(mu * y - mu * mu / 2)))
+    value, err = integrate.quad(f, -40.0, 40.0, points=[0.0, mu / 2, mu], epsabs=0.0, epsrel=1e-13, limit=400)
+    return value, err
+
+
+def test_reverses_names_the_reversed_pair_only():
+    fwd, rev = _pair(0.01, 1.0)
+    assert rev.reverses(fwd) and fwd.reverses(rev)
+    assert not fwd.reverses(fwd) and not rev.reverses(rev)
+    assert not _pair(0.02, 1.0)[1].reverses(fwd)
+    assert not _pair(0.01, 1.1)[1].reverses(fwd)
+    assert GaussianLoss(0.5).reverses(GaussianLoss(0.5)) and not GaussianLoss(0.5).reverses(GaussianLoss(0.6))
+
+
+@pytest.mark.parametrize("q, sigma, h", [(0.01, 1.0, 1e-3), (0.2, 0.7, 5e-3), (1e-4, 2.0, 1e-4), (0.5, 3.0, 0.05)])
+def test_cumulant_bounds_the_addition_law_from_above_and_tightly(q, sigma, h):
+    """Each tabulated log E_Q[e^{theta L'}] is at least the quadrature's value (less its stated
+    error) and, for theta up to 30, within 1e-3 (h^2 scale) above it: the forward PLD's
+    connect-the-dots split bounds the reversed law's moment generating function (convex
+    order in e^{-L})."""
+    fwd, rev = _pair(q, sigma)
+    up, _ = reversed_chernoff([_forward(fwd, h)], [rev], [fwd])
+    theta = up.k.grid[up.k.zero + 1:]
+    got = up.k(np.arange(up.k.zero + 1, up.k.grid.size))
+    for t, k in zip(theta, got, strict=True):
+        if t > 30.0:
+            continue
+        value, err = _add_mgf(q, sigma, t)
+        assert k >= math.log(value - err) - 1e-12
+        assert k <= math.log(value + err) + max(1e-3, 20 * (t * h) ** 2)
+
+
+@pytest.mark.parametrize("q, sigma", [(0.01, 1.0), (0.2, 0.7), (0.05, 3.0)])
+def test_one_step_bound_is_above_the_closed_form_profile(q, sigma):
+    """For one step the reversed direction's delta(eps) is the addition law's closed-form
+    profile; the Chernoff profile from the forward PLD is above it at every eps."""
+    fwd, rev = _pair(q, sigma)
+    up, low = reversed_chernoff([_forward(fwd, 2e-3)], [rev], [fwd])
+    eps = np.linspace(0.0, 2.0, 81)
+    exact = np.asarray(rev.profile(eps), dtype=float)
+    assert np.all(up.delta(eps) >= exact * (1 + 1e-12))
+    assert np.all(low.delta(eps) == 0.0) and low.epsilon(1e-5) == 0.0
+
+
+def test_composed_bound_is_above_the_addition_direction_lower_bound():
+    """Composed 300 times (two distinct steps, 150 each), the reversed bound's eps(delta) is at
+    least the addition direction's certified lower eps from its own fine composition."""
+    steps = [_pair(0.01, 1.0), _pair(0.02, 1.5)]
+    h = 2e-3
+    comps = [_forward(fwd, h, 150) for fwd, _ in steps]
+    up, _ = reversed_chernoff(comps, [rev for _, rev in steps], [fwd for fwd, _ in steps])
+    acc = FFTAccountant([(rev, rev, 150) for _, rev in steps])
+    for delta in (1e-5, 1e-9):
+        lower, upper = acc.epsilon(delta, 1.0)
+        assert up.epsilon(delta) >= upper >= lower
+        assert up.epsilon(delta) <= 1.5 * upper
+
+
+def test_not_made_for_laws_that_do_not_reverse():
+    fwd, rev = _pair(0.01, 1.0)
+    other = _pair(0.02, 1.0)[1]
+    assert reversed_chernoff([_forward(fwd, 1e-2)], [other], [fwd]) is None
+    assert reversed_chernoff([], [], []) is None
+
+
+def test_hetero_second_direction_is_settled_without_discretising_its_laws(monkeypatch):
+    """100 distinct subsampled Gaussian steps, ordered by the normal approximation (as where
+    the laws span more than _WEIGH_CELLS cells, e.g. 1,000 such steps): the addition
+    direction is settled by the bound from the removal direction's PLDs, so none of its laws
+    is discretised, and the bracket is within tol."""
+    from autoacct import routes
+    from autoacct.zoo import Composition, Gaussian, PoissonSubsample
+
+    made = []
+    real = acc_module.discretize_upper
+
+    def spy(loss, h, j_lo, j_hi):
+        made.append(type(loss).__name__)
+        return real(loss, h, j_lo, j_hi)
+    monkeypatch.setattr(acc_module, "discretize_upper", spy)
+    monkeypatch.setattr(acc_module, "_WEIGH_CELLS", 0)
+    steps = [(0.005 + 0.015 * i / 99, 0.8 + 1.2 * ((i * 37) % 100) / 99) for i in range(100)]
+    m = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
+    lower, upper = routes.epsilon_bounds(m, 1e-5, "pld", 1e-3)
+    assert "PoissonAddLoss" not in made
+    assert upper - lower <= 1e-3 * upper
