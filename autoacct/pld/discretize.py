@@ -135,7 +135,7 @@ def _lower_from_cells(loss: PrivacyLoss, h: float, j_lo: int, g: np.ndarray, m_p
         return DiscretePLD(h, j_lo, inner.copy(), _attained_inf(loss))
 
     atoms_q = _atoms_q(loss, g[1:]) if loss.has_atoms else np.zeros(n - 1)
-    return lower_from_cell_masses(g, h, j_lo, m_p, m_q, halves, atoms_q, _attained_inf(loss))
+    return lower_from_cell_masses(g, h, j_lo, m_p, m_q, halves, atoms_q, _attained_inf(loss), inner)
 
 
 def rounded_down(loss: DiscreteLoss, h: float, j_lo: int, n: int) -> DiscretePLD:
@@ -155,14 +155,15 @@ def rounded_down(loss: DiscreteLoss, h: float, j_lo: int, n: int) -> DiscretePLD
 
 def lower_from_cell_masses(g: np.ndarray, h: float, j_lo: int, m_p: np.ndarray, m_q: np.ndarray,
                            halves: tuple[np.ndarray, np.ndarray], atoms_q: np.ndarray,
-                           p_inf: float) -> DiscretePLD:
+                           p_inf: float, inner: np.ndarray | None = None) -> DiscretePLD:
     """The lower discrete PLD on the grid points g = (j_lo + j) h of a law (a nonnegative
     measure) given by its P- and Q-masses ``m_p``, ``m_q`` in the cells (-inf, g_0],
     (g_j, g_(j+1)] and (g_last, inf), those of the left halves (g_j, (g_j + g_(j+1)) / 2]
     of the inner cells (``halves``), the Q-masses ``atoms_q`` of its atoms at g_1, g_2, ...,
     and the P-mass ``p_inf`` at +inf it attains: the second-order construction of the
-    module docstring, or each cell rounded down to its left end where that fails."""
-    lower = _lower(p_inf, g, h, j_lo, m_p, m_q, halves, atoms_q)
+    module docstring, or each cell rounded down to its left end where that fails.
+    ``inner``, the connect-the-dots masses of the inner cells if made already, is reused."""
+    lower = _lower(p_inf, g, h, j_lo, m_p, m_q, halves, atoms_q, inner)
     if lower is None:
         down = np.zeros(len(g))
         down[:-1] += m_p[1:-1]
@@ -216,19 +217,26 @@ def _connect_the_dots(loss: PrivacyLoss, h: float, j_lo: int, n: int, halves: bo
         edges = np.concatenate(([-np.inf], g, [np.inf]))
         m_p, m_q = loss.cell_masses(edges)
         half_masses = None
-    inner_p, inner_q = m_p[1:-1], m_q[1:-1]
-    # Connect-the-dots split of each inner cell (g_j, g_{j+1}].
-    w_left = _left_share(inner_p, inner_q, g[:-1], h)
-    inner = np.zeros(n)
-    inner[:-1] += w_left
-    inner[1:] += inner_p - w_left
+    inner = _connected(m_p[1:-1], m_q[1:-1], g, h)
     up = inner.copy()
     up[0] += m_p[0]
     return g, m_p, m_q, inner, DiscretePLD(h, j_lo, up, min(1.0, loss.p_inf + m_p[-1])), half_masses
 
 
-def _lower(p_inf: float, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarray,
-           m_q: np.ndarray, halves: tuple[np.ndarray, np.ndarray], atoms_q: np.ndarray) -> DiscretePLD | None:
+def _connected(cell_p: np.ndarray, cell_q: np.ndarray, g: np.ndarray, h: float) -> np.ndarray:
+    """Connect-the-dots masses on the grid points g of the inner cells (g_j, g_(j+1)] with P- and
+    Q-masses ``cell_p``, ``cell_q``: each cell's P-mass split between its ends so that its
+    Q-mass is kept (see :func:`_left_share`)."""
+    w_left = _left_share(cell_p, cell_q, g[:-1], h)
+    inner = np.zeros(len(g))
+    inner[:-1] += w_left
+    inner[1:] += cell_p - w_left
+    return inner
+
+
+def _lower(p_inf: float, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarray, m_q: np.ndarray,
+           halves: tuple[np.ndarray, np.ndarray], atoms_q: np.ndarray,
+           inner: np.ndarray | None = None) -> DiscretePLD | None:
     """Second-order lower PLD, or None when no valid one was found.
 
     Each cell is bounded by :func:`_second_order` in the mode :func:`_modes` gives it
@@ -255,10 +263,10 @@ def _lower(p_inf: float, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarray,
     if np.any(dgam <= 0.0):
         # e^g underflows to equal values far below the loss scale.
         return None
-    plain, kinked = _lower_in_modes(p_inf, g, h, j_lo, gam, dgam, m_p, m_q, halves, atoms_q, False)
+    plain, kinked = _lower_in_modes(p_inf, g, h, j_lo, gam, dgam, m_p, m_q, halves, atoms_q, False, inner)
     if not kinked:
         return plain
-    hulled, _ = _lower_in_modes(p_inf, g, h, j_lo, gam, dgam, m_p, m_q, halves, atoms_q, True)
+    hulled, _ = _lower_in_modes(p_inf, g, h, j_lo, gam, dgam, m_p, m_q, halves, atoms_q, True, inner)
     found = [pld for pld in (plain, hulled) if pld is not None]
     return max(found, key=lambda pld: pld.moment - pld.deficit * float(g[-1]),
                default=None)
@@ -266,7 +274,8 @@ def _lower(p_inf: float, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarray,
 
 def _lower_in_modes(p_inf: float, g: np.ndarray, h: float, j_lo: int, gam: np.ndarray, dgam: np.ndarray,
                     m_p: np.ndarray, m_q: np.ndarray, halves: tuple[np.ndarray, np.ndarray],
-                    atoms_q: np.ndarray, hull: bool) -> tuple[DiscretePLD | None, bool]:
+                    atoms_q: np.ndarray, hull: bool, inner: np.ndarray | None = None
+                    ) -> tuple[DiscretePLD | None, bool]:
     """The lower PLD of :func:`_lower` with or without the convex minorant (or None), and
     whether the first construction had negative masses."""
     n = len(g)
@@ -290,7 +299,7 @@ def _lower_in_modes(p_inf: float, g: np.ndarray, h: float, j_lo: int, gam: np.nd
             # query's time budget (see :mod:`autoacct.limits`), raising before it starts.
             charge(0.0, n * ROUND_SECONDS, f"lowering a PLD on {n} cells (round {r + 1})")
         last = mode
-        masses, bad = _second_order(gam, dgam, h, m_p, m_q, halves, atoms_q, mode, hull)
+        masses, bad = _second_order(g, gam, dgam, h, m_p, m_q, halves, atoms_q, mode, hull, inner)
         if masses is None:
             return None, kinked
         if bad.size == 0:
@@ -391,12 +400,13 @@ def _tangent_gaps(gam: np.ndarray, dgam: np.ndarray, mode: np.ndarray,
     return e
 
 
-def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
+def _second_order(g: np.ndarray, gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, m_q: np.ndarray,
                   halves: tuple[np.ndarray, np.ndarray], atoms_q: np.ndarray,
-                  mode: np.ndarray, hull: bool = False) -> tuple[np.ndarray | None, np.ndarray]:
+                  mode: np.ndarray, hull: bool = False, inner_all: np.ndarray | None = None
+                  ) -> tuple[np.ndarray | None, np.ndarray]:
     """Second-order lower masses for the cells not _ROUNDED, and the points where they are < 0
-    (``dgam`` holds the differences of gam; ``halves`` the P- and Q-masses of the cells' left
-    halves).
+    (``gam`` = e^g, ``dgam`` its differences; ``halves`` the P- and Q-masses of the cells' left
+    halves; ``inner_all`` the connect-the-dots masses of all inner cells, if made already).
 
     With F the finite part of this sub-measure's profile at the grid, the values
     are v_j = F_j - e_j, with e_j the largest of what the cells next to point j ask:
@@ -415,10 +425,8 @@ def _second_order(gam: np.ndarray, dgam: np.ndarray, h: float, m_p: np.ndarray, 
     n = len(gam)
     above_p, above_q = m_p[-1], m_q[-1]
     cell_p, cell_q, cell_atoms, left_p, left_q = _kept_cells(mode, m_p, m_q, atoms_q, halves)
-    w_left = _left_share(cell_p, cell_q, np.log(gam[:-1]), h)
-    inner = np.zeros(n)
-    inner[:-1] += w_left
-    inner[1:] += cell_p - w_left
+    # With no cell rounded the sub-measure is the whole law, whose split may be made already.
+    inner = inner_all if inner_all is not None and not np.any(mode == _ROUNDED) else _connected(cell_p, cell_q, g, h)
     sp, sq = _suffix_sums(cell_p, above_p, cell_q, above_q)
     f = np.maximum(sp - gam * sq, 0.0)
     e = _tangent_gaps(gam, dgam, mode, (cell_p, cell_q, cell_atoms), (left_p, left_q))
