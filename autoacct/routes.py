@@ -273,10 +273,10 @@ class _LawRoute(Route):
     """Common part of the routes that read the mechanism's loss laws."""
 
     def available(self, m: Mechanism) -> bool:
-        return m.loss_parts() is not None
+        return m.kept_loss_parts() is not None
 
     def _parts(self, m: Mechanism) -> list[Any]:
-        parts = m.loss_parts()
+        parts = m.kept_loss_parts()
         if parts is None:
             raise RouteUnavailableError(f"{m.name} has no PLD representation")
         return parts

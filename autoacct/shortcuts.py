@@ -32,7 +32,7 @@ def single_step(m: Mechanism) -> tuple[PrivacyLoss, PrivacyLoss] | None:
     Its PLD is the pair itself, so delta(eps) is the larger of the two laws'
     profiles, with no discretisation (``PrivacyLoss.exact_profile``).
     """
-    parts = m.loss_parts()
+    parts = m.kept_loss_parts()
     if parts is None or len(parts) != 1 or parts[0].times != 1:
         return None
     fwd, bwd = parts[0].forward, parts[0].backward

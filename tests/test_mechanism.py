@@ -170,3 +170,27 @@ def test_epsilon_and_its_bounds_accept_arrays_like_delta():
         assert isinstance(m.epsilon(1e-5), float)
     with pytest.raises(ValueError, match=r"delta must lie in .* got 1.5"):
         Gaussian(1.0).epsilon([1e-5, 1.5])
+
+
+def test_loss_parts_are_built_once_per_mechanism(monkeypatch):
+    """A query asks the PLD route for a mechanism's parts several times; the laws are built
+    once (each law keeps what it derives: its grid-sizing summaries, its discretisations'
+    keys), and every caller gets its own list."""
+    from autoacct import routes
+    from autoacct.subsampling import poisson
+    from autoacct.zoo import PoissonSubsample
+
+    built = []
+    real = poisson.PoissonRemoveLoss.__init__
+
+    def spy(self, base, q):
+        built.append(q)
+        real(self, base, q)
+    monkeypatch.setattr(poisson.PoissonRemoveLoss, "__init__", spy)
+    steps = [(0.01, 1.0), (0.02, 1.2), (0.03, 1.5)]
+    m = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps], [50, 50, 50])
+    lower, upper = routes.epsilon_bounds(m, 1e-5, "pld", 1e-3)
+    assert sorted(built) == [0.01, 0.02, 0.03]
+    first, second = m.kept_loss_parts(), m.kept_loss_parts()
+    assert first == second and first is not second
+    assert 0.0 < lower <= upper
