@@ -250,13 +250,14 @@ class FFTAccountant(SplitDirections):
             self._memo[key] = chernoff_profiles(self.components(g, log_eta, d, LowerPld.LAZY), g)
             self._made.add(d, self._memo[key])
 
-    def _reversed(self, d: int, first: int) -> None:
-        """Add direction d's Chernoff profiles bounded by direction ``first``'s finest upper PLDs
-        made so far, where d's laws reverse first's (see :mod:`reversal`): d's own laws are
-        not discretised."""
+    def _reversed(self, d: int, first: int) -> Pair | None:
+        """Direction d's Chernoff profiles bounded by direction ``first``'s finest upper PLDs
+        made so far, where d's laws reverse first's (see :mod:`reversal`), added to the
+        profiles made: d's own laws are not discretised. None where they do not reverse
+        first's, or first has no PLDs yet."""
         made = [(key[1], comps) for key, comps in self._memo.items() if key[0] == "components" and key[3] == first]
         if not made:
-            return
+            return None
         h, comps = min(made, key=lambda m: m[0])
         key = ("reversed", h, d)
         if key not in self._memo:
@@ -265,6 +266,7 @@ class FFTAccountant(SplitDirections):
             self._memo[key] = pair
             if pair is not None:
                 self._made.add(d, pair)
+        return self._memo[key]
 
     def _chernoff_epsilon(self, d: int, h: float, log_eta: float, delta: float) -> float:
         """Direction d's Chernoff upper bound on eps(delta) at spacing h (made if not yet)."""
@@ -420,17 +422,37 @@ class FFTAccountant(SplitDirections):
 
     def _larger_first(self, delta: float, eps_scale: float, tol: float, log_eta: float) -> list[int]:
         """The directions, the one likely to set eps(delta) first: by their Chernoff bounds on
-        their coarse lattices where each spans at most _WEIGH_CELLS cells, else by the normal
-        approximation. On the 24 cases of benchmarks/sweep.py whose two directions both needed
-        the fine grid, the Chernoff bounds put the larger first on all 24; the normal
-        approximation, within 0.5% for both, put the smaller first on 17."""
+        the coarse lattice (:meth:`_weighed`) where it spans at most _WEIGH_CELLS cells, else
+        by the normal approximation. On the 24 cases of benchmarks/sweep.py whose two
+        directions both needed the fine grid, the Chernoff bounds put the larger first on all
+        24; the normal approximation, within 0.5% for both, put the smaller first on 17."""
         scales = self._direction_scales(delta)
-        coarse = [self.spacing(eps_scale, tol * _COARSE, [d]) for d in range(len(scales))] if len(scales) > 1 else []
-        if coarse and all(self._chernoff_cells(d, h, log_eta) <= _WEIGH_CELLS for d, h in enumerate(coarse)):
-            bounds = [self._chernoff_epsilon(d, h, log_eta, delta) for d, h in enumerate(coarse)]
-            if all(map(math.isfinite, bounds)):
+        if len(scales) > 1:
+            bounds = self._weighed(delta, eps_scale, tol, log_eta, max(range(len(scales)), key=lambda d: scales[d]))
+            if bounds is not None and all(map(math.isfinite, bounds)):
                 scales = bounds
         return sorted(range(len(scales)), key=lambda d: -scales[d])
+
+    def _weighed(self, delta: float, eps_scale: float, tol: float, log_eta: float, a: int) -> list[float] | None:
+        """Both directions' Chernoff bounds on eps(delta) for :meth:`_larger_first`, direction
+        ``a``'s from its laws on its coarse lattice; the other's from a's PLDs there where its
+        laws reverse a's (:mod:`reversal`), else from its own laws on its coarse lattice. None
+        where a lattice asked for would span more than _WEIGH_CELLS cells."""
+        h = self.spacing(eps_scale, tol * _COARSE, [a])
+        if self._chernoff_cells(a, h, log_eta) > _WEIGH_CELLS:
+            return None
+        out = [0.0, 0.0]
+        out[a] = self._chernoff_epsilon(a, h, log_eta, delta)
+        b = 1 - a
+        reversed_pair = self._reversed(b, a)
+        if reversed_pair is not None:
+            out[b] = float(reversed_pair[0].epsilon(delta))
+            return out
+        h = self.spacing(eps_scale, tol * _COARSE, [b])
+        if self._chernoff_cells(b, h, log_eta) > _WEIGH_CELLS:
+            return None
+        out[b] = self._chernoff_epsilon(b, h, log_eta, delta)
+        return out
 
     def _coarse_may_settle(self, d: int, first: int, h: float, log_eta: float, delta: float, tol: float) -> bool:
         """Whether a coarse pass may settle direction d below direction ``first``: their Chernoff

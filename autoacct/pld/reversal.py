@@ -48,13 +48,13 @@ from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import PrivacyLoss
 from autoacct.pld.components import Component
 from autoacct.pld.compose import LAW_REL
-from autoacct.pld.cumulants import THETAS, Components, Cumulant
+from autoacct.pld.cumulants import CHERNOFF_THETAS, Components, Cumulant
 from autoacct.pld.discretize import RATIO_ULPS
 from autoacct.pld.mgf import log_mgfs
 from autoacct.pld.profiles import ChernoffProfile
 
-#: The positive exponents theta of the reversed direction's bound (8 per decade).
-_THETAS = THETAS[THETAS > 0.0]
+#: The exponents theta > 0 of the reversed direction's bound (16 per decade, as its own Chernoff bound's).
+_THETAS = CHERNOFF_THETAS
 
 
 def reversed_chernoff(forward: Sequence[Component], reversed_laws: Sequence[PrivacyLoss],

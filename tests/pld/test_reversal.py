@@ -124,3 +124,25 @@ def test_hetero_second_direction_is_settled_without_discretising_its_laws(monkey
     lower, upper = routes.epsilon_bounds(m, 1e-5, "pld", 1e-3)
     assert "PoissonAddLoss" not in made
     assert upper - lower <= 1e-3 * upper
+
+
+def test_one_law_second_direction_is_weighed_and_settled_from_the_first(monkeypatch):
+    """Sweep case 13 of benchmarks/sweep.py (q = 5.03e-4, sigma = 1.78, k = 262, delta =
+    1.46e-10): the directions are weighed by the removal law's Chernoff bound on its coarse
+    lattice and the addition law's from the same PLD, and the addition direction is then
+    settled by the bound from the removal direction's fine PLD: its law is never
+    discretised, and the bracket is within tol."""
+    import autoacct
+    from autoacct.pld.lawcache import LawCache
+
+    made = []
+    real = LawCache.law
+
+    def spy(self, loss, h, j_lo, j_hi, halves, make):
+        made.append(type(loss).__name__)
+        return real(self, loss, h, j_lo, j_hi, halves, make)
+    monkeypatch.setattr(LawCache, "law", spy)
+    lower, upper = autoacct.dpsgd(0.0005029951714075004, 1.7805484294961345, 262).epsilon_bounds(
+        1.4649856434989247e-10)
+    assert made and "PoissonAddLoss" not in made
+    assert upper - lower <= 1e-3 * upper
