@@ -146,3 +146,24 @@ def test_one_law_second_direction_is_weighed_and_settled_from_the_first(monkeypa
         1.4649856434989247e-10)
     assert made and "PoissonAddLoss" not in made
     assert upper - lower <= 1e-3 * upper
+
+
+def test_finer_reversed_bound_is_not_tried_where_the_coarse_one_is_far(monkeypatch):
+    """Sweep case 3 (q = 0.344, sigma = 28.3, k = 4.35e6, delta = 1.69e-12): the bound from the
+    removal direction's coarse PLDs, 508.27, lies 2% above its lower bound 498.13, far more
+    than a finer lattice moves it (at most 0.54% on the sweep), so it is made once; the
+    addition direction is then settled by its own passes, within tol."""
+    import autoacct
+    from autoacct.pld import reversal
+
+    calls = []
+    real = reversal.reversed_chernoff
+
+    def spy(*args):
+        calls.append(args[0][0].upper.h)
+        return real(*args)
+    monkeypatch.setattr(acc_module, "reversed_chernoff", spy)
+    lower, upper = autoacct.dpsgd(0.34430645530137216, 28.278760874113583, 4347566).epsilon_bounds(
+        1.6929155429661214e-12)
+    assert len(calls) == 1
+    assert upper - lower <= 1e-3 * upper
