@@ -50,11 +50,14 @@ from autoacct.pld.components import Component
 from autoacct.pld.compose import LAW_REL
 from autoacct.pld.cumulants import CHERNOFF_THETAS, Components, Cumulant
 from autoacct.pld.discretize import RATIO_ULPS
+from autoacct.pld.lawcache import log_mgf
 from autoacct.pld.mgf import log_mgfs
 from autoacct.pld.profiles import ChernoffProfile
 
 #: The exponents theta > 0 of the reversed direction's bound (16 per decade, as its own Chernoff bound's).
 _THETAS = CHERNOFF_THETAS
+#: The forward laws' exponents s = -(1 + theta) that give them.
+_EXPONENTS = -(1.0 + _THETAS)
 
 
 def reversed_chernoff(forward: Sequence[Component], reversed_laws: Sequence[PrivacyLoss],
@@ -68,9 +71,11 @@ def reversed_chernoff(forward: Sequence[Component], reversed_laws: Sequence[Priv
     if any(not rev.reverses(fwd) or not math.isfinite(rev.max_loss) or c.upper.leak > 0.0
            for c, rev, fwd in zip(forward, reversed_laws, forward_laws, strict=True)):
         return None
-    h = forward[0].upper.h
-    s = -(1.0 + _THETAS)
-    table = log_mgfs([c.upper for c in forward], s)
+    h, s = forward[0].upper.h, _EXPONENTS
+    # One law's row is kept with it while it is a cached discretised law (a ledger or a
+    # calibration asks for the same law's bound query after query); several laws' rows are
+    # computed at once.
+    table = log_mgf(forward[0].upper, s)[None, :] if len(forward) == 1 else log_mgfs([c.upper for c in forward], s)
     with np.errstate(over="ignore"):
         short = (RATIO_ULPS + 16.0) * MACHINE_EPSILON * np.expm1(-s * h) / -math.expm1(-h)
         table = table + np.log1p(LAW_REL + short)
