@@ -22,11 +22,11 @@ ends with the cell's mean of u, which dominates the cell's own law of u in the c
 order; e^{sL} = u^{1 + theta} is convex in u, so the split's sum is at least the cell's.
 Three corrections make this a bound on the computed PLD:
 
-* the split's ratio is lowered by a few roundoffs (:data:`~autoacct.pld.discretize.RATIO_ULPS`, sending P-mass to the
-  larger loss, the safe side for delta but not here): each cell's sum may be short by at
-  most (RATIO_ULPS + 16) u (e^{(1 + theta) h} - 1) / (1 - e^{-h}) of itself, u the unit
-  roundoff, and a relative 1e-9 covers the rounding of the cell masses and of the sums,
-  as for a single step's PLD (:data:`~autoacct.pld.compose.LAW_REL`);
+* the split's ratio is lowered by a few roundoffs (:data:`~autoacct.pld.discretize.RATIO_ULPS`,
+  sending P-mass to the larger loss, the safe side for delta but not here): each cell's
+  sum may be short by at most (RATIO_ULPS + 16) u (e^{(1 + theta) h} - 1) / (1 - e^{-h})
+  of itself, u the unit roundoff, and a relative 1e-9 covers the rounding of the cell
+  masses and of the sums, as for a single step's PLD (:data:`~autoacct.pld.compose.LAW_REL`);
 * the P-mass below the grid sits at its first point g_0 in the PLD: it is at most that
   point's mass, at losses no smaller than -M', M' the reversed law's largest finite loss
   (none exists where -M' > g_0), so it adds at most m_0 e^{(1 + theta) M'};
@@ -77,16 +77,18 @@ def reversed_chernoff(forward: Sequence[Component], reversed_laws: Sequence[Priv
     # computed at once.
     table = log_mgf(forward[0].upper, s)[None, :] if len(forward) == 1 else log_mgfs([c.upper for c in forward], s)
     with np.errstate(over="ignore"):
-        short = (RATIO_ULPS + 16.0) * MACHINE_EPSILON * np.expm1(-s * h) / -math.expm1(-h)
-        table = table + np.log1p(LAW_REL + short)
-        for i, (c, rev, fwd) in enumerate(zip(forward, reversed_laws, forward_laws, strict=True)):
-            pld = c.upper
-            first = pld.start * h
-            below = float(pld.masses[0]) * np.exp(-s * rev.max_loss) if -rev.max_loss <= first else 0.0
-            beyond = max(pld.p_inf - fwd.p_inf, 0.0) * (1.0 + 4.0 * MACHINE_EPSILON) + 4.0 * MACHINE_EPSILON * pld.p_inf
-            last = (pld.start + pld.masses.size - 1) * h
-            with np.errstate(divide="ignore"):
-                table[i] = np.logaddexp(table[i], np.log(below + beyond * np.exp(s * last)))
+        # (capped: an empty law's row is -inf, and -inf + inf would be NaN)
+        short = np.minimum((RATIO_ULPS + 16.0) * MACHINE_EPSILON * np.expm1(-s * h) / -math.expm1(-h), 1e300)
+    table = table + np.log1p(LAW_REL + short)
+    for i, (c, rev, fwd) in enumerate(zip(forward, reversed_laws, forward_laws, strict=True)):
+        # The two outer terms in logs: their exponentials may overflow where a mass is 0.
+        pld = c.upper
+        m_0 = float(pld.masses[0])
+        below = math.log(m_0) - s * rev.max_loss if m_0 > 0.0 and -rev.max_loss <= pld.start * h else -np.inf
+        beyond = max(pld.p_inf - fwd.p_inf, 0.0) * (1.0 + 4.0 * MACHINE_EPSILON) + 4.0 * MACHINE_EPSILON * pld.p_inf
+        last = (pld.start + pld.masses.size - 1) * h
+        above = math.log(beyond) + s * last if beyond > 0.0 else -np.inf
+        table[i] = np.logaddexp(table[i], np.logaddexp(below, above))
     counts = np.array([float(c.count) for c in forward])
     values = np.concatenate(([0.0], (table * counts[:, None]).sum(axis=0)))
     k = Cumulant(Components(forward), "upper", h, values=values, grid=np.concatenate(([0.0], _THETAS)))

@@ -167,3 +167,21 @@ def test_finer_reversed_bound_is_not_tried_where_the_coarse_one_is_far(monkeypat
         1.6929155429661214e-12)
     assert len(calls) == 1
     assert upper - lower <= 1e-3 * upper
+
+
+def test_outer_terms_never_make_nan():
+    """A grid that starts above the law's smallest loss, with no mass at its first point, and a
+    large q (the outer term's exponential e^{(1 + theta) M'} overflows at theta = 1e4): the
+    bound stays a number in [0, 1] at every eps, its eps finite."""
+    from dataclasses import replace
+
+    fwd, rev = _pair(0.5, 1.0)
+    h = 0.05
+    j_lo, j_hi = int(-0.5 / h), int(8.0 / h)
+    up = discretize_upper(fwd, h, j_lo, j_hi)
+    cut = replace(up, masses=np.concatenate(([0.0], up.masses[1:])))
+    for pld in (up, cut):
+        upper, _ = reversed_chernoff([Component(pld, _never, 20)], [rev], [fwd])
+        values = upper.delta(np.linspace(0.0, 10.0, 51))
+        assert np.all(np.isfinite(values)) and np.all((values >= 0.0) & (values <= 1.0))
+        assert math.isfinite(upper.epsilon(1e-6))
