@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from autoacct.losses import GaussianLoss
@@ -185,3 +187,20 @@ def test_outer_terms_never_make_nan():
         values = upper.delta(np.linspace(0.0, 10.0, 51))
         assert np.all(np.isfinite(values)) and np.all((values >= 0.0) & (values <= 1.0))
         assert math.isfinite(upper.epsilon(1e-6))
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(sigma=st.floats(0.4, 8.0), log_q=st.floats(-5.0, -0.3), log_h=st.floats(-3.5, -1.0),
+       count=st.integers(1, 3))
+def test_bound_is_never_nan_monotone_and_above_the_one_step_truth(sigma, log_q, log_h, count):
+    """Over sigma, q and the lattice: the reversed bound's delta(eps) is a number in [0, 1],
+    non-increasing in eps, and, for one step, at least the addition law's closed-form
+    profile; for a few steps at least the profile of one (the composition's delta at eps is
+    at least that of any one of its steps: the others can be post-processed away)."""
+    fwd, rev = _pair(10.0 ** log_q, sigma)
+    up, _ = reversed_chernoff([_forward(fwd, 10.0 ** log_h, count)], [rev], [fwd])
+    eps = np.linspace(0.0, 4.0, 41)
+    values = up.delta(eps)
+    assert np.all(np.isfinite(values)) and np.all((values >= 0.0) & (values <= 1.0))
+    assert np.all(np.diff(values) <= 0.0)
+    assert np.all(values >= np.asarray(rev.profile(eps), dtype=float) * (1 - 1e-12))
