@@ -164,7 +164,7 @@ def _vectorised(delta_fn: Callable[[Any], Any], delta: float, eps_hi: float, upp
     # The bisection of [lo, hi], each decision inferred where monotonicity gives it.
     steps = 0
     while steps < 400 and hi - lo > _WIDTH * max(hi, 1.0):
-        node, tree = 0, None
+        tree = None
         for _ in range(_LEVELS):
             mid = 0.5 * (lo + hi)
             decided = known.decided(mid)
@@ -175,9 +175,9 @@ def _vectorised(delta_fn: Callable[[Any], Any], delta: float, eps_hi: float, upp
                 decided = known.decided(mid)
                 assert decided is not None  # mid was among the tree's points
             if decided:
-                lo, node = mid, 2 * node + 2
+                lo = mid
             else:
-                hi, node = mid, 2 * node + 1
+                hi = mid
             steps += 1
             if steps >= 400 or hi - lo <= _WIDTH * max(hi, 1.0):
                 break
