@@ -556,6 +556,9 @@ class ChernoffProfile:
     k: Cumulant
     inf_mass: float
     upper: bool
+    #: eps(delta) already found, by delta: the accountant asks each profile for the same delta
+    #: several times (ordering and settling the directions, then the best bounds).
+    _found: dict[float, float] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def _log_terms(self, i: np.ndarray) -> np.ndarray:
         theta = self.k.grid[i]
@@ -580,13 +583,16 @@ class ChernoffProfile:
             return 0.0
         if delta <= self.inf_mass:
             return math.inf
-        log_d = math.log(delta - self.inf_mass)
+        delta = float(delta)
+        if delta not in self._found:
+            log_d = math.log(delta - self.inf_mass)
 
-        def f(i: np.ndarray) -> np.ndarray:
-            return (self._log_terms(i) - log_d) / self.k.grid[i]
+            def f(i: np.ndarray) -> np.ndarray:
+                return (self._log_terms(i) - log_d) / self.k.grid[i]
 
-        i = best_index(f, self.k.zero + 1, self.k.grid.size - 1)
-        return max(float(f(np.array([i]))[0]), 0.0)
+            i = best_index(f, self.k.zero + 1, self.k.grid.size - 1)
+            self._found[delta] = max(float(f(np.array([i]))[0]), 0.0)
+        return self._found[delta]
 
 
 def chernoff_profiles(comps: Sequence[Component], h: float) -> tuple[ChernoffProfile, ChernoffProfile]:
