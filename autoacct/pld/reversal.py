@@ -13,7 +13,7 @@ made for its own composition, then bound the reversed direction's moment generat
 function, and with it the reversed composition's delta (:class:`ChernoffProfile`), at
 no discretisation of the reversed laws: where that bound puts the reversed direction
 below the forward one's lower bound, it cannot set eps (1,000 distinct subsampled
-Gaussian steps: 0.04 s here against 0.5 s for discretising the 1,000 reversed laws).
+Gaussian steps: 0.1 s here against 0.5 s for discretising the 1,000 reversed laws).
 
 Why the connect-the-dots PLD bounds it (Doroshenko et al. 2022 for the split): each
 cell (g_j, g_(j+1)] sends its P-mass to its two ends so that its P-mass and its Q-mass
