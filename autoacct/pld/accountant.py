@@ -506,10 +506,10 @@ class FFTAccountant(SplitDirections):
         The other is first bounded by a Chernoff bound (from the first one's PLDs where its
         laws reverse the first one's, :meth:`_reversed`; else from its own laws), then
         composed on a grid 4 times coarser (its upper PLDs only: only its upper bound can
-        settle it), then on the fine
-        grid, each step only if its upper bound is not already below the first one's lower
-        bound (a direction below the other cannot set eps). On the fine grid too its upper
-        PLDs alone are composed, unless its upper bound then leads and the bracket misses tol.
+        settle it), then on the fine grid, each step only if its upper bound is not already
+        below the first one's lower bound (a direction below the other cannot set eps). On
+        the fine grid too its upper PLDs alone are composed, unless its upper bound then
+        leads and the bracket misses tol.
         """
         log_eta = log_eta_for(delta, tol)
         eps_scale = max(eps_scale, self._jump_scale(delta, log_eta))
