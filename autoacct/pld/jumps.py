@@ -132,12 +132,18 @@ class MixtureProfile(SolvedEpsilon):
         return sum(t.nbytes for t in self.terms)
 
     def delta(self, eps: np.ndarray) -> np.ndarray:
-        eps = np.asarray(eps, dtype=float)
+        return self._summed(np.asarray(eps, dtype=float), pointwise=False)
+
+    def _summed(self, eps: np.ndarray, pointwise: bool) -> np.ndarray:
+        """sum_j c_j delta_j(eps + shift_j) + extra, each term read by its monotone
+        :meth:`~DiscreteProfile.delta` or (``pointwise``, eps 1-d) by its
+        :meth:`~DiscreteProfile.pointwise` bound, on the profile's side either way."""
         total = np.full(eps.shape, self.extra)
         shifts = self.shifts or (0.0,) * len(self.terms)
         for c, prof, cap, shift in zip(self.weights, self.terms, self.caps, shifts):
             at = eps if shift == 0.0 else _shifted(eps, shift, self.upper)
-            total = total + c * np.minimum(np.asarray(prof.delta(at), dtype=float), cap)
+            read = prof.pointwise(at) if pointwise else prof.delta(at)
+            total = total + c * np.minimum(np.asarray(read, dtype=float), cap)
         if self.upper:
             return np.minimum(total * (1.0 + _SUM_ULPS), 1.0)
         return np.maximum(total * (1.0 - _SUM_ULPS), 0.0)
@@ -146,33 +152,81 @@ class MixtureProfile(SolvedEpsilon):
         """Upper profile: a safe eps >= 0 with delta(eps) <= target (inf if none is found).
         Lower profile: an eps at which the bounded delta still exceeds target (0 if none).
 
-        A bracket [lo, hi] with delta(lo) > target >= delta(hi), shrunk by evaluating delta on
-        _SCAN points of it at once (the profile is a sum of non-increasing profiles, so it is
-        non-increasing) until it is relatively _REL wide: the upper answer is its right end,
-        the lower one its left end."""
+        A bracket [lo, hi] with delta(lo) > target >= delta(hi) as evaluated, from 0 and
+        powers of 2 times the terms' largest window end, shrunk by evaluating the terms'
+        pointwise bounds at the points of :func:`_probes` at once until it is relatively
+        _REL wide: the upper answer is its right end, the lower one its left end. Each is
+        sound whatever the values between: an upper bound at or below the target at hi, or
+        a lower one above it at lo, is all the true profile (non-increasing) needs. The
+        pointwise bounds read no whole window, as the terms' running extrema would: a split
+        law's terms run to half a million points, where those extrema cost a fifth of the
+        query.
+        """
         def f(e: np.ndarray) -> np.ndarray:
-            return np.asarray(self.delta(e), dtype=float)
+            return self._summed(e, pointwise=True)
 
-        if float(f(np.array(0.0))) <= target:
-            return 0.0
         shifts = self.shifts or (0.0,) * len(self.terms)
         top = max(max(float(p.x[-1]) - shift for p, shift in zip(self.terms, shifts)), 1e-12)
-        ends = top * 2.0 ** np.arange(_DOUBLINGS)
-        below = np.flatnonzero(f(ends) <= target)
-        if below.size == 0:
-            return math.inf if self.upper else float(ends[-1])
-        lo, hi = (0.0 if below[0] == 0 else float(ends[below[0] - 1])), float(ends[below[0]])
-        while hi - lo > _REL * hi:
-            grid = np.linspace(lo, hi, _SCAN)
-            inside = f(grid[1:-1]) <= target
-            # The first scanned point at or below the target (the right end if none is).
-            i = int(np.argmax(inside)) + 1 if inside.any() else _SCAN - 1
-            lo, hi = float(grid[i - 1]), float(grid[i])
-        return hi if self.upper else lo
+        xs = np.concatenate(([0.0], top * 2.0 ** np.arange(-_DOUBLINGS, _DOUBLINGS)))
+        fs = f(xs)
+        while True:
+            # The first crossing for an upper profile, the last one for a lower profile: a
+            # lower term's pointwise bound drops to 0 at the far left of its window, where
+            # the error term (growing like e^{-lam x}) swamps it.
+            if self.upper:
+                below = np.flatnonzero(fs <= target)
+                if below.size == 0:
+                    return math.inf
+                i = int(below[0])
+                if i == 0:
+                    return float(xs[0])
+            else:
+                above = np.flatnonzero(fs > target)
+                if above.size == 0:
+                    return 0.0
+                i = int(above[-1]) + 1
+                if i == xs.size:
+                    return float(xs[-1])
+            lo, hi = float(xs[i - 1]), float(xs[i])
+            if hi - lo <= _REL * hi:
+                return hi if self.upper else lo
+            # The bracket's ends and up to one known point beyond each, for the prediction.
+            near = slice(max(i - 2, 0), i + 2)
+            grid = _probes(xs[near], fs[near], lo, hi, target)
+            xs = np.concatenate(([lo], grid, [hi]))
+            fs = np.concatenate(([fs[i - 1]], f(grid), [fs[i]]))
 
 
-#: Points of each scan of the bracket, doublings tried for its right end.
-_SCAN = 129
+def _probes(xs: np.ndarray, fs: np.ndarray, lo: float, hi: float, target: float) -> np.ndarray:
+    """Increasing points strictly inside the bracket (lo, hi), where delta(lo) > target >=
+    delta(hi), from the values ``fs`` known at points ``xs`` around it (lo, hi and up to one
+    more each side): _UNIFORM evenly spaced ones, which shrink the bracket that many times
+    at least, and _CLUSTER each side of a predicted crossing, spaced geometrically from
+    _REL hi / 4 out to the bracket's width, which shrink it to about the prediction's error.
+    The prediction interpolates eps as a polynomial in log delta through the known points
+    (log delta is close to a low-degree polynomial of eps over a short bracket); where the
+    values are not all positive and decreasing, or it falls outside the bracket, it is the
+    secant's (in delta)."""
+    width = hi - lo
+    guess = math.nan
+    if target > 0.0 and np.all(fs > 0.0) and np.all(np.diff(fs) < 0.0):
+        y, y0 = np.log(fs), math.log(target)
+        # Lagrange's form of the polynomial x(y) through the points, read at y0.
+        weights = [np.prod([(y0 - y[m]) / (y[j] - y[m]) for m in range(y.size) if m != j]) for j in range(y.size)]
+        guess = float(np.dot(weights, xs))
+    if not lo < guess < hi:
+        f_lo, f_hi = float(fs[xs == lo][0]), float(fs[xs == hi][0])
+        guess = lo + (f_lo - target) / (f_lo - f_hi) * width
+    near = _REL * hi / 4.0
+    offsets = near * (width / near) ** np.linspace(0.0, 1.0, _CLUSTER)
+    points = np.concatenate((np.linspace(lo, hi, _UNIFORM + 2)[1:-1], guess - offsets, guess + offsets, [guess]))
+    return np.unique(points[(points > lo) & (points < hi)])
+
+
+#: Evenly spaced probes, probes each side of the predicted crossing, powers of 2 each side of
+#: the terms' largest window end tried for the first bracket, its relative width at the end.
+_UNIFORM = 31
+_CLUSTER = 48
 _DOUBLINGS = 24
 _REL = 1e-13
 

@@ -380,6 +380,35 @@ class DiscreteProfile(SolvedEpsilon):
         nxt = np.where(i < n, g[np.minimum(i, n - 1)], 0.0)
         return np.maximum(val, nxt)
 
+    def pointwise(self, eps: np.ndarray) -> np.ndarray:
+        """A bound on delta at each eps (1-d) on the same side as :meth:`delta`, from eps's own
+        cell and its one lattice neighbour on the safe side (x_{i-1} below eps for an upper
+        profile, x_i above it for a lower one), without the running extremum over the whole
+        window: the values :meth:`_first_below` reads. The true profile is non-increasing,
+        so each neighbour's value bounds delta(eps) as the running extremum does, only less
+        tightly where the pointwise values are not monotone (where the rounding allowance
+        swamps them). No whole-window array is made: the suffix sums come from the block
+        sums above _SOLVE_FULL_SUMS points (:meth:`_sums_of`), which on a split law's
+        half-million-point terms cost a fifth of the monotone deltas and whole sums."""
+        eps = np.asarray(eps, dtype=float)
+        n = len(self.tilted)
+        i = np.searchsorted(self.x, eps, side="right")
+        left = np.minimum(np.where(i > 0, self.x[np.maximum(i - 1, 0)], eps), eps)
+        sums = self._sums_of(i)
+        val = self._raw(i, eps, left, sums)
+        if not self.upper:
+            # x_i's value reads the sums from i + 1; none beyond the window (0 there).
+            j = np.minimum(i, n - 1)
+            nxt = self._raw(j + 1, self.x[j], self.x[j], self._sums_of(j + 1))
+            return np.maximum(val, np.where(i < n, nxt, 0.0))
+        # x_{i-1}'s value reads the same sums (from i) at eps = x_{i-1}.
+        val = np.where(i > 0, np.minimum(val, self._raw(i, left, left, sums)), val)
+        below = np.minimum(val + self.below_mass, 1.0) if self.below_mass < 1.0 else 1.0
+        val = np.where(i > 0, val, below)
+        if self.above is not None:
+            val = np.minimum(val, self._beyond(eps))
+        return np.where(eps >= self.support_top, np.minimum(val, self.inf_mass), val)
+
     def _beyond(self, eps: np.ndarray) -> np.ndarray:
         """An upper bound on delta at each eps at or above the window's top (1 below it): the
         mass at +inf, the Chernoff bound min_t e^{K(t) - t eps} on the mass above eps (the

@@ -175,6 +175,46 @@ def test_mixture_profile_epsilon_and_delta_agree(monkeypatch):
     assert np.all(np.diff(up.delta(eps)) <= 0) and np.all(low.delta(eps) <= up.delta(eps))
 
 
+
+def test_mixture_solve_reads_few_points_and_no_whole_window(monkeypatch):
+    """A split law's eps(delta) takes a handful of evaluations of the terms' pointwise bounds
+    and never makes a term's monotone deltas (a whole-window pass, half a million points at
+    tiny rates); its answers are those a fine bisection of the monotone delta finds, to the
+    solve's relative width (the monotone delta is at most the pointwise one above the
+    answer's crossing, and the two agree there to rounding: the terms' block sums and whole
+    sums round differently, each within the allowance it carries)."""
+    made = _split_used(monkeypatch)
+    calls = []
+    inner = jumps.MixtureProfile._summed
+
+    def spy(self, eps, pointwise):
+        calls.append(pointwise)
+        return inner(self, eps, pointwise)
+    autoacct.dpsgd(sample_rate=6e-5, noise_multiplier=1.09, steps=50_000).epsilon_bounds(1.5e-6)
+    up, low = next(p for p in made if p is not None)
+    monkeypatch.setattr(jumps.MixtureProfile, "_summed", spy)
+    targets = (1e-5, 1.5e-6, 1e-9)
+    solved = []
+    for d in targets:
+        up._solved.clear()
+        low._solved.clear()
+        calls.clear()
+        e_up, e_low = float(up.epsilon(d)), float(low.epsilon(d))
+        assert len(calls) <= 12 and all(calls)
+        # What each answer rests on: the certified pointwise bounds on either side of d.
+        assert float(up._summed(np.array([e_up]), True)[0]) <= d < float(low._summed(np.array([e_low]), True)[0])
+        solved.append((e_up, e_low))
+    assert not any("grid_deltas" in t.__dict__ for t in (*up.terms, *low.terms))
+    # A bisection of the monotone delta (each bound's own side) to 1e-14 relatively.
+    for d, (e_up, e_low) in zip(targets, solved):
+        for prof, e in ((up, e_up), (low, e_low)):
+            a, b = 0.0, 2.0 * e + 1.0
+            while b - a > 1e-14 * b:
+                mid = 0.5 * (a + b)
+                a, b = (mid, b) if float(prof.delta(np.array([mid]))[0]) > d else (a, mid)
+            assert abs(e - b) <= 1e-12 * b
+
+
 @settings(max_examples=5, deadline=None)
 @given(log_q=st.floats(math.log(1e-5), math.log(3e-3)), sigma=st.floats(0.5, 1.2),
        log_delta=st.floats(math.log(1e-12), math.log(1e-6)))

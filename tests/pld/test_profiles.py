@@ -194,3 +194,36 @@ def test_beyond_the_window_the_upper_profile_is_a_chernoff_bound(mu, k):
     assert np.all(values >= truth)
     assert np.all(values[1:] <= np.exp(-((eps[1:] - mean) ** 2) / (2 * sd * sd)) * 10)
     assert values[-1] < 1e-3 * up.c0
+
+
+@pytest.mark.parametrize("full_sums", [0, 1 << 40])
+def test_pointwise_bounds_lie_beyond_the_monotone_ones_and_the_truth(monkeypatch, full_sums):
+    """The pointwise bound a split law's solve reads (DiscreteProfile.pointwise) is on the
+    profile's side of the truth, no tighter than the monotone delta (it drops the running
+    extremum; up to rounding where it reads block sums), and equal to it where delta is well
+    above the rounding allowances: the Gaussian with mu
+    composed 50 times is the one with mu sqrt(50) (closed form). Both ways of reading the
+    suffix sums: block sums (as above _SOLVE_FULL_SUMS points) and the whole arrays."""
+    from autoacct.pld import profiles
+
+    monkeypatch.setattr(profiles, "_SOLVE_FULL_SUMS", full_sums)
+    mu, k, h = 0.2, 50, 2e-3
+    loss = GaussianLoss(mu)
+    j_lo, j_hi = index_range(loss, h, 1e-30)
+    upper, lower = discretize(loss, h, j_lo, j_hi)
+    up, low = compose([Component(upper, lower, k)], h, math.log(1e-18))
+    total = mu * math.sqrt(k)
+    # Inside and beyond the window, off and on the lattice points.
+    eps = np.concatenate((np.linspace(-0.5, 9.0, 397), up.x[::97][:40]))
+    truth = np.array([gaussian_delta_closed(total, e) if e >= 0 else math.nan for e in eps])
+    p_up, p_low = up.pointwise(eps), low.pointwise(eps)
+    m_up, m_low = up.delta(eps), low.delta(eps)
+    # (Block sums and whole sums differ by rounding, within the bound both carry.)
+    assert np.all(p_up >= m_up * (1 - 1e-12)) and np.all(p_low <= m_low * (1 + 1e-12))
+    pos = eps >= 0
+    assert np.all(p_up[pos] >= truth[pos]) and np.all(p_low[pos] <= truth[pos])
+    # Where delta is well above the rounding allowances the two reads agree to rounding.
+    big = m_up > 1e-12
+    np.testing.assert_allclose(p_up[big], m_up[big], rtol=1e-9)
+    big = m_low > 1e-12
+    np.testing.assert_allclose(p_low[big], m_low[big], rtol=1e-9)
