@@ -75,3 +75,33 @@ def test_long_transforms_keep_no_plans() -> None:
         assert np.allclose(back, rows, rtol=0, atol=1e-12)
         del rows, back
     assert resident() - start < 64e6
+
+
+def test_a_deficit_is_counted_against_the_mass_of_sub_probability_parts():
+    """j copies of a law's tail (a sub-probability measure of mass t, as a split law's term
+    composes them, see autoacct/pld/jumps.py) whose lower PLD was raised by a deficit c by
+    clipping: the composed lower profile gives back at most (t + c)^j - t^j, not the
+    (1 + c)^j - 1 a law's steps give back, which at t^j = 2e-27 swamps the profile.
+    Each is compared with the same composition without the deficit (the bound it gives
+    back, no more) and stays below the upper profile."""
+    import dataclasses
+
+    import autoacct
+    from autoacct.losses.restricted import RestrictedLoss
+
+    loss = autoacct.dpsgd(sample_rate=1e-3, noise_multiplier=0.5, steps=1).loss_parts()[0].forward
+    tail = RestrictedLoss(loss, 1.0, math.inf)
+    h, j, deficit = 0.01, 5, 1e-22
+    up, low = discretize(tail, h, int(1.0 / h) - 1, int(loss.quantile_range(1e-30)[1] / h) + 1)
+    mass = low.total
+    assert 1e-6 < mass < 1e-3
+    raised = dataclasses.replace(low, deficit=deficit)
+    eps = np.linspace(0.0, 25.0, 51)
+    u, plain = compose([Component(up, low, j)], h, math.log(1e-40), 0.2)
+    _, counted = compose([Component(up, raised, j)], h, math.log(1e-40), 0.2)
+    given_back = mass ** j * math.expm1(j * math.log1p(deficit / mass)) * (1 + 1e-9)
+    p, c = plain.delta(eps), counted.delta(eps)
+    assert np.all(c <= p) and np.all(c >= p - given_back)
+    assert np.all(c <= u.delta(eps))
+    big = p > 1e-3 * mass ** j
+    assert big.sum() >= 10 and np.all(c[big] >= 0.99 * p[big])
