@@ -4,7 +4,7 @@ query, and the scale of an answer that one large loss decides.
 
 :class:`SplitDirections` is a mixin of :class:`~autoacct.pld.accountant.FFTAccountant`: it reads
 the accountant's directions, memo and profiles made (the :class:`_Host` protocol) and keeps its
-results in the same memo, under the keys "split", "tail-side" and "split-law".
+results in the same memo, under the keys "split", "tail-side", "heavy-side" and "split-law".
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from typing import Any, Protocol
 from autoacct.losses import PrivacyLoss
 from autoacct.pld import jumps
 from autoacct.pld.components import Component
+from autoacct.pld.compose import max_window
 from autoacct.pld.costs import afford_cells, lower_of
 from autoacct.pld.discretize import discretize, discretize_upper
 from autoacct.pld.grid import choose_spacing, index_range
 from autoacct.pld.lawcache import TAILS, law_key, round_up_quarter
 from autoacct.pld.made import Made
+from autoacct.pld.profiles import ChernoffProfile, DiscreteProfile
 from autoacct.pld.query import PldQuery
 
 
@@ -37,8 +39,10 @@ class _Host(Protocol):
 
     def _tail_side(self, d: int, log_eta: float) -> jumps.TailSide | None: ...
 
+    def _heavy_side(self, d: int, log_eta: float, delta: float) -> jumps.TailSide | None: ...
+
     def _split_law(self, d: int, h: float, log_eta: float, scale: float, tol: float,
-                   omitted: float, normal_scale: float) -> jumps.SplitLaw | None: ...
+                   omitted: float, normal_scale: float, delta: float) -> jumps.SplitLaw | None: ...
 
     def _split_pays(self, d: int, side: jumps.TailSide | None, h: float, log_eta: float,
                     normal_scale: float) -> bool: ...
@@ -60,7 +64,7 @@ class SplitDirections:
         if key not in self._memo:
             profs = None
             law = self._split_law(d, h, log_eta, query.target, grid_tol, query.tol * query.delta,
-                                  self.eps_scale(query.delta))
+                                  self.eps_scale(query.delta), query.delta)
             if law is not None:
                 (_, k), = self._directions[d]
                 budget = query.log_rounding_budget
@@ -89,9 +93,41 @@ class SplitDirections:
             self._memo[key] = side
         return self._memo[key]
 
+    def _heavy_side(self: _Host, d: int, log_eta: float, delta: float) -> jumps.TailSide | None:
+        """:func:`jumps.heavy_side` of direction d's one law, once one lattice has failed it:
+        the profiles made for it (with a lower bound) bound eps(``delta``) no closer than a
+        factor _FAILED, from a window of at least 1 / _FAILED_GROWTH of the grid's cap.
+        Where one lattice serves, the heavy split's many terms cost more (see
+        :func:`jumps.heavy_side`); a first pass with a lower bound of 0 on a window of 3e4-4e4
+        points refines on one lattice within tol in a few tenths of a second (q = 1e-3,
+        sigma = 0.25-0.3, k = 5e3-1e4), while at q = 1e-4, sigma = 0.25, k = 1e5 (1.4e5
+        points) one lattice stops at [3.1, 53.6] and the heavy split reaches [53.48, 53.64],
+        and at q = 1e-5, sigma = 0.23, k = 1e6 (6.2e5 points, cut to the cap when refined)
+        [0, 49.94] becomes [49.48, 49.94]. None before that, and for several laws."""
+        parts = self._directions[d]
+        if len(parts) != 1:
+            return None
+        key = ("heavy-side", log_eta, d)
+        if key not in self._memo:
+            # (pairs whose lower profile is a Chernoff one composed no lower bound: no evidence)
+            made = [(up, lo) for up, lo in self._made[d] if not isinstance(lo, ChernoffProfile)]
+            if not made or (max(float(lo.epsilon(delta)) for _, lo in made)
+                            >= _FAILED * min(float(up.epsilon(delta)) for up, _ in made)):
+                return None
+            if not any(isinstance(up, DiscreteProfile) and len(up.tilted) * _FAILED_GROWTH >= max_window()
+                       for up, _ in made):
+                return None
+            # Kept once asked: the split's own bounds then no longer show the failure.
+            (loss, k), = parts
+            k2, eta = round_up_quarter(k), self._eta(log_eta)
+            self._memo[key] = TAILS.get(("heavy-side", law_key(loss), k2, eta),
+                                        lambda: jumps.heavy_side(loss, k2, eta))
+        return self._memo[key]
+
     def _split_law(self: _Host, d: int, h: float, log_eta: float, scale: float, tol: float,
-                   omitted: float, normal_scale: float) -> jumps.SplitLaw | None:
-        """Direction d's one law split at its threshold (:meth:`_tail_side`) and discretised:
+                   omitted: float, normal_scale: float, delta: float) -> jumps.SplitLaw | None:
+        """Direction d's one law split at its threshold (:meth:`_tail_side`, else
+        :meth:`_heavy_side`) and discretised:
         the bulk on hZ, the tail on a lattice R h with R at least jumps.coarse_ratio(k) and
         such that the few tail copies the terms compose (as many as an omitted mass
         ``omitted`` leaves) meet ``tol`` at the answer's ``scale`` (:func:`choose_spacing`).
@@ -101,7 +137,9 @@ class SplitDirections:
         lattice is cheap enough)."""
         side = self._tail_side(d, log_eta)
         if side is None or not self._split_pays(d, side, h, log_eta, normal_scale):
-            return None
+            side = self._heavy_side(d, log_eta, delta)
+            if side is None or not self._split_pays(d, side, h, log_eta, normal_scale):
+                return None
         (loss, k), = self._directions[d]
         eta = self._eta(log_eta)
         copies = min(jumps.terms_needed(side.rate, omitted) or jumps.MAX_TERMS, k) + 1
@@ -113,7 +151,7 @@ class SplitDirections:
         # reaches, and would ask for 20000 times finer (q = 1e-4, sigma = 0.1, k = 10).
         h = min(h, max(choose_spacing([(bulk_law, k)], scale, tol), h / _BULK_FINER))
         ratio = max(jumps.coarse_ratio(k), int(choose_spacing([(tail_law, copies)], scale, tol) / h))
-        key = ("split-law", h, log_eta, d, ratio)
+        key = ("split-law", h, log_eta, d, ratio, side.rate)
         if key not in self._memo:
             coarse = ratio * h
             # The threshold on the coarse lattice (hence on the fine one): each lattice's cells
@@ -168,6 +206,12 @@ class SplitDirections:
         return out
 
 
+#: A direction's profiles bounding eps within this factor (lower / upper) have not failed it,
+#: nor have they on a window below 1 / _FAILED_GROWTH of the grid's cap (two refinements of
+#: the spacing by 8 reach the cap from there): the heavy split is not asked (see
+#: :meth:`SplitDirections._heavy_side`).
+_FAILED = 0.5
+_FAILED_GROWTH = 64
 #: A split law's bulk lattice is at most this many times finer than the whole law's.
 _BULK_FINER = 8.0
 #: Share of tol * eps the split bulk's lower PLD may lose over its k copies before its lattice

@@ -18,7 +18,7 @@ from scipy import stats
 import autoacct
 from autoacct.errors import AccuracyWarning
 from autoacct.losses.shifted import ShiftedLoss
-from autoacct.pld import jumps
+from autoacct.pld import jumps, splitting
 from autoacct.pld.accountant import FFTAccountant
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import discretize
@@ -481,3 +481,39 @@ def test_the_loose_rate_wins_where_only_it_finds_the_gap(monkeypatch):
     # dp_accounting 0.6.0's connect-the-dots epsilon (pessimistic, interval 1e-3), an upper
     # bound: 28.43 (the one lattice this law had before: [27.06, 28.43] with a warning).
     assert lower <= 28.4283
+
+
+def test_the_heavy_rate_splits_just_above_the_spike(monkeypatch):
+    # q = 1e-5, sigma = 0.23, k = 1e6 (k q = 10): the loose rate leaves 13% of a range of 48
+    # in the bulk (its sampled losses spread over units); the heavy one puts tau just above
+    # the unsampled spike near log(1 - q), its tail holding k t between 1 and its rate.
+    for name, value in _SPLIT_DEFAULTS.items():
+        monkeypatch.setattr(jumps, name, value)
+    loss, k = _law(1e-5, 0.2305800893975811), 1_000_000
+    loose = jumps.tail_side(loss, k, 1e-16)
+    assert loose is None or loose.share > jumps.MAX_BULK_SHARE
+    heavy = jumps.heavy_side(loss, k, 1e-16)
+    assert heavy is not None and heavy.side == 1 and heavy.rate == jumps.HEAVY_TAIL_RATE
+    assert heavy.share <= jumps.MAX_BULK_SHARE and heavy.tau < 1.0
+    m_p, _ = loss.cell_masses(np.array([-np.inf, heavy.tau, np.inf]))
+    assert 1.0 <= k * (m_p[-1] + loss.p_inf) <= jumps.HEAVY_TAIL_RATE * (1 + 1e-9)
+    # Where the loose rate already leaves a small bulk, there is nothing for the heavy one.
+    assert jumps.tail_side(_law(1e-4, 0.8), 10_000, 1e-16).share <= jumps.MAX_BULK_SHARE
+
+
+def test_a_record_sampled_ten_times_is_bounded_from_below(monkeypatch):
+    # q = 1e-4, sigma = 0.25, k = 1e5, delta = 1e-5 (k q = 10): one lattice's first pass has
+    # a lower bound of 0 on a window of 1.35e5 points, and refined it stopped at the time
+    # budget at [3.1, 53.6] before the heavy split. The heavy split's terms bound it within
+    # 0.5% in the same budget. Both are certified: the brackets overlap.
+    for name, value in _SPLIT_DEFAULTS.items():
+        monkeypatch.setattr(jumps, name, value)
+    m = autoacct.dpsgd(sample_rate=1e-4, noise_multiplier=0.25, steps=100_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        lower, upper = m.epsilon_bounds(1e-5)
+        monkeypatch.setattr(splitting.SplitDirections, "_heavy_side", lambda *args: None)
+        again = autoacct.dpsgd(sample_rate=1e-4, noise_multiplier=0.25, steps=100_001)
+        one_lower, one_upper = again.epsilon_bounds(1e-5)
+    assert upper - lower <= 5e-3 * upper
+    assert one_lower <= upper and lower <= one_upper
