@@ -345,8 +345,8 @@ def heavy_side(loss: PrivacyLoss, count: int, eta: float) -> TailSide | None:
     the answer (k t = 7.7 there, 39 terms for delta = 1e-5), each with its own tilt, where
     one lattice over the whole composition needs 5.5e6 points. Where one lattice serves,
     these many terms cost more (at q = 3.2e-3, sigma = 1.55, k = 8e6 about 100 times
-    more), so the accountant asks for this side only once one lattice has been cut to the
-    grid's cap (:meth:`splitting.SplitDirections._heavy_side`)."""
+    more), so the accountant asks for this side only once one lattice has failed the
+    direction (:meth:`splitting.SplitDirections._heavy_side`)."""
     if count < 2 or loss.has_atoms or loss.lattice is not None:
         return None
     a, b = loss.quantile_range(eta)
