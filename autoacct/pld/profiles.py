@@ -366,19 +366,25 @@ class DiscreteProfile(SolvedEpsilon):
         val = self._raw(i, eps, left, sums)
         g = self.grid_deltas
         if self.upper:
-            # Below the window every window point lies above eps, so the window's part is its
-            # whole suffix sum A_0 - e^eps B_0 (val at i = 0), and the mass below the window
-            # adds at most below_mass (1 where unknown). Elsewhere the running minimum from
-            # the left: delta(eps) <= delta at grid points below eps.
-            prev = np.where(i > 0, g[np.maximum(i - 1, 0)], np.inf)
-            below = np.minimum(val + self.below_mass, 1.0) if self.below_mass < 1.0 else 1.0
-            val = np.where(i > 0, np.minimum(val, prev), below)
-            if self.above is not None:
-                val = np.minimum(val, self._beyond(eps))
-            # At and beyond the largest finite loss only the mass at +inf remains.
-            return np.where(eps >= self.support_top, np.minimum(val, self.inf_mass), val)
+            # The running minimum from the left: delta(eps) <= delta at grid points below eps.
+            return self._upper_read(eps, i, val, g[np.maximum(i - 1, 0)])
         nxt = np.where(i < n, g[np.minimum(i, n - 1)], 0.0)
         return np.maximum(val, nxt)
+
+    def _upper_read(self, eps: np.ndarray, i: np.ndarray, val: np.ndarray, prev: np.ndarray) -> np.ndarray:
+        """An upper profile's delta at eps (in cell i, its own cell's value ``val``) given a
+        bound ``prev`` from the lattice points below eps (read where i > 0).
+
+        Below the window every window point lies above eps, so the window's part is its
+        whole suffix sum A_0 - e^eps B_0 (val at i = 0), and the mass below the window adds
+        at most below_mass (1 where unknown). Beyond the window the Chernoff bound of
+        :meth:`_beyond` holds too, and at and beyond the largest finite loss only the mass
+        at +inf remains."""
+        below = np.minimum(val + self.below_mass, 1.0) if self.below_mass < 1.0 else 1.0
+        val = np.where(i > 0, np.minimum(val, prev), below)
+        if self.above is not None:
+            val = np.minimum(val, self._beyond(eps))
+        return np.where(eps >= self.support_top, np.minimum(val, self.inf_mass), val)
 
     def pointwise(self, eps: np.ndarray) -> np.ndarray:
         """A bound on delta at each eps (1-d) on the same side as :meth:`delta`, from eps's own
@@ -403,12 +409,7 @@ class DiscreteProfile(SolvedEpsilon):
             nxt = self._raw(j + 1, self.x[j], self.x[j], self._sums_of(j + 1))
             return np.maximum(val, np.where(i < n, nxt, 0.0))
         # x_{i-1}'s value reads the same sums (from i) at eps = x_{i-1}.
-        val = np.where(i > 0, np.minimum(val, self._raw(i, left, left, sums)), val)
-        below = np.minimum(val + self.below_mass, 1.0) if self.below_mass < 1.0 else 1.0
-        val = np.where(i > 0, val, below)
-        if self.above is not None:
-            val = np.minimum(val, self._beyond(eps))
-        return np.where(eps >= self.support_top, np.minimum(val, self.inf_mass), val)
+        return self._upper_read(eps, i, val, self._raw(i, left, left, sums))
 
     def _beyond(self, eps: np.ndarray) -> np.ndarray:
         """An upper bound on delta at each eps at or above the window's top (1 below it): the

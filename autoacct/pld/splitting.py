@@ -39,6 +39,8 @@ class _Host(Protocol):
 
     def _tail_side(self, d: int, log_eta: float) -> jumps.TailSide | None: ...
 
+    def _best_upper(self, d: int, delta: float) -> float: ...
+
     def _heavy_side(self, d: int, log_eta: float, delta: float) -> jumps.TailSide | None: ...
 
     def _split_law(self, d: int, h: float, log_eta: float, scale: float, tol: float,
@@ -111,8 +113,7 @@ class SplitDirections:
         if key not in self._memo:
             # (pairs whose lower profile is a Chernoff one composed no lower bound: no evidence)
             made = [(up, lo) for up, lo in self._made[d] if not isinstance(lo, ChernoffProfile)]
-            if not made or (max(float(lo.epsilon(delta)) for _, lo in made)
-                            >= _FAILED * min(float(up.epsilon(delta)) for up, _ in made)):
+            if not made or max(float(lo.epsilon(delta)) for _, lo in made) >= _FAILED * self._best_upper(d, delta):
                 return None
             if not any(isinstance(up, DiscreteProfile) and len(up.tilted) * _FAILED_GROWTH >= max_window()
                        for up, _ in made):
