@@ -256,11 +256,11 @@ def _lower(p_inf: float, g: np.ndarray, h: float, j_lo: int, m_p: np.ndarray, m_
         return None
     with np.errstate(over="ignore"):
         gam = np.exp(g)
-    if not np.all(np.isfinite(gam)):
-        # e^g overflows.
+    if not math.isfinite(gam[-1]):
+        # e^g overflows (g increases, so its last point first).
         return None
-    dgam = np.diff(gam)
-    if np.any(dgam <= 0.0):
+    dgam = np.subtract(gam[1:], gam[:-1])
+    if (dgam <= 0.0).any():
         # e^g underflows to equal values far below the loss scale.
         return None
     plain, kinked = _lower_in_modes(p_inf, g, h, j_lo, gam, dgam, m_p, m_q, halves, atoms_q, False, inner)
@@ -285,7 +285,9 @@ def _lower_in_modes(p_inf: float, g: np.ndarray, h: float, j_lo: int, gam: np.nd
     last: np.ndarray | None = None
     for r in range(_ROUNDS):
         # Rounded cells leave the sub-measure: its cells next to them are at a support end.
-        mode = np.maximum(level, _modes(np.where(level == _ROUNDED, 0.0, m_p[1:-1])))
+        # Every level is _MIDPOINT until a round has moved cells on.
+        mode = (_modes(m_p[1:-1]) if r == 0
+                else np.maximum(level, _modes(np.where(level == _ROUNDED, 0.0, m_p[1:-1]))))
         if last is not None and np.array_equal(mode, last):
             # The last round moved no cell to another mode (its bad points' cells were all
             # rounded already), so this one would repeat it: the construction has failed, as
@@ -326,7 +328,7 @@ def _lower_in_modes(p_inf: float, g: np.ndarray, h: float, j_lo: int, gam: np.nd
     if excess > _EXCESS * finite:
         return None, kinked
     unabsorbed = _absorb_negatives(masses)
-    deficit = float(np.sum(np.maximum(-masses, 0.0))) + excess + unabsorbed
+    deficit = float(np.maximum(-masses, 0.0).sum()) + excess + unabsorbed
     return DiscretePLD(h, j_lo, np.maximum(masses, 0.0), p_inf, deficit), kinked
 
 
@@ -344,12 +346,12 @@ def _absorb_negatives(masses: np.ndarray) -> float:
     # Most are absorbed by their right neighbour alone: all those at once, also those at
     # rounding level (a deficit c costs (1 + c)^k - 1 after k steps, which at k = 1e6 and
     # delta = 1e-12 must stay far below 1e-18 per step).
-    j = np.flatnonzero(masses[:-1] < 0.0)
+    j = (masses[:-1] < 0.0).nonzero()[0]
     j = j[masses[j + 1] >= -masses[j]]
     masses[j + 1] += masses[j]
     masses[j] = 0.0
     left = 0.0
-    for j in np.flatnonzero(masses < clear)[:_MAX_ABSORBED]:
+    for j in (masses < clear).nonzero()[0][:_MAX_ABSORBED]:
         need = -float(masses[j])
         masses[j] = 0.0
         i = j + 1
@@ -362,13 +364,12 @@ def _absorb_negatives(masses: np.ndarray) -> float:
     return left
 
 
-def _kept_cells(mode: np.ndarray, m_p: np.ndarray, m_q: np.ndarray, atoms_q: np.ndarray,
+def _kept_cells(rounded: np.ndarray | None, m_p: np.ndarray, m_q: np.ndarray, atoms_q: np.ndarray,
                 halves: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
     """The cells' P-, Q- and atom Q-masses and their left halves' P- and Q-masses, zero in
-    the cells that are _ROUNDED (they leave the sub-measure)."""
+    the cells marked ``rounded`` (_ROUNDED cells leave the sub-measure; None: no cell is)."""
     left_p, left_q = halves
-    rounded = mode == _ROUNDED
-    if not rounded.any():
+    if rounded is None:
         return m_p[1:-1], m_q[1:-1], atoms_q, left_p, left_q
     keep = ~rounded
     return (np.where(keep, m_p[1:-1], 0.0), np.where(keep, m_q[1:-1], 0.0), np.where(keep, atoms_q, 0.0),
@@ -379,24 +380,34 @@ def _tangent_gaps(gam: np.ndarray, dgam: np.ndarray, mode: np.ndarray,
                   cells: tuple[np.ndarray, np.ndarray, np.ndarray],
                   left: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """e_j of :func:`_second_order`: the largest gap to a tangent that the cells next to grid
-    point j ask for (``cells``: P-, Q- and atom Q-masses; ``left``: their left halves)."""
+    point j ask for (``cells``: P-, Q- and atom Q-masses; ``left``: their left halves).
+
+    Nearly every cell is _MIDPOINT: their gaps are taken on the whole arrays and set to 0 at
+    the few other cells, and the _ONE_END gaps only at those cells. A cell that asks nothing
+    leaves e_j as it is, which is what taking the larger of e_j >= 0 and 0 gives."""
     cell_p, cell_q, cell_atoms = cells
     left_p, left_q = left
-    e = np.zeros(len(gam))
+    e = np.empty(len(gam))
+    e[-1] = 0.0
+    others = (mode != _MIDPOINT).nonzero()[0]
     with np.errstate(over="ignore", invalid="ignore"):
-        mid = mode == _MIDPOINT
-        np.maximum(np.where(mid, _gap(left_p, gam[:-1] * left_q), 0.0), 0.0, out=e[:-1])
-        np.maximum(e[1:], np.where(mid, _gap(gam[1:] * (cell_q - left_q), cell_p - left_p), 0.0), out=e[1:])
-        one = mode == _ONE_END
-        if one.any():
-            m = int(np.argmax(cell_p))
-            a = np.where(one[:m + 1], _gap(gam[1:m + 2] * cell_q[:m + 1], cell_p[:m + 1]), 0.0)
-            np.maximum(e[1:m + 2], a, out=e[1:m + 2])
-            b_minus = gam[m + 1:-1] * cell_q[m + 1:]
+        at_left = _gap(left_p, gam[:-1] * left_q)
+        at_left[others] = 0.0
+        np.maximum(at_left, 0.0, out=e[:-1])
+        at_right = _gap(gam[1:] * (cell_q - left_q), cell_p - left_p)
+        at_right[others] = 0.0
+        np.maximum(e[1:], at_right, out=e[1:])
+        one = (mode == _ONE_END).nonzero()[0]
+        if one.size:
+            m = int(cell_p.argmax())
+            # Up to the heaviest cell at the right end (e_(j+1)), after it at the left end (e_j).
+            a = one[one <= m]
+            e[a + 1] = np.maximum(e[a + 1], _gap(gam[a + 1] * cell_q[a], cell_p[a]))
+            b = one[one > m]
+            b_minus = gam[b] * cell_q[b]
             if cell_atoms.any():
-                b_minus += dgam[m + 1:] * cell_atoms[m + 1:]
-            np.maximum(e[m + 1:-1], np.where(one[m + 1:], _gap(cell_p[m + 1:], b_minus), 0.0),
-                       out=e[m + 1:-1])
+                b_minus += dgam[b] * cell_atoms[b]
+            e[b] = np.maximum(e[b], _gap(cell_p[b], b_minus))
     return e
 
 
@@ -424,9 +435,11 @@ def _second_order(g: np.ndarray, gam: np.ndarray, dgam: np.ndarray, h: float, m_
     """
     n = len(gam)
     above_p, above_q = m_p[-1], m_q[-1]
-    cell_p, cell_q, cell_atoms, left_p, left_q = _kept_cells(mode, m_p, m_q, atoms_q, halves)
+    rounded = mode == _ROUNDED
+    whole = not rounded.any()
+    cell_p, cell_q, cell_atoms, left_p, left_q = _kept_cells(None if whole else rounded, m_p, m_q, atoms_q, halves)
     # With no cell rounded the sub-measure is the whole law, whose split may be made already.
-    inner = inner_all if inner_all is not None and not np.any(mode == _ROUNDED) else _connected(cell_p, cell_q, g, h)
+    inner = inner_all if inner_all is not None and whole else _connected(cell_p, cell_q, g, h)
     sp, sq = _suffix_sums(cell_p, above_p, cell_q, above_q)
     f = np.maximum(sp - gam * sq, 0.0)
     e = _tangent_gaps(gam, dgam, mode, (cell_p, cell_q, cell_atoms), (left_p, left_q))
@@ -436,7 +449,7 @@ def _second_order(g: np.ndarray, gam: np.ndarray, dgam: np.ndarray, h: float, m_
     # Values at rounding level of the profile count as zero (an atom on the
     # last grid point leaves f = 1e-17 there rather than 0).
     nonpos = v <= 16 * _UNIT * max(float(f[0]), 1e-300)
-    first = int(np.argmax(nonpos))
+    first = int(nonpos.argmax())
     top = first if nonpos[first] else n - 1
     if top < 2:
         return None, np.array([], dtype=int)
@@ -460,10 +473,13 @@ def _second_order(g: np.ndarray, gam: np.ndarray, dgam: np.ndarray, h: float, m_
     # masses (divided by the cell widths) or of the profile (e.g. an exact zero at a support
     # boundary); the caller absorbs or clips them and accounts for what is left. Larger ones
     # are real concave kinks.
-    near = inner.copy()
-    near[:-1] += inner[1:]
-    tiny = np.maximum(1e-6 * near, 1e-14 * max(float(inner.max()), 1e-300))
-    bad = np.flatnonzero(masses < -tiny)
+    # -tiny, made in place: tiny = max(1e-6 (inner_j + inner_(j+1)), 1e-14 max(inner)).
+    neg_tiny = inner.copy()
+    neg_tiny[:-1] += inner[1:]
+    neg_tiny *= 1e-6
+    np.maximum(neg_tiny, 1e-14 * max(float(inner.max()), 1e-300), out=neg_tiny)
+    np.negative(neg_tiny, out=neg_tiny)
+    bad = (masses < neg_tiny).nonzero()[0]
     if hull and bad.size and top > 3:
         # Concave kinks: lower the values around them onto their greatest convex minorant,
         # which lies below the interpolant of v (so below the profile) and is convex there.
@@ -471,7 +487,7 @@ def _second_order(g: np.ndarray, gam: np.ndarray, dgam: np.ndarray, h: float, m_
         c += w - v
         masses = _masses_with_correction(inner, gam, dgam, c, top)
         masses[top] = gam[top] * w[top - 1] / dgam[top - 1]
-        bad = np.flatnonzero(masses < -tiny)
+        bad = (masses < neg_tiny).nonzero()[0]
     return masses, bad
 
 
@@ -509,7 +525,11 @@ def _convex_near(gam: np.ndarray, v: np.ndarray, bad: np.ndarray, top: int) -> n
 
 def _gap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a - b for nonnegative a and b, plus a bound on the rounding of the difference."""
-    return (a - b) + 4 * _UNIT * (a + b)
+    out = a - b
+    bound = a + b
+    bound *= 4 * _UNIT
+    out += bound
+    return out
 
 
 def _suffix_sums(cells_p: np.ndarray, above_p: float, cells_q: np.ndarray,
@@ -519,7 +539,7 @@ def _suffix_sums(cells_p: np.ndarray, above_p: float, cells_q: np.ndarray,
     buf[:, 0] = above_p, above_q
     buf[0, 1:] = cells_p[::-1]
     buf[1, 1:] = cells_q[::-1]
-    np.cumsum(buf, axis=1, out=buf)
+    buf.cumsum(axis=1, out=buf)
     return buf[0, ::-1], buf[1, ::-1]
 
 
@@ -571,7 +591,7 @@ def _hull_from_top(gam: np.ndarray, v: np.ndarray, top: int) -> int:
         if anchor < 2:
             break
         slopes = (v[anchor] - v[:anchor]) / (gam[anchor] - gam[:anchor])
-        j = int(np.argmax(slopes))
+        j = int(slopes.argmax())
         if j < anchor - 1:
             v[j + 1:anchor] = v[anchor] + slopes[j] * (gam[j + 1:anchor] - gam[anchor])
             first = min(first, j)
@@ -588,13 +608,15 @@ def _masses_with_correction(inner: np.ndarray, gam: np.ndarray, dgam: np.ndarray
     """``inner`` plus the masses of the piecewise-linear interpolant of c (in gamma, whose
     differences are ``dgam``), linear to the left of the first point; masses beyond point
     ``top`` are zero."""
-    slope = np.diff(c) / dgam
+    slope = np.subtract(c[1:], c[:-1])
+    slope /= dgam
     # Slope to the right minus slope to the left of each point (none right of the last).
-    kink = np.empty(len(c))
-    kink[0] = slope[0] - slope[0]  # 0, or NaN when the slope is not finite
-    np.subtract(slope[1:], slope[:-1], out=kink[1:-1])
-    kink[-1] = -slope[-1]
-    masses = inner + gam * kink
+    masses = np.empty(len(c))
+    masses[0] = slope[0] - slope[0]  # 0, or NaN when the slope is not finite
+    np.subtract(slope[1:], slope[:-1], out=masses[1:-1])
+    masses[-1] = -slope[-1]
+    masses *= gam
+    masses += inner
     masses[top + 1:] = 0.0
     return masses
 
