@@ -470,12 +470,16 @@ def _tilt(pld: DiscretePLD, lam: float) -> tuple[np.ndarray, float]:
     if lam == 0.0:
         tot = float(w.sum())
         return (w / tot if tot > 0 else w), (math.log(tot) if tot > 0 else -np.inf)
+    # One array, transformed in place (the steps of log w + lam x, exp(z - max z), / sum).
     with np.errstate(divide="ignore"):
-        z = np.log(w) + lam * pld.losses
+        z = np.log(w)
+    z += lam * pld.losses
     zmax = float(z.max())
-    e = np.exp(z - zmax)
-    tot = float(e.sum())
-    return e / tot, zmax + math.log(tot)
+    z -= zmax
+    np.exp(z, out=z)
+    tot = float(z.sum())
+    z /= tot
+    return z, zmax + math.log(tot)
 
 
 def _fold_into(row: np.ndarray, masses: np.ndarray) -> None:

@@ -73,7 +73,7 @@ class DiscretePLD:
 
     @property
     def losses(self) -> np.ndarray:
-        return (self.start + np.arange(len(self.masses))) * self.h
+        return np.arange(self.start, self.start + len(self.masses)) * self.h
 
     @cached_property
     def moment(self) -> float:

@@ -12,6 +12,7 @@ import functools
 import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -41,6 +42,7 @@ from autoacct.subsampling.represented import (
     cell_of,
     check_q,
     masses_between,
+    moments_of,
     previous_float,
     representation,
 )
@@ -120,7 +122,7 @@ class PoissonRemoveLoss(RepresentedLoss):
 
     def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         e = np.asarray(edges, dtype=float)
-        t = np.maximum.accumulate(self._phi.inverse(e))
+        t = np.maximum.accumulate(self._phi.inverse(e, increasing=True))
         m_p, m_q = masses_between(self.base, t)
         p = (1.0 - self.q) * m_q + self.q * m_p
         qm = m_q.copy()
@@ -165,6 +167,19 @@ class PoissonRemoveLoss(RepresentedLoss):
         a = self._phi.c if self.base.q_ninf > 0 else float(phi[0])
         return a, float(phi[1])
 
+    @cached_property
+    def moments(self) -> tuple[float, float]:
+        return self.pair_moments[0]
+
+    @cached_property
+    def pair_moments(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """The moments of this law and of the addition law of the same base and q, from one
+        representation: the addition law's is this one's with every value negated and the P-
+        and Q-masses swapped (compare the two ``_representation``), and negation is exact, so
+        both are the moments each law would get from its own."""
+        values, p, qm = self._representation
+        return moments_of((values, p, qm)), moments_of((-values, qm, p))
+
     @property
     def _representation(self) -> Representation:
         v, mp, mq = representation(self.base)
@@ -196,11 +211,14 @@ class PoissonAddLoss(RepresentedLoss):
         Sampling probability, 0 < q < 1.
     """
 
-    def __init__(self, base: PrivacyLoss, q: float) -> None:
+    def __init__(self, base: PrivacyLoss, q: float, removal: PoissonRemoveLoss | None = None) -> None:
         self.base = base
         self.cell_cost = base.cell_cost
         self.q = check_q(q)
         self._phi = PoissonLossMap(self.q)
+        #: The removal law of this very base and q, if given: its representation gives this
+        #: law's moments too (:attr:`PoissonRemoveLoss.pair_moments`).
+        self._removal = removal if removal is not None and removal.base is base and removal.q == self.q else None
         self.p_inf = 0.0
         self.q_ninf = self.q * base.p_inf
         self.has_atoms = bool(base.has_atoms or base.q_ninf > 0)
@@ -229,8 +247,8 @@ class PoissonAddLoss(RepresentedLoss):
 
     def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         e = np.asarray(edges, dtype=float)
-        s = self._phi.inverse(-e)
-        r = np.maximum.accumulate(s[::-1])
+        # -e decreases: its reversal is inverted, as increasing edges.
+        r = np.maximum.accumulate(self._phi.inverse(-e[::-1], increasing=True))
         m_p_rev, m_q_rev = masses_between(self.base, previous_float(r))
         m_p, m_q = m_p_rev[::-1], m_q_rev[::-1]
         p = m_q.copy()
@@ -273,6 +291,12 @@ class PoissonAddLoss(RepresentedLoss):
         top = -self._phi.c if self.base.q_ninf > 0 else float(-phi[0])
         return float(-phi[1]), top
 
+    @cached_property
+    def moments(self) -> tuple[float, float]:
+        if self._removal is not None:
+            return self._removal.pair_moments[1]
+        return moments_of(self._representation)
+
     @property
     def _representation(self) -> Representation:
         v, mp, mq = representation(self.base)
@@ -284,6 +308,13 @@ class PoissonAddLoss(RepresentedLoss):
             p = np.append(p, self.base.q_ninf)
             qm = np.append(qm, (1.0 - self.q) * self.base.q_ninf)
         return values, p, qm
+
+
+def poisson_laws(base: PrivacyLoss, q: float) -> tuple[PoissonRemoveLoss, PoissonAddLoss]:
+    """The removal and addition laws of Poisson subsampling at rate q from ``base``, paired so
+    that one representation gives the moments of both."""
+    removal = PoissonRemoveLoss(base, q)
+    return removal, PoissonAddLoss(base, q, removal)
 
 
 def poisson_rdp_bound(rdp: Callable[[np.ndarray], np.ndarray], q: float,
@@ -456,7 +487,7 @@ class PoissonSubsampledMechanism(RateSubsampledMechanism):
             laws = self.cached(("atom-laws",), lambda: poisson_atom_losses(
                 loss, self.q, (PoissonRemoveLoss(loss, self.q), PoissonAddLoss(loss, self.q))))
             return [LossPart(*laws, 1)]
-        return [LossPart(PoissonRemoveLoss(loss, self.q), PoissonAddLoss(loss, self.q), 1)]
+        return [LossPart(*poisson_laws(loss, self.q), 1)]
 
     def _rdp_bound(self) -> Callable[..., np.ndarray]:
         loss = self._loss()

@@ -207,7 +207,7 @@ class PoissonLossMap:
         x = np.asarray(x, dtype=float)
         return np.logaddexp(self.c, self.log_q + x)
 
-    def inverse(self, y: np.ndarray) -> np.ndarray:
+    def inverse(self, y: np.ndarray, increasing: bool = False) -> np.ndarray:
         """phi^{-1}(y) = log((e^y - 1 + q) / q): -inf for y <= log(1-q), +inf at +inf.
 
         For 0 < y <= 1 as log(expm1(y) + q) - log q (two positive terms, no cancellation
@@ -215,12 +215,23 @@ class PoissonLossMap:
         floating point); for y > 1 as y + log1p(-(1-q) e^{-y}) - log q, which does not
         overflow; for log(1-q) < y <= 0 as log(1-q) + log(expm1(y - log(1-q))) - log q,
         which keeps its precision right down to the bottom of the range.
+
+        With ``increasing`` (y non-decreasing, as cell edges are) the three ranges are
+        consecutive runs of y, found by bisection and taken as slices: the same values
+        without masking the whole array three times.
         """
         y = np.asarray(y, dtype=float)
         out = np.full(y.shape, -np.inf)
-        big = y > 1.0
-        small = (y > 0.0) & ~big
-        mid = (y > self.c) & (y <= 0.0)
+        big: slice | np.ndarray
+        small: slice | np.ndarray
+        mid: slice | np.ndarray
+        if increasing:
+            a, b, c = (int(i) for i in np.searchsorted(y, (self.c, 0.0, 1.0), side="right"))
+            big, small, mid = slice(c, None), slice(b, c), slice(a, b)
+        else:
+            big = y > 1.0
+            small = (y > 0.0) & ~big
+            mid = (y > self.c) & (y <= 0.0)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             yb = y[big]
             out[big] = yb + np.log1p(-(1.0 - self.q) * np.exp(-yb)) - self.log_q

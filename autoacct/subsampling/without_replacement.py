@@ -44,7 +44,7 @@ from autoacct.subsampling.numerics import (
     lse,
     orders_needed,
 )
-from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss
+from autoacct.subsampling.poisson import PoissonRemoveLoss, poisson_laws
 from autoacct.subsampling.represented import (
     Representation,
     RepresentedLoss,
@@ -383,7 +383,7 @@ class SampledWithoutReplacementMechanism(RateSubsampledMechanism):
         """The removal and addition laws of the pair (q P + (1 - q) Q, Q), atom laws for a
         base held as atoms (:mod:`autoacct.subsampling.atoms`)."""
         def make() -> tuple[PrivacyLoss, PrivacyLoss]:
-            removal, addition = PoissonRemoveLoss(loss, self.q), PoissonAddLoss(loss, self.q)
+            removal, addition = poisson_laws(loss, self.q)
             if isinstance(loss, DiscreteLoss) and held_as_atoms(loss):
                 return poisson_atom_losses(loss, self.q, (removal, addition))
             return removal, addition
