@@ -41,15 +41,18 @@ def sizing_cgf_of(values: np.ndarray, p_mass: np.ndarray) -> np.ndarray:
     live = p_mass > 0
     if not live.any():
         return np.full(SIZING_TILTS.size, -np.inf)
-    v, w = values[live], p_mass[live]
+    # (w a fresh array, as the product has always read it; v is only read elementwise)
+    w = p_mass[live]
+    v = values if w.size == values.size else values[live]
     top = float(v.max())
     # e^{lam (v - top)} <= 1 (nothing overflows): two exponentials, then each row is the
     # square of the row two places up (rounding grows to 2^10 ulp, ample for sizing), two
     # rows squared at a time.
     rows = np.empty((SIZING_TILTS.size, v.size))
     rows[0] = 1.0
-    np.exp(SIZING_TILTS[1] * (v - top), out=rows[1])
-    np.exp(SIZING_TILTS[2] * (v - top), out=rows[2])
+    below = v - top
+    np.exp(SIZING_TILTS[1] * below, out=rows[1])
+    np.exp(SIZING_TILTS[2] * below, out=rows[2])
     for i in range(3, SIZING_TILTS.size, 2):
         pair = min(2, SIZING_TILTS.size - i)
         np.multiply(rows[i - 2:i - 2 + pair], rows[i - 2:i - 2 + pair], out=rows[i:i + pair])

@@ -662,12 +662,20 @@ def _left_share(m_p: np.ndarray, m_q: np.ndarray, g_left: np.ndarray, h: float) 
     loss 1e-20: r = 1 would send the whole cell to 0 and lose its delta). The cost is
     at most RATIO_ULPS roundoffs of the P-mass above eps - h.
     """
+    # One array, in place: log_r = g_left + log m_q - log m_p + log(1 - 16u), then r, then the share.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        log_r = g_left + np.log(m_q) - np.log(m_p) + math.log1p(-RATIO_ULPS * _UNIT)
-        r = np.exp(np.minimum(log_r, 0.0))
-        share = m_p * (r - np.exp(-h)) / (-np.expm1(-h))
+        share = np.log(m_q)
+        share += g_left
+        share -= np.log(m_p)
+        share += math.log1p(-RATIO_ULPS * _UNIT)
+        np.minimum(share, 0.0, out=share)
+        np.exp(share, out=share)
+        share -= np.exp(-h)
+        share *= m_p
+        share /= -np.expm1(-h)
     # fmax takes 0 over NaN (an empty cell, m_p = 0, gives 0 or NaN here).
-    return np.minimum(np.fmax(share, 0.0), m_p)
+    np.fmax(share, 0.0, out=share)
+    return np.minimum(share, m_p, out=share)
 
 
 def _atoms_q(loss: PrivacyLoss, points: np.ndarray) -> np.ndarray:

@@ -62,9 +62,15 @@ def masses_between(loss: PrivacyLoss, t: np.ndarray) -> tuple[np.ndarray, np.nda
     grows = t[1:] != t[:-1]
     m_p, m_q = np.zeros(max(len(t) - 1, 0)), np.zeros(max(len(t) - 1, 0))
     if grows.any():
-        mp_u, mq_u = loss.cell_masses(t[np.concatenate(([True], grows))])
-        m_p[grows] = mp_u
-        m_q[grows] = mq_u
+        first = int(grows.argmax())
+        if grows[first:].all():
+            # Only a first run repeats (edges below a map's range, all sent to -inf): the
+            # distinct values are t[first:], and the cells from ``first`` on all grow.
+            m_p[first:], m_q[first:] = loss.cell_masses(t[first:])
+        else:
+            mp_u, mq_u = loss.cell_masses(t[np.concatenate(([True], grows))])
+            m_p[grows] = mp_u
+            m_q[grows] = mq_u
     return m_p, m_q
 
 
