@@ -283,7 +283,9 @@ class GaussianLoss(ContinuousLoss):
     def _z(self, x: np.ndarray, under: str) -> np.ndarray:
         m = self.mu
         centre = m * m / 2 if under == "P" else -m * m / 2
-        return (np.asarray(x, dtype=float) - centre) / m
+        z = np.subtract(x, centre, dtype=float)
+        z /= m
+        return z
 
     def _cdf(self, x: np.ndarray, under: str) -> np.ndarray:
         return special.ndtr(self._z(x, under))

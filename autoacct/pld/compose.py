@@ -473,7 +473,9 @@ def _tilt(pld: DiscretePLD, lam: float) -> tuple[np.ndarray, float]:
     # One array, transformed in place (the steps of log w + lam x, exp(z - max z), / sum).
     with np.errstate(divide="ignore"):
         z = np.log(w)
-    z += lam * pld.losses
+    x = pld.losses
+    x *= lam
+    z += x
     zmax = float(z.max())
     z -= zmax
     np.exp(z, out=z)
