@@ -41,7 +41,7 @@ def sizing_cgf_of(values: np.ndarray, p_mass: np.ndarray) -> np.ndarray:
     live = p_mass > 0
     if not live.any():
         return np.full(SIZING_TILTS.size, -np.inf)
-    # (w a fresh array, as the product has always read it; v is only read elementwise)
+    # (w is a fresh contiguous copy for the product; v is only read elementwise)
     w = p_mass[live]
     v = values if w.size == values.size else values[live]
     top = float(v.max())

@@ -209,6 +209,9 @@ class PoissonAddLoss(RepresentedLoss):
         equals the law of -L under Q), as for every single-part zoo mechanism.
     q:
         Sampling probability, 0 < q < 1.
+    removal:
+        Optionally the removal law of the same ``base`` object and q (see
+        :func:`poisson_laws`), whose representation then gives this law's moments.
     """
 
     def __init__(self, base: PrivacyLoss, q: float, removal: PoissonRemoveLoss | None = None) -> None:
@@ -485,7 +488,7 @@ class PoissonSubsampledMechanism(RateSubsampledMechanism):
         if isinstance(loss, DiscreteLoss) and held_as_atoms(loss):
             # A base held as atoms gives atom laws (see :mod:`autoacct.subsampling.atoms`).
             laws = self.cached(("atom-laws",), lambda: poisson_atom_losses(
-                loss, self.q, (PoissonRemoveLoss(loss, self.q), PoissonAddLoss(loss, self.q))))
+                loss, self.q, poisson_laws(loss, self.q)))
             return [LossPart(*laws, 1)]
         return [LossPart(*poisson_laws(loss, self.q), 1)]
 

@@ -232,8 +232,8 @@ class PoissonLossMap:
         small: slice | np.ndarray
         mid: slice | np.ndarray
         if increasing:
-            a, b, c = (int(i) for i in np.searchsorted(y, (self.c, 0.0, 1.0), side="right"))
-            big, small, mid = slice(c, None), slice(b, c), slice(a, b)
+            i_mid, i_small, i_big = (int(i) for i in np.searchsorted(y, (self.c, 0.0, 1.0), side="right"))
+            big, small, mid = slice(i_big, None), slice(i_small, i_big), slice(i_mid, i_small)
         else:
             big = y > 1.0
             small = (y > 0.0) & ~big
