@@ -123,9 +123,12 @@ class PoissonRemoveLoss(RepresentedLoss):
     def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         e = np.asarray(edges, dtype=float)
         t = np.maximum.accumulate(self._phi.inverse(e, increasing=True))
-        m_p, m_q = masses_between(self.base, t)
-        p = (1.0 - self.q) * m_q + self.q * m_p
-        qm = m_q.copy()
+        # masses_between returns arrays of this call's own: the first-distribution masses
+        # (1-q) m_q + q m_p are formed in them, and the Q-masses are returned as they are.
+        m_p, qm = masses_between(self.base, t)
+        p = np.multiply(qm, 1.0 - self.q)
+        m_p *= self.q
+        p += m_p
         if self.base.q_ninf > 0:
             i = cell_of(e, self._phi.c)
             if i is not None:
