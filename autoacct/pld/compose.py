@@ -60,6 +60,7 @@ from autoacct.pld.cumulants import (
     window,
 )
 from autoacct.pld.discretize import DiscretePLD
+from autoacct.pld.mgf import same_lattice
 from autoacct.pld.profiles import DiscreteProfile
 
 #: Largest FFT length the composer uses (2^22 points: with both bound rows, their
@@ -420,7 +421,7 @@ _UNPLANNED = 1 << 18
 def _check_lattice(comps: Sequence[Component], h: float) -> None:
     """Components composed on the lattice hZ must have been discretised on it (up to the
     rounding of h computed two ways)."""
-    if any(abs(c.upper.h - h) > 1e-12 * h for c in comps):
+    if not all(same_lattice(h, c.upper.h) for c in comps):
         raise ValueError(f"components discretised on another lattice than h={h!r}")
 
 

@@ -162,7 +162,7 @@ def plan(k: int, h: float, widths: np.ndarray, max_leak: float = math.inf,
     n_single = float(points(np.array([k]), h)[0])
     if n_single <= _MIN_POINTS:
         return None
-    best, best_cost = None, _cost(n_single)
+    best, best_cost = None, convolution_cost(n_single)
     for levels in range(1, _MAX_LEVELS + 1):
         if (levels + 1) * _OVERHEAD >= best_cost:
             # Every plan with this many levels makes at least levels + 1 convolutions.
@@ -178,15 +178,15 @@ def plan(k: int, h: float, widths: np.ndarray, max_leak: float = math.inf,
         if levels == 1 and max_extra > 0:
             # Without a remainder the cost is that of the block and the top; for the few
             # cheapest ratios, look for a block that leaves at most max_extra copies over.
-            free = _cost(points(block.astype(float), h_0)) + _cost(points(np.full(ratio.shape, float(k)),
-                                                                          h_0 * ratio))
+            free = (convolution_cost(points(block.astype(float), h_0))
+                    + convolution_cost(points(np.full(ratio.shape, float(k)), h_0 * ratio)))
             for i in np.argsort(free)[:_BLOCK_TRIES]:
                 block[i], extra[i] = _block(k, int(block[i]), max_extra)
         digits = [((k - extra) // block ** j) % block for j in range(levels)]
         n_levels = [points(block.astype(float) ** (j + 1), h_0 * ratio ** j) for j in range(levels)]
         n_top = points(np.full(ratio.shape, float(k)), h_0 * ratio ** levels)
         remainder = np.cumsum([d > 0 for d in digits], axis=0) > 0
-        cost = sum((1 + remainder[j]) * _cost(n) for j, n in enumerate(n_levels)) + _cost(n_top)
+        cost = sum((1 + remainder[j]) * convolution_cost(n) for j, n in enumerate(n_levels)) + convolution_cost(n_top)
         leak = sum(k / block.astype(float) ** (j + 1) * n * _FFT_ERROR for j, n in enumerate(n_levels))
         longest = np.max([n_top, *n_levels], axis=0)
         cost = np.where((leak <= max_leak) & (longest <= max_window()), cost, np.inf)
@@ -215,8 +215,9 @@ def _block(k: int, square: int, max_extra: int) -> tuple[int, int]:
     return (int(cand[j]), int(rem[j])) if rem[j] <= max_extra else (square, 0)
 
 
-def _cost(n: float | np.ndarray) -> float | np.ndarray:
-    """Rough cost of one convolution and re-discretisation on n points."""
+def convolution_cost(n: float | np.ndarray) -> float | np.ndarray:
+    """Rough cost of one convolution and re-discretisation on n points (in units of one
+    point's share of an FFT)."""
     return n * (np.log2(np.maximum(n, 2.0)) + _PER_POINT) + _OVERHEAD
 
 

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 def log_mgfs(plds: Sequence[DiscretePLD], theta: np.ndarray) -> np.ndarray:
     """log E[e^{theta L}; L finite] of every law at every exponent, shape (len(plds), len(theta)).
 
-    The laws must share one lattice spacing h. For theta >= 0 each law's sum is
+    The laws must share one lattice spacing h (up to its rounding, :func:`same_lattice`:
+    every law is read on the first one's lattice, as the composer reads it). For theta >= 0 each law's sum is
     taken relative to its largest finite loss x_top, sum_d w(x_top - d h) e^{-theta h d},
     and for theta < 0 relative to its smallest one, so every factor is at most 1
     and nothing overflows. Cut into blocks of ``_MGF_BLOCK`` lattice points, every
@@ -35,7 +36,7 @@ def log_mgfs(plds: Sequence[DiscretePLD], theta: np.ndarray) -> np.ndarray:
     if not live or theta.size == 0:
         return out
     h = plds[live[0]].h
-    if any(plds[i].h != h for i in live):
+    if not all(same_lattice(h, plds[i].h) for i in live):
         raise ValueError("log_mgfs needs laws on one lattice")
     c = np.arange(_MGF_BLOCK)
     for sign in (1.0, -1.0):
@@ -83,3 +84,15 @@ def _support(pld: DiscretePLD) -> tuple[int, int]:
 _MGF_BLOCK = 256
 #: Bound on what underflow takes from one term of :func:`log_mgfs` (a few subnormal ulps).
 _UNDERFLOW = 1e-322
+
+
+def same_lattice(h: float, other: float) -> bool:
+    """Whether the spacings h and ``other`` are one lattice's, computed two ways (a coarse
+    lattice as R (r h) and as (R r) h): within LATTICE_ROUNDING relatively. Composition
+    and the moment generating functions then place every mass on the first one's lattice,
+    so both read the same measure."""
+    return abs(h - other) <= LATTICE_ROUNDING * abs(h)
+
+
+#: Relative difference of two spacings that :func:`same_lattice` takes for rounding.
+LATTICE_ROUNDING = 1e-12
