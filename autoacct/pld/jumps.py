@@ -22,7 +22,11 @@ at most (k t)^(J+1) / (J+1)! / (1 - k t / (J + 2)), added to the upper bound and
 left out of the lower one. Each term is computed where it is cheap:
 
 * b^{*(k - j)} on the fine lattice h, whose window the bulk's short range keeps
-  short at any tilt;
+  short at any tilt; for k in the millions that window still grows like sqrt(k),
+  and the copies are composed in blocks of B about 8 R'^2 copies, each block
+  discretised again on a lattice R' h and the k / B blocks composed there (one level
+  of :mod:`levels`; R' near (k / 8)^(1/4), a sixteenth of the windows' points at
+  k = 3.6e6 and an eighth more spread than the fine copies alone);
 * for j >= 1 that composition is discretised again on a lattice R h (upper and
   lower, as :mod:`levels` does for its blocks), and composed there with j copies of
   the tail discretised on R h: j is small, so the coarse spacing costs as little as
@@ -52,9 +56,9 @@ from autoacct.losses.restricted import RestrictedLoss
 from autoacct.losses.shifted import ShiftedLoss
 from autoacct.pld.components import Component
 from autoacct.pld.compose import LAW_REL, compose, convolve
-from autoacct.pld.cumulants import Components, chernoff_bound, choose_tilt
+from autoacct.pld.cumulants import Components, chernoff_bound, choose_tilt, window_points
 from autoacct.pld.discretize import DiscretePLD
-from autoacct.pld.levels import coarsen
+from autoacct.pld.levels import Plan, coarsen, convolution_cost, self_compose
 from autoacct.pld.profiles import DiscreteProfile, SolvedEpsilon
 
 #: The tail keeps at most this P-mass times 1/k: k t(all) <= TAIL_RATE, or LOOSE_TAIL_RATE
@@ -498,7 +502,7 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
     h_coarse = law.tail_coarse.upper.h
     fine = Components([law.bulk_fine])
     share = math.log(terms + 1.0)
-    weights, tilts = [], []
+    weights, tilts, budgets = [], [], []
     for j in range(terms + 1):
         # C(k, j) exactly as an integer, rounded to the nearest float: within half an ulp.
         try:
@@ -513,16 +517,18 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
 
         weights.append(weight)
         tilts.append(tilt)
+        budgets.append(budget)
     shared = _bulk_shift(law) if shares(count, terms, tol, count * law.tail_mass) else None
     made: list[tuple[DiscreteProfile, DiscreteProfile, float, float] | None] = []
+    short = tol <= 0.0 or law.bulk_fine.lower_short(tol, target)
     if shared is None:
         for j in range(terms + 1):
-            pair = _term(law, fine, count, j, h_fine, h_coarse, log_eta, tilts[j])
+            pair = _term(law, fine, count, j, h_fine, h_coarse, log_eta, tilts[j], target, budgets[j], short)
             made.append(None if pair is None else (*pair, 0.0, 0.0))
     else:
-        pair = _term(law, fine, count, 0, h_fine, h_coarse, log_eta, tilts[0])
+        pair = _term(law, fine, count, 0, h_fine, h_coarse, log_eta, tilts[0], target, budgets[0], short)
         made.append(None if pair is None else (*pair, 0.0, 0.0))
-        made.extend(_shared_terms(law, fine, count, terms, h_coarse, log_eta, tilts[1], *shared)
+        made.extend(_shared_terms(law, fine, count, terms, h_coarse, log_eta, tilts[1], *shared, short)
                     or [None])
     if any(m is None for m in made):
         return None
@@ -582,15 +588,16 @@ def _bulk_shift(law: SplitLaw) -> tuple[float, float] | None:
 
 
 def _shared_terms(law: SplitLaw, fine: Components, count: int, terms: int, h_coarse: float,
-                  log_eta: float, tilt: _Tilt, log_p: float, c: float
+                  log_eta: float, tilt: _Tilt, log_p: float, c: float, short: bool = True
                   ) -> list[tuple[DiscreteProfile, DiscreteProfile, float, float]] | None:
     """(upper, lower, log scale, shift) of the terms b^{*(count - j)} * t^{*j}, j = 1..terms
-    (J = ``terms``), from one fine composition B of count - J bulk copies, tilted alike (at
-    the tilt of the term j = 1, which carries the most weight): the lower profile of term j
-    is e^{log scale} delta_j(eps + shift) for the profile delta_j of B * t^{*j}.
+    (J = ``terms``), from one composition B of count - J bulk copies (:func:`_coarse_bulk`,
+    in blocks unless ``short``), tilted alike (at the tilt of the term j = 1, which carries
+    the most weight): the lower profile of term j is e^{log scale} delta_j(eps + shift) for
+    the profile delta_j of B * t^{*j}.
 
-    Upper: B re-discretised on the coarse lattice, composed with J - j copies of the bulk's
-    coarse upper PLD and j tail copies (connect-the-dots bounds each copy from above).
+    Upper: B on the coarse lattice, composed with J - j copies of the bulk's coarse upper
+    PLD and j tail copies (connect-the-dots bounds each copy from above).
     Lower (Jensen): for a measure nu of P-mass m_P and Q-mass m_Q and any measure mu,
     delta_{mu * nu}(eps) = int mu(ds) int nu(dr) (1 - e^{eps - s} e^{-r})_+
     >= int mu(ds) (m_P - e^{eps - s} m_Q)_+ = m_P delta_mu(eps + log(m_Q / m_P)), since
@@ -601,20 +608,18 @@ def _shared_terms(law: SplitLaw, fine: Components, count: int, terms: int, h_coa
     """
     probe = Components([law.bulk_coarse.recounted(count - 1), law.tail_coarse.recounted(1)])
     lam = tilt(probe, h_coarse)
-    level_eta = log_eta - math.log(4.0 * _POINTS)
-    bulk = coarsen(convolve(fine.recounted(count - terms), fine[0].upper.h, level_eta, lam),
-                   law.ratio * fine[0].upper.h)
+    bulk = _coarse_bulk(law, fine, count - terms, log_eta, lam, not short)
     if bulk is None:
         return None
     out = []
     for j in range(1, terms + 1):
         tails = law.tail_coarse.recounted(j)
-        both = Components([bulk, tails])
+        both = Components([*bulk, tails])
         up, low = compose(both, h_coarse, log_eta, lam)
         assert low is not None
         comps = both
         if j < terms:
-            comps = Components([bulk, law.bulk_coarse.recounted(terms - j), tails])
+            comps = Components([*bulk, law.bulk_coarse.recounted(terms - j), tails])
             up, _ = compose(comps, h_coarse, log_eta, lam, lower=False)
         out.append((_with_below(up, comps), low, (terms - j) * log_p, (terms - j) * c))
     return out
@@ -649,12 +654,27 @@ SHARED_PER_TOL = 2.0
 
 
 def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_coarse: float,
-          log_eta: float, tilt: _Tilt
+          log_eta: float, tilt: _Tilt, target: float = 0.0, budget: float = math.inf, short: bool = True
           ) -> tuple[DiscreteProfile, DiscreteProfile] | None:
-    """Profiles of b^{*(count - j)} * t^{*j} (not weighted by C(count, j))."""
+    """Profiles of b^{*(count - j)} * t^{*j} (not weighted by C(count, j)).
+
+    The bulk's copies are composed in blocks (:func:`_blocked`, :func:`_coarse_bulk`) where
+    they cost less than one fine composition, unless the bulk's lower PLD is ``short`` (see
+    :meth:`Component.lower_short`: the blocks would carry its first-order loss through
+    each re-discretisation); for the term j = 0 also unless the blocks' rounding, read at
+    the ``target`` eps, exceeds the term's share e^budget of delta (its own fine
+    composition then)."""
     if j == 0:
         comps = fine.recounted(count)
         lam = tilt(comps, h_fine, -count * law.offset)
+        r_max = _max_block_ratio(count)
+        blocked = None if short else _blocked(fine, count, log_eta, lam, _spread(r_max))
+        if blocked is not None:
+            ratio, parts = blocked
+            up, low = compose(parts, ratio * h_fine, log_eta, lam)
+            if up.log_c1 - lam * (target - count * law.offset) <= budget:
+                assert low is not None
+                return up, low
         up, low = compose(comps, h_fine, log_eta, lam)
         assert low is not None
         return up, low
@@ -669,13 +689,10 @@ def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_
     # bulk is tilted alike, as the leak it hands over must be.
     probe = Components([law.bulk_coarse.recounted(count - j), law.tail_coarse.recounted(j)])
     lam = tilt(probe, h_coarse)
-    # Tail mass a window leaves out ends up in the final bounds (once here, and once per
-    # point in the lower one): left out far below the final composition's share.
-    level_eta = log_eta - math.log(4.0 * _POINTS)
-    bulk = coarsen(convolve(fine.recounted(count - j), h_fine, level_eta, lam), law.ratio * h_fine)
+    bulk = _coarse_bulk(law, fine, count - j, log_eta, lam, not short)
     if bulk is None:
         return None
-    comps = Components([bulk, law.tail_coarse.recounted(j)])
+    comps = Components([*bulk, law.tail_coarse.recounted(j)])
     up, low = compose(comps, h_coarse, log_eta, lam)
     assert low is not None
     return _with_below(up, comps), low
@@ -693,3 +710,96 @@ def _with_below(up: DiscreteProfile, comps: Components) -> DiscreteProfile:
 
 #: Window length assumed when choosing the tail mass a re-discretised window may leave out.
 _POINTS = 1 << 15
+
+
+def _coarse_bulk(law: SplitLaw, fine: Components, n: int, log_eta: float, lam: float,
+                 blocks: bool = True) -> list[Component] | None:
+    """Components on the law's coarse lattice whose composition bounds ``n`` copies of the
+    bulk (fine lattice h, tilted by lam): with ``blocks``, blocks of them (:func:`_blocked`)
+    on R h for a divisor R of law.ratio, composed there and discretised again on
+    law.ratio h unless R is law.ratio; else, or where that costs more, one fine
+    composition discretised again there. None when a re-discretisation fails."""
+    h = fine[0].upper.h
+    coarse = law.ratio * h
+    # Tail mass a window leaves out ends up in the final bounds (once here, and once per
+    # point in the lower one): left out far below the final composition's share.
+    level_eta = log_eta - math.log(4.0 * _POINTS)
+    ratios = [r for r in range(2, min(law.ratio, _max_block_ratio(n)) + 1) if law.ratio % r == 0]
+    blocked = _blocked(fine, n, log_eta, lam, ratios) if blocks else None
+    if blocked is None:
+        bulk = coarsen(convolve(fine.recounted(n), h, level_eta, lam), coarse)
+        return None if bulk is None else [bulk]
+    ratio, parts = blocked
+    if ratio == law.ratio:
+        return list(parts)
+    bulk = coarsen(convolve(parts, ratio * h, level_eta, lam), coarse)
+    return None if bulk is None else [bulk]
+
+
+def block_ratio(count: int) -> int:
+    """The lattice ratio R near which blocks of ``count`` copies cost least (see
+    :func:`_blocked`), or 0 where no block ratio leaves MIN_BLOCKS blocks. The split law's
+    coarse ratio is made a multiple of it (:meth:`SplitDirections._split_law`), so that the
+    blocks' lattice R h refines the coarse one."""
+    r = max(2, round((count / BLOCK_SQUARES) ** 0.25))
+    return r if r <= _max_block_ratio(count) else 0
+
+
+def _blocked(fine: Components, n: int, log_eta: float, lam: float, ratios: list[int]
+             ) -> tuple[int, Components] | None:
+    """(R, components on the lattice R h) whose composition bounds ``n`` copies of the one
+    fine component (lattice h, tilted by lam), for the R of ``ratios`` whose windows cost
+    least: n // B blocks of B = BLOCK_SQUARES R^2 copies and the n mod B copies left over,
+    each composed on h and discretised again on R h (a one-level plan of
+    :func:`levels.self_compose`, whose re-discretisations carry their errors). None when
+    no R leaves MIN_BLOCKS blocks, when the blocks cost more than BLOCK_GAIN times one
+    composition of the n copies on h (:func:`levels.convolution_cost` of the windows'
+    points: it leaves out the lower PLDs' re-discretisation, which blocks of a wide law
+    spend on windows as long as the whole one's), or when a window is far longer than its
+    estimate.
+
+    Accuracy: the fine copies cost about n h^2 / 8 of spread (connect-the-dots, see
+    :mod:`levels`), the n / B blocks on R h about n (R h)^2 / (8 B), a share
+    1 / BLOCK_SQUARES of it. The blocks' windows grow like sqrt(B) and the top one's is
+    the fine one's over R, so with B = BLOCK_SQUARES R^2 the cheapest R is near
+    (n / BLOCK_SQUARES)^(1/4)."""
+    cand = np.array([r for r in ratios if n // (BLOCK_SQUARES * r * r) >= MIN_BLOCKS], dtype=np.int64)
+    if cand.size == 0:
+        return None
+    blocks = BLOCK_SQUARES * cand * cand
+    left = n % blocks
+    level_eta = log_eta - math.log(4.0 * _POINTS * n)
+    pts = window_points(fine, np.concatenate(([n], blocks, np.maximum(left, 1))).astype(float), lam, level_eta)
+    whole, block_pts, left_pts = pts[0], pts[1:cand.size + 1], pts[cand.size + 1:]
+    top = whole / cand
+    costs = convolution_cost(block_pts) + np.where(left > 0, convolution_cost(left_pts), 0.0) + convolution_cost(top)
+    i = int(np.argmin(costs))
+    if costs[i] > BLOCK_GAIN * convolution_cost(whole):
+        return None
+    r, b = int(cand[i]), int(blocks[i])
+    plan = Plan(r, fine[0].upper.h, (n % b,), n // b, float(max(block_pts[i], left_pts[i], top[i])), b)
+    parts = self_compose(fine, plan, log_eta, lam)
+    return None if parts is None else (r, parts)
+
+
+def _max_block_ratio(n: int) -> int:
+    """The largest R whose blocks (BLOCK_SQUARES R^2 copies) leave MIN_BLOCKS of them in n."""
+    return int(math.isqrt(n // (BLOCK_SQUARES * MIN_BLOCKS)))
+
+
+def _spread(r_max: int) -> list[int]:
+    """Ratios from 2 to r_max tried for a block's lattice: about _RATIOS_TRIED of them,
+    evenly spread in log (the cost varies slowly with R near its minimum)."""
+    if r_max < 2:
+        return []
+    return sorted({int(r) for r in np.round(np.geomspace(2, r_max, _RATIOS_TRIED))})
+
+
+#: A block of the bulk composes BLOCK_SQUARES R^2 copies on the fine lattice before it is
+#: discretised again on R h (see :func:`_blocked`), and at least MIN_BLOCKS blocks make a term.
+BLOCK_SQUARES = 8
+MIN_BLOCKS = 8
+#: Blocks are composed only where their windows cost at most this share of one composition's.
+BLOCK_GAIN = 0.5
+#: Block ratios tried for the term without tail copies.
+_RATIOS_TRIED = 16

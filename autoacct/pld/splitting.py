@@ -152,6 +152,11 @@ class SplitDirections:
         # reaches, and would ask for 20000 times finer (q = 1e-4, sigma = 0.1, k = 10).
         h = min(h, max(choose_spacing([(bulk_law, k)], scale, tol), h / _BULK_FINER))
         ratio = max(jumps.coarse_ratio(k), int(choose_spacing([(tail_law, copies)], scale, tol) / h))
+        # A multiple of the bulk's block ratio, so that its blocks' lattice refines the coarse
+        # one (a finer coarse lattice only tightens the tail's bounds).
+        block = jumps.block_ratio(k)
+        if block and ratio >= block:
+            ratio -= ratio % block
         key = ("split-law", h, log_eta, d, ratio, side.rate)
         if key not in self._memo:
             coarse = ratio * h

@@ -18,10 +18,10 @@ from scipy import stats
 import autoacct
 from autoacct.errors import AccuracyWarning
 from autoacct.losses.shifted import ShiftedLoss
-from autoacct.pld import jumps, splitting
+from autoacct.pld import jumps, levels, splitting
 from autoacct.pld.accountant import FFTAccountant
 from autoacct.pld.components import Component
-from autoacct.pld.discretize import discretize
+from autoacct.pld.discretize import DiscretePLD, discretize
 from autoacct.pld.grid import index_range
 
 
@@ -517,3 +517,94 @@ def test_a_record_sampled_ten_times_is_bounded_from_below(monkeypatch):
         one_lower, one_upper = again.epsilon_bounds(1e-5)
     assert upper - lower <= 5e-3 * upper
     assert one_lower <= upper and lower <= one_upper
+
+
+def _fine_points(monkeypatch) -> list:
+    """Record (spacing, points) of each convolution the split's terms make."""
+    sizes: list = []
+    inner = jumps.convolve
+
+    def spy(comps, h, *args, **kwargs):
+        out = inner(comps, h, *args, **kwargs)
+        if out is not None:
+            sizes.append((h, out.dens.shape[-1]))
+        return out
+    monkeypatch.setattr(jumps, "convolve", spy)
+    monkeypatch.setattr(levels, "convolve", spy)
+    return sizes
+
+
+@pytest.mark.parametrize("q, sigma, k, delta, share", [
+    (1e-4, 0.8, 1_000_000, 1e-9, 0.5),
+    (1.1964780270382939e-05, 0.9196370451712449, 3_632_059, 7.439543952020695e-11, 0.25),
+])
+def test_bulk_blocks_and_one_fine_composition_bracket_each_other(monkeypatch, q, sigma, k, delta, share):
+    # The same split law's profiles with the bulk's copies composed in blocks and in one fine
+    # composition: both are certified, so each lower profile lies below the other's upper
+    # one, and both meet tol; the blocks read at most a ``share`` of the fine lattice's
+    # points (the second case is benchmarks/sweep.py's case 59: one fine composition takes
+    # 531,441 and 614,400 points).
+    calls = _split_args(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
+    args, kwargs = calls[0]
+    h_fine = args[0].bulk_fine.upper.h
+    sizes = _fine_points(monkeypatch)
+    blocked = []
+    monkeypatch.setattr(jumps, "_blocked", lambda *a, inner=jumps._blocked: blocked.append(inner(*a)) or blocked[-1])
+    up, low = jumps.split_profiles(*args, **kwargs)
+    assert any(b is not None for b in blocked)
+    fine_blocked = sum(n for h, n in sizes if h == h_fine)
+    sizes.clear()
+    monkeypatch.setattr(jumps, "MIN_BLOCKS", 10**12)
+    one_up, one_low = jumps.split_profiles(*args, **kwargs)
+    fine_one = sum(n for h, n in sizes if h == h_fine)
+    assert fine_blocked <= share * fine_one
+    e = float(one_up.epsilon(delta))
+    eps = np.linspace(0.8, 1.2, 161) * e
+    assert np.all(low.delta(eps) <= one_up.delta(eps))
+    assert np.all(one_low.delta(eps) <= up.delta(eps))
+    for u, lo in ((up, low), (one_up, one_low)):
+        upper, lower = float(u.epsilon(delta)), float(lo.epsilon(delta))
+        assert lower <= upper <= lower * (1 + 1e-3)
+
+
+def test_ten_million_rare_steps_within_tol_in_one_pass(monkeypatch):
+    # q = 3e-5, sigma = 1, k = 1e7, delta = 1e-12: with the bulk in blocks the first pass meets
+    # tol; in one fine composition of 1.15e6 points it did not, and a second pass on 4.2e6
+    # points took 6 s. Its lower bound lies below the RDP route's upper bound, another
+    # method's.
+    sizes = _fine_points(monkeypatch)
+    m = autoacct.dpsgd(sample_rate=3e-5, noise_multiplier=1.0, steps=10_000_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lower, upper = m.epsilon_bounds(1e-12)
+    assert upper - lower <= 1e-3 * upper
+    assert max(n for _, n in sizes) < 1 << 19
+    assert lower <= m.epsilon(1e-12, via="rdp")
+
+
+def test_a_split_laws_coarse_ratio_is_a_multiple_of_the_block_ratio(monkeypatch):
+    # The bulk's blocks on R h refine the coarse lattice only where R divides its ratio.
+    calls = _split_args(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        autoacct.dpsgd(sample_rate=1e-4, noise_multiplier=0.8, steps=1_000_000).epsilon_bounds(1e-9)
+    law = calls[0][0][0]
+    r = jumps.block_ratio(1_000_000)
+    assert r >= 2 and law.ratio % r == 0
+    assert jumps.block_ratio(jumps.MIN_BLOCKS * jumps.BLOCK_SQUARES * 4 - 1) == 0
+
+
+def test_same_lattice_takes_rounding_not_another_spacing():
+    from autoacct.pld.mgf import log_mgfs, same_lattice
+    h = 8.232187133739626e-06
+    a = DiscretePLD(7 * (31 * h), 0, np.array([0.5, 0.5]), 0.0)
+    b = DiscretePLD(217 * h, 0, np.array([0.25, 0.75]), 0.0)
+    assert a.h != b.h and same_lattice(a.h, b.h)
+    rows = log_mgfs([a, b], np.array([-1.0, 0.0, 2.0]))
+    assert np.all(np.isfinite(rows))
+    assert not same_lattice(h, h * (1 + 1e-9))
+    with pytest.raises(ValueError):
+        log_mgfs([a, DiscretePLD(217 * h * (1 + 1e-9), 0, np.ones(1), 0.0)], np.array([1.0]))
