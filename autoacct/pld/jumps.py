@@ -58,7 +58,7 @@ from autoacct.pld.components import Component
 from autoacct.pld.compose import LAW_REL, compose, convolve
 from autoacct.pld.cumulants import Components, chernoff_bound, choose_tilt, window_points
 from autoacct.pld.discretize import DiscretePLD
-from autoacct.pld.levels import Plan, coarsen, convolution_cost, self_compose
+from autoacct.pld.levels import MIN_COUNT, Plan, coarsen, convolution_cost, self_compose
 from autoacct.pld.profiles import DiscreteProfile, SolvedEpsilon
 
 #: The tail keeps at most this P-mass times 1/k: k t(all) <= TAIL_RATE, or LOOSE_TAIL_RATE
@@ -738,11 +738,13 @@ def _coarse_bulk(law: SplitLaw, fine: Components, n: int, log_eta: float, lam: f
 
 def block_ratio(count: int) -> int:
     """The lattice ratio R near which blocks of ``count`` copies cost least (see
-    :func:`_blocked`), or 0 where no block ratio leaves MIN_BLOCKS blocks. The split law's
-    coarse ratio is made a multiple of it (:meth:`SplitDirections._split_law`), so that the
-    blocks' lattice R h refines the coarse one."""
+    :func:`_blocked`), or 0 below levels.MIN_COUNT copies (where one lattice composes them
+    more cheaply, as for the accountant's levels) or where no block ratio leaves MIN_BLOCKS
+    blocks. The split law's coarse ratio is made a multiple of it
+    (:meth:`SplitDirections._split_law`), so that the blocks' lattice R h refines the coarse
+    one."""
     r = max(2, round((count / BLOCK_SQUARES) ** 0.25))
-    return r if r <= _max_block_ratio(count) else 0
+    return r if count >= MIN_COUNT and r <= _max_block_ratio(count) else 0
 
 
 def _blocked(fine: Components, n: int, log_eta: float, lam: float, ratios: list[int]
@@ -751,8 +753,8 @@ def _blocked(fine: Components, n: int, log_eta: float, lam: float, ratios: list[
     fine component (lattice h, tilted by lam), for the R of ``ratios`` whose windows cost
     least: n // B blocks of B = BLOCK_SQUARES R^2 copies and the n mod B copies left over,
     each composed on h and discretised again on R h (a one-level plan of
-    :func:`levels.self_compose`, whose re-discretisations carry their errors). None when
-    no R leaves MIN_BLOCKS blocks, when the blocks cost more than BLOCK_GAIN times one
+    :func:`levels.self_compose`, whose re-discretisations carry their errors). None below
+    levels.MIN_COUNT copies, when no R leaves MIN_BLOCKS blocks, when the blocks cost more than BLOCK_GAIN times one
     composition of the n copies on h (:func:`levels.convolution_cost` of the windows'
     points: it leaves out the lower PLDs' re-discretisation, which blocks of a wide law
     spend on windows as long as the whole one's), or when a window is far longer than its
@@ -764,7 +766,7 @@ def _blocked(fine: Components, n: int, log_eta: float, lam: float, ratios: list[
     the fine one's over R, so with B = BLOCK_SQUARES R^2 the cheapest R is near
     (n / BLOCK_SQUARES)^(1/4)."""
     cand = np.array([r for r in ratios if n // (BLOCK_SQUARES * r * r) >= MIN_BLOCKS], dtype=np.int64)
-    if cand.size == 0:
+    if n < MIN_COUNT or cand.size == 0:
         return None
     blocks = BLOCK_SQUARES * cand * cand
     left = n % blocks

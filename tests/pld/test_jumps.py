@@ -594,7 +594,7 @@ def test_a_split_laws_coarse_ratio_is_a_multiple_of_the_block_ratio(monkeypatch)
     law = calls[0][0][0]
     r = jumps.block_ratio(1_000_000)
     assert r >= 2 and law.ratio % r == 0
-    assert jumps.block_ratio(jumps.MIN_BLOCKS * jumps.BLOCK_SQUARES * 4 - 1) == 0
+    assert jumps.block_ratio(levels.MIN_COUNT - 1) == 0
 
 
 def test_same_lattice_takes_rounding_not_another_spacing():
