@@ -6,6 +6,7 @@ The tables behind the grid sizing, the tilts and the Chernoff bounds (:mod:`cumu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -38,13 +39,12 @@ def log_mgfs(plds: Sequence[DiscretePLD], theta: np.ndarray) -> np.ndarray:
     h = plds[live[0]].h
     if not all(same_lattice(h, plds[i].h) for i in live):
         raise ValueError("log_mgfs needs laws on one lattice")
-    c = np.arange(_MGF_BLOCK)
     for sign in (1.0, -1.0):
         cols = np.flatnonzero(theta >= 0) if sign > 0 else np.flatnonzero(theta < 0)
         if cols.size == 0:
             continue
         rate = np.abs(theta[cols]) * h
-        sums = _block_sums([plds[i] for i in live], sign > 0, c, rate)
+        sums = _block_sums([plds[i] for i in live], sign > 0, rate)
         ends = [_support(plds[i])[1] if sign > 0 else _support(plds[i])[0] for i in live]
         ref = (np.array([plds[i].start for i in live]) + np.array(ends)) * h
         with np.errstate(divide="ignore"):
@@ -52,7 +52,7 @@ def log_mgfs(plds: Sequence[DiscretePLD], theta: np.ndarray) -> np.ndarray:
     return out
 
 
-def _block_sums(plds: list[DiscretePLD], from_top: bool, c: np.ndarray, rate: np.ndarray) -> np.ndarray:
+def _block_sums(plds: list[DiscretePLD], from_top: bool, rate: np.ndarray) -> np.ndarray:
     """sum_d w(x_end -/+ d h) e^{-rate d} for each law (rows) and rate (columns), with x_end the
     law's last (``from_top``) or first point of positive mass, plus the underflow allowance."""
     sizes = [_support(pld)[1] - _support(pld)[0] + 1 for pld in plds]
@@ -67,10 +67,20 @@ def _block_sums(plds: list[DiscretePLD], from_top: bool, c: np.ndarray, rate: np
     # Each block's offset factor e^{-rate b B}, tabulated once per block index b.
     index = np.concatenate([np.arange(b) for b in blocks])
     factors = np.exp(-np.multiply.outer(np.arange(max(blocks)) * _MGF_BLOCK, rate))
-    table = np.exp(-np.multiply.outer(c, rate))
-    terms = matmul(rows, table)
+    terms = matmul(rows, _table(rate.tobytes()))
     terms *= factors[index]
     return np.add.reduceat(terms, first, axis=0) + _UNDERFLOW * np.array(sizes)[:, None]
+
+
+@functools.lru_cache(maxsize=32)
+def _table(rate: bytes) -> np.ndarray:
+    """The table e^{-rate c}, c < _MGF_BLOCK (rows), for each rate (columns) of the float64
+    vector ``rate`` as bytes, read-only. Made once per rate vector: a query asks the same
+    lattice's exponents again and again, and the table's exponentials cost about two thirds
+    of a small law's block sums (120 of 190 microseconds at 2,000 points and 62 rates)."""
+    table = np.exp(-np.multiply.outer(np.arange(_MGF_BLOCK), np.frombuffer(rate)))
+    table.flags.writeable = False
+    return table
 
 
 def _support(pld: DiscretePLD) -> tuple[int, int]:

@@ -21,7 +21,7 @@ from autoacct.losses.shifted import ShiftedLoss
 from autoacct.pld import jumps, levels, splitting
 from autoacct.pld.accountant import FFTAccountant
 from autoacct.pld.components import Component
-from autoacct.pld.discretize import DiscretePLD, discretize
+from autoacct.pld.discretize import discretize
 from autoacct.pld.grid import index_range
 
 
@@ -596,15 +596,3 @@ def test_a_split_laws_coarse_ratio_is_a_multiple_of_the_block_ratio(monkeypatch)
     assert r >= 2 and law.ratio % r == 0
     assert jumps.block_ratio(levels.MIN_COUNT - 1) == 0
 
-
-def test_same_lattice_takes_rounding_not_another_spacing():
-    from autoacct.pld.mgf import log_mgfs, same_lattice
-    h = 8.232187133739626e-06
-    a = DiscretePLD(7 * (31 * h), 0, np.array([0.5, 0.5]), 0.0)
-    b = DiscretePLD(217 * h, 0, np.array([0.25, 0.75]), 0.0)
-    assert a.h != b.h and same_lattice(a.h, b.h)
-    rows = log_mgfs([a, b], np.array([-1.0, 0.0, 2.0]))
-    assert np.all(np.isfinite(rows))
-    assert not same_lattice(h, h * (1 + 1e-9))
-    with pytest.raises(ValueError):
-        log_mgfs([a, DiscretePLD(217 * h * (1 + 1e-9), 0, np.ones(1), 0.0)], np.array([1.0]))
