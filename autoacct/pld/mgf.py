@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 def log_mgfs(plds: Sequence[DiscretePLD], theta: np.ndarray) -> np.ndarray:
     """log E[e^{theta L}; L finite] of every law at every exponent, shape (len(plds), len(theta)).
 
-    The laws must share one lattice spacing h (up to its rounding, :func:`same_lattice`:
-    every law is read on the first one's lattice, as the composer reads it). For theta >= 0 each law's sum is
+    The laws must share one lattice spacing h, up to its rounding (:func:`same_lattice`;
+    every law is read on the first one's lattice, as the composer reads it: spacings an ulp
+    apart move a mass by that share of its loss). For theta >= 0 each law's sum is
     taken relative to its largest finite loss x_top, sum_d w(x_top - d h) e^{-theta h d},
     and for theta < 0 relative to its smallest one, so every factor is at most 1
     and nothing overflows. Cut into blocks of ``_MGF_BLOCK`` lattice points, every
