@@ -490,7 +490,8 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
     ``log_budget`` is the log of the delta that FFT rounding may cost over all terms (each
     term's tilt is chosen for its share), ``omitted_budget`` the delta the terms left out
     may cost; with ``tol`` (the query's relative accuracy) the terms j >= 1 may share one
-    composition of the bulk (:func:`shares`).
+    composition of the bulk (:func:`shares`), and the bulk's copies may be composed in
+    blocks (:func:`_blocked`; never without ``tol``, which their first-order check needs).
     """
     terms = terms_needed(count * law.tail_mass, omitted_budget)
     if terms is None or terms >= count:

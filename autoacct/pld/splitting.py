@@ -131,7 +131,8 @@ class SplitDirections:
         :meth:`_heavy_side`) and discretised:
         the bulk on hZ, the tail on a lattice R h with R at least jumps.coarse_ratio(k) and
         such that the few tail copies the terms compose (as many as an omitted mass
-        ``omitted`` leaves) meet ``tol`` at the answer's ``scale`` (:func:`choose_spacing`).
+        ``omitted`` leaves) meet ``tol`` at the answer's ``scale`` (:func:`choose_spacing`),
+        rounded down to a multiple of jumps.block_ratio(k) where that is not 0.
         Whether the split pays is judged against the normal approximation's scale, which
         does not move as the query is aimed again.
         None when the law's range at the spacing h has fewer than jumps.MIN_CELLS cells (one
