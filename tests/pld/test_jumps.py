@@ -596,3 +596,32 @@ def test_a_split_laws_coarse_ratio_is_a_multiple_of_the_block_ratio(monkeypatch)
     assert r >= 2 and law.ratio % r == 0
     assert jumps.block_ratio(levels.MIN_COUNT - 1) == 0
 
+
+
+def test_blocks_on_the_coarse_lattice_itself_bracket_one_fine_composition(monkeypatch):
+    # The shared bulk's blocks may sit on the law's coarse lattice itself (R = law.ratio, no
+    # second re-discretisation): forced here (one block ratio, the largest; any cost), its
+    # profiles and one fine composition's still bracket each other.
+    calls = _split_args(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        autoacct.dpsgd(sample_rate=1e-4, noise_multiplier=0.8, steps=1_000_000).epsilon_bounds(1e-9)
+    args, kwargs = calls[0]
+    law, delta = args[0], 1e-9
+    monkeypatch.setattr(jumps, "MIN_BLOCKS", 1)
+    monkeypatch.setattr(jumps, "BLOCK_GAIN", math.inf)
+    taken = []
+
+    def largest(fine, n, log_eta, lam, ratios, inner=jumps._blocked):
+        out = inner(fine, n, log_eta, lam, ratios[-1:])
+        taken.append(None if out is None else out[0])
+        return out
+    monkeypatch.setattr(jumps, "_blocked", largest)
+    up, low = jumps.split_profiles(*args, **kwargs)
+    assert law.ratio in taken
+    monkeypatch.setattr(jumps, "_blocked", lambda *a: None)
+    one_up, one_low = jumps.split_profiles(*args, **kwargs)
+    e = float(one_up.epsilon(delta))
+    eps = np.linspace(0.8, 1.2, 161) * e
+    assert np.all(low.delta(eps) <= one_up.delta(eps))
+    assert np.all(one_low.delta(eps) <= up.delta(eps))
