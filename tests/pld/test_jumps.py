@@ -572,9 +572,9 @@ def test_bulk_blocks_and_one_fine_composition_bracket_each_other(monkeypatch, q,
 
 def test_ten_million_rare_steps_within_tol_in_one_pass(monkeypatch):
     # q = 3e-5, sigma = 1, k = 1e7, delta = 1e-12: with the bulk in blocks the first pass meets
-    # tol; in one fine composition of 1.15e6 points it did not, and a second pass on 4.2e6
-    # points took 6 s. Its lower bound lies below the RDP route's upper bound, another
-    # method's.
+    # tol on windows under 2^19 points; one fine composition (1.15e6 points) misses it and
+    # refines on 4.2e6 points, about 6 s. Its lower bound lies below the RDP route's upper
+    # bound, another method's.
     sizes = _fine_points(monkeypatch)
     m = autoacct.dpsgd(sample_rate=3e-5, noise_multiplier=1.0, steps=10_000_000)
     with warnings.catch_warnings():
@@ -595,7 +595,6 @@ def test_a_split_laws_coarse_ratio_is_a_multiple_of_the_block_ratio(monkeypatch)
     r = jumps.block_ratio(1_000_000)
     assert r >= 2 and law.ratio % r == 0
     assert jumps.block_ratio(levels.MIN_COUNT - 1) == 0
-
 
 
 def test_blocks_on_the_coarse_lattice_itself_bracket_one_fine_composition(monkeypatch):
