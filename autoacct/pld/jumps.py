@@ -23,10 +23,8 @@ left out of the lower one. Each term is computed where it is cheap:
 
 * b^{*(k - j)} on the fine lattice h, whose window the bulk's short range keeps
   short at any tilt; for k in the millions that window still grows like sqrt(k),
-  and the copies are composed in blocks of B about 8 R'^2 copies, each block
-  discretised again on a lattice R' h and the k / B blocks composed there (one level
-  of :mod:`levels`; R' near (k / 8)^(1/4), a sixteenth of the windows' points at
-  k = 3.6e6 and an eighth more spread than the fine copies alone);
+  and the copies are composed in blocks, each discretised again on a lattice R' h
+  (:mod:`blocks`);
 * for j >= 1 that composition is discretised again on a lattice R h (upper and
   lower, as :mod:`levels` does for its blocks), and composed there with j copies of
   the tail discretised on R h: j is small, so the coarse spacing costs as little as
@@ -54,11 +52,11 @@ from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import PrivacyLoss
 from autoacct.losses.restricted import RestrictedLoss
 from autoacct.losses.shifted import ShiftedLoss
+from autoacct.pld import blocks
 from autoacct.pld.components import Component
-from autoacct.pld.compose import LAW_REL, compose, convolve
-from autoacct.pld.cumulants import Components, chernoff_bound, choose_tilt, window_points
+from autoacct.pld.compose import LAW_REL, compose
+from autoacct.pld.cumulants import Components, chernoff_bound, choose_tilt
 from autoacct.pld.discretize import DiscretePLD
-from autoacct.pld.levels import MIN_COUNT, Plan, coarsen, convolution_cost, self_compose
 from autoacct.pld.profiles import DiscreteProfile, SolvedEpsilon
 
 #: The tail keeps at most this P-mass times 1/k: k t(all) <= TAIL_RATE, or LOOSE_TAIL_RATE
@@ -491,7 +489,7 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
     term's tilt is chosen for its share), ``omitted_budget`` the delta the terms left out
     may cost; with ``tol`` (the query's relative accuracy) the terms j >= 1 may share one
     composition of the bulk (:func:`shares`), and the bulk's copies may be composed in
-    blocks (:func:`_blocked`; never without ``tol``, which their first-order check needs).
+    blocks (:func:`blocks.blocked`; never without ``tol``, which their first-order check needs).
     """
     terms = terms_needed(count * law.tail_mass, omitted_budget)
     if terms is None or terms >= count:
@@ -592,7 +590,7 @@ def _shared_terms(law: SplitLaw, fine: Components, count: int, terms: int, h_coa
                   log_eta: float, tilt: _Tilt, log_p: float, c: float, short: bool = True
                   ) -> list[tuple[DiscreteProfile, DiscreteProfile, float, float]] | None:
     """(upper, lower, log scale, shift) of the terms b^{*(count - j)} * t^{*j}, j = 1..terms
-    (J = ``terms``), from one composition B of count - J bulk copies (:func:`_coarse_bulk`,
+    (J = ``terms``), from one composition B of count - J bulk copies (:func:`blocks.on_lattice`,
     in blocks unless ``short``), tilted alike (at the tilt of the term j = 1, which carries
     the most weight): the lower profile of term j is e^{log scale} delta_j(eps + shift) for
     the profile delta_j of B * t^{*j}.
@@ -609,7 +607,7 @@ def _shared_terms(law: SplitLaw, fine: Components, count: int, terms: int, h_coa
     """
     probe = Components([law.bulk_coarse.recounted(count - 1), law.tail_coarse.recounted(1)])
     lam = tilt(probe, h_coarse)
-    bulk = _coarse_bulk(law, fine, count - terms, log_eta, lam, not short)
+    bulk = blocks.on_lattice(fine, count - terms, law.ratio, log_eta, lam, not short)
     if bulk is None:
         return None
     out = []
@@ -659,8 +657,8 @@ def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_
           ) -> tuple[DiscreteProfile, DiscreteProfile] | None:
     """Profiles of b^{*(count - j)} * t^{*j} (not weighted by C(count, j)).
 
-    The bulk's copies are composed in blocks (:func:`_blocked`, :func:`_coarse_bulk`) where
-    they cost less than one fine composition, unless the bulk's lower PLD is ``short`` (see
+    The bulk's copies are composed in blocks (:mod:`blocks`) where they cost less than
+    one fine composition, unless the bulk's lower PLD is ``short`` (see
     :meth:`Component.lower_short`: the blocks would carry its first-order loss through
     each re-discretisation); for the term j = 0 also unless the blocks' rounding, read at
     the ``target`` eps, exceeds the term's share e^budget of delta (its own fine
@@ -668,8 +666,8 @@ def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_
     if j == 0:
         comps = fine.recounted(count)
         lam = tilt(comps, h_fine, -count * law.offset)
-        r_max = _max_block_ratio(count)
-        blocked = None if short else _blocked(fine, count, log_eta, lam, _spread(r_max))
+        ratios = blocks.spread(blocks.max_ratio(count))
+        blocked = None if short else blocks.blocked(fine, count, log_eta, lam, ratios)
         if blocked is not None:
             ratio, parts = blocked
             up, low = compose(parts, ratio * h_fine, log_eta, lam)
@@ -690,7 +688,7 @@ def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_
     # bulk is tilted alike, as the leak it hands over must be.
     probe = Components([law.bulk_coarse.recounted(count - j), law.tail_coarse.recounted(j)])
     lam = tilt(probe, h_coarse)
-    bulk = _coarse_bulk(law, fine, count - j, log_eta, lam, not short)
+    bulk = blocks.on_lattice(fine, count - j, law.ratio, log_eta, lam, not short)
     if bulk is None:
         return None
     comps = Components([*bulk, law.tail_coarse.recounted(j)])
@@ -708,105 +706,3 @@ def _with_below(up: DiscreteProfile, comps: Components) -> DiscreteProfile:
     log_below = chernoff_bound(comps.cumulant("upper", up.lam), 0.0, 0.0, bottom, above=False)
     return replace(up, below_mass=min(math.exp(log_below) * (1.0 + _SUM_ULPS), 1.0))
 
-
-#: Window length assumed when choosing the tail mass a re-discretised window may leave out.
-_POINTS = 1 << 15
-
-
-def _coarse_bulk(law: SplitLaw, fine: Components, n: int, log_eta: float, lam: float,
-                 blocks: bool = True) -> list[Component] | None:
-    """Components on the law's coarse lattice whose composition bounds ``n`` copies of the
-    bulk (fine lattice h, tilted by lam): with ``blocks``, blocks of them (:func:`_blocked`)
-    on R h for a divisor R of law.ratio, composed there and discretised again on
-    law.ratio h unless R is law.ratio; else, or where that costs more, one fine
-    composition discretised again there. None when a re-discretisation fails."""
-    h = fine[0].upper.h
-    coarse = law.ratio * h
-    # Tail mass a window leaves out ends up in the final bounds (once here, and once per
-    # point in the lower one): left out far below the final composition's share.
-    level_eta = log_eta - math.log(4.0 * _POINTS)
-    ratios = [r for r in range(2, min(law.ratio, _max_block_ratio(n)) + 1) if law.ratio % r == 0]
-    blocked = _blocked(fine, n, log_eta, lam, ratios) if blocks else None
-    if blocked is None:
-        bulk = coarsen(convolve(fine.recounted(n), h, level_eta, lam), coarse)
-        return None if bulk is None else [bulk]
-    ratio, parts = blocked
-    if ratio == law.ratio:
-        return list(parts)
-    bulk = coarsen(convolve(parts, ratio * h, level_eta, lam), coarse)
-    return None if bulk is None else [bulk]
-
-
-def block_ratio(count: int) -> int:
-    """The lattice ratio R near which blocks of ``count`` copies cost least (see
-    :func:`_blocked`), or 0 below levels.MIN_COUNT copies (where one lattice composes them
-    more cheaply, as for the accountant's levels) or where no block ratio leaves MIN_BLOCKS
-    blocks. The split law's coarse ratio is made a multiple of it
-    (:meth:`SplitDirections._split_law`), so that the blocks' lattice R h refines the coarse
-    one."""
-    r = max(2, round((count / BLOCK_SQUARES) ** 0.25))
-    return r if count >= MIN_COUNT and r <= _max_block_ratio(count) else 0
-
-
-def _blocked(fine: Components, n: int, log_eta: float, lam: float, ratios: list[int]
-             ) -> tuple[int, Components] | None:
-    """(R, components on the lattice R h) whose composition bounds ``n`` copies of the one
-    fine component (lattice h, tilted by lam), for the R of ``ratios`` whose windows cost
-    least: n // B blocks of B = BLOCK_SQUARES R^2 copies and the n mod B copies left over,
-    each composed on h and discretised again on R h (a one-level plan of
-    :func:`levels.self_compose`, whose re-discretisations carry their errors). None below
-    levels.MIN_COUNT copies, when no R leaves MIN_BLOCKS blocks, when the blocks cost more
-    than BLOCK_GAIN times one composition of the n copies on h
-    (:func:`levels.convolution_cost` of the windows' points: it leaves out the lower PLDs'
-    re-discretisation, which blocks of a wide law spend on windows as long as the whole
-    one's), or when a window is far longer than its estimate.
-
-    Accuracy: the fine copies cost about n h^2 / 8 of spread (connect-the-dots, see
-    :mod:`levels`), the n / B blocks on R h about n (R h)^2 / (8 B), a share
-    1 / BLOCK_SQUARES of it. The blocks' windows grow like sqrt(B) and the top one's is
-    the fine one's over R, so with B = BLOCK_SQUARES R^2 the cheapest R is near
-    (n / BLOCK_SQUARES)^(1/4)."""
-    cand = np.array([r for r in ratios if n // (BLOCK_SQUARES * r * r) >= MIN_BLOCKS], dtype=np.int64)
-    if n < MIN_COUNT or cand.size == 0:
-        return None
-    blocks = BLOCK_SQUARES * cand * cand
-    left = n % blocks
-    level_eta = log_eta - math.log(4.0 * _POINTS * n)
-    pts = window_points(fine, np.concatenate(([n], blocks, np.maximum(left, 1))).astype(float), lam, level_eta)
-    whole, block_pts, left_pts = pts[0], pts[1:cand.size + 1], pts[cand.size + 1:]
-    top = whole / cand
-    costs = convolution_cost(block_pts) + np.where(left > 0, convolution_cost(left_pts), 0.0) + convolution_cost(top)
-    i = int(np.argmin(costs))
-    if costs[i] > BLOCK_GAIN * convolution_cost(whole):
-        return None
-    r, b = int(cand[i]), int(blocks[i])
-    plan = Plan(r, fine[0].upper.h, (n % b,), n // b, float(max(block_pts[i], left_pts[i], top[i])), b)
-    parts = self_compose(fine, plan, log_eta, lam)
-    return None if parts is None else (r, parts)
-
-
-def _max_block_ratio(n: int) -> int:
-    """The largest R whose blocks (BLOCK_SQUARES R^2 copies) leave MIN_BLOCKS of them in n."""
-    return int(math.isqrt(n // (BLOCK_SQUARES * MIN_BLOCKS)))
-
-
-def _spread(r_max: int) -> list[int]:
-    """Ratios from 2 to r_max tried for a block's lattice: about _RATIOS_TRIED of them,
-    evenly spread in log (the cost varies slowly with R near its minimum)."""
-    if r_max < 2:
-        return []
-    return sorted({int(r) for r in np.round(np.geomspace(2, r_max, _RATIOS_TRIED))})
-
-
-#: A block of the bulk composes BLOCK_SQUARES R^2 copies on the fine lattice before it is
-#: discretised again on R h (see :func:`_blocked`), and at least MIN_BLOCKS blocks make a
-#: term: a block's profile then matters where it is at least about delta^(1/8) (0.03 at
-#: delta = 1e-12), far above the discretiser's rounding floors. (The top count of
-#: :mod:`levels` is at least 16; here that leaves out the cheapest ratios: benchmarks/sweep.py
-#: case 59 took 0.177 s against 0.153 s.)
-BLOCK_SQUARES = 8
-MIN_BLOCKS = 8
-#: Blocks are composed only where their windows cost at most this share of one composition's.
-BLOCK_GAIN = 0.5
-#: Block ratios tried for the term without tail copies.
-_RATIOS_TRIED = 16

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from autoacct.losses import PrivacyLoss
-from autoacct.pld import jumps
+from autoacct.pld import blocks, jumps
 from autoacct.pld.components import Component
 from autoacct.pld.compose import max_window
 from autoacct.pld.costs import afford_cells, lower_of
@@ -132,7 +132,7 @@ class SplitDirections:
         the bulk on hZ, the tail on a lattice R h with R at least jumps.coarse_ratio(k) and
         such that the few tail copies the terms compose (as many as an omitted mass
         ``omitted`` leaves) meet ``tol`` at the answer's ``scale`` (:func:`choose_spacing`),
-        rounded down to a multiple of jumps.block_ratio(k) where that is not 0.
+        rounded down to a multiple of blocks.block_ratio(k) where that is not 0.
         Whether the split pays is judged against the normal approximation's scale, which
         does not move as the query is aimed again.
         None when the law's range at the spacing h has fewer than jumps.MIN_CELLS cells (one
@@ -155,7 +155,7 @@ class SplitDirections:
         ratio = max(jumps.coarse_ratio(k), int(choose_spacing([(tail_law, copies)], scale, tol) / h))
         # A multiple of the bulk's block ratio, so that its blocks' lattice refines the coarse
         # one (a finer coarse lattice only tightens the tail's bounds).
-        block = jumps.block_ratio(k)
+        block = blocks.block_ratio(k)
         if block and ratio >= block:
             ratio -= ratio % block
         key = ("split-law", h, log_eta, d, ratio, side.rate)

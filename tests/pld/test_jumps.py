@@ -18,7 +18,7 @@ from scipy import stats
 import autoacct
 from autoacct.errors import AccuracyWarning
 from autoacct.losses.shifted import ShiftedLoss
-from autoacct.pld import jumps, levels, splitting
+from autoacct.pld import blocks, jumps, levels, splitting
 from autoacct.pld.accountant import FFTAccountant
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import discretize
@@ -522,14 +522,14 @@ def test_a_record_sampled_ten_times_is_bounded_from_below(monkeypatch):
 def _fine_points(monkeypatch) -> list:
     """Record (spacing, points) of each convolution the split's terms make."""
     sizes: list = []
-    inner = jumps.convolve
+    inner = blocks.convolve
 
     def spy(comps, h, *args, **kwargs):
         out = inner(comps, h, *args, **kwargs)
         if out is not None:
             sizes.append((h, out.dens.shape[-1]))
         return out
-    monkeypatch.setattr(jumps, "convolve", spy)
+    monkeypatch.setattr(blocks, "convolve", spy)
     monkeypatch.setattr(levels, "convolve", spy)
     return sizes
 
@@ -552,12 +552,12 @@ def test_bulk_blocks_and_one_fine_composition_bracket_each_other(monkeypatch, q,
     h_fine = args[0].bulk_fine.upper.h
     sizes = _fine_points(monkeypatch)
     blocked = []
-    monkeypatch.setattr(jumps, "_blocked", lambda *a, inner=jumps._blocked: blocked.append(inner(*a)) or blocked[-1])
+    monkeypatch.setattr(blocks, "blocked", lambda *a, inner=blocks.blocked: blocked.append(inner(*a)) or blocked[-1])
     up, low = jumps.split_profiles(*args, **kwargs)
     assert any(b is not None for b in blocked)
     fine_blocked = sum(n for h, n in sizes if h == h_fine)
     sizes.clear()
-    monkeypatch.setattr(jumps, "MIN_BLOCKS", 10**12)
+    monkeypatch.setattr(blocks, "MIN_BLOCKS", 10**12)
     one_up, one_low = jumps.split_profiles(*args, **kwargs)
     fine_one = sum(n for h, n in sizes if h == h_fine)
     assert fine_blocked <= share * fine_one
@@ -592,9 +592,9 @@ def test_a_split_laws_coarse_ratio_is_a_multiple_of_the_block_ratio(monkeypatch)
         warnings.simplefilter("ignore", AccuracyWarning)
         autoacct.dpsgd(sample_rate=1e-4, noise_multiplier=0.8, steps=1_000_000).epsilon_bounds(1e-9)
     law = calls[0][0][0]
-    r = jumps.block_ratio(1_000_000)
+    r = blocks.block_ratio(1_000_000)
     assert r >= 2 and law.ratio % r == 0
-    assert jumps.block_ratio(levels.MIN_COUNT - 1) == 0
+    assert blocks.block_ratio(levels.MIN_COUNT - 1) == 0
 
 
 def test_blocks_on_the_coarse_lattice_itself_bracket_one_fine_composition(monkeypatch):
@@ -607,18 +607,18 @@ def test_blocks_on_the_coarse_lattice_itself_bracket_one_fine_composition(monkey
         autoacct.dpsgd(sample_rate=1e-4, noise_multiplier=0.8, steps=1_000_000).epsilon_bounds(1e-9)
     args, kwargs = calls[0]
     law, delta = args[0], 1e-9
-    monkeypatch.setattr(jumps, "MIN_BLOCKS", 1)
-    monkeypatch.setattr(jumps, "BLOCK_GAIN", math.inf)
+    monkeypatch.setattr(blocks, "MIN_BLOCKS", 1)
+    monkeypatch.setattr(blocks, "BLOCK_GAIN", math.inf)
     taken = []
 
-    def largest(fine, n, log_eta, lam, ratios, inner=jumps._blocked):
+    def largest(fine, n, log_eta, lam, ratios, inner=blocks.blocked):
         out = inner(fine, n, log_eta, lam, ratios[-1:])
         taken.append(None if out is None else out[0])
         return out
-    monkeypatch.setattr(jumps, "_blocked", largest)
+    monkeypatch.setattr(blocks, "blocked", largest)
     up, low = jumps.split_profiles(*args, **kwargs)
     assert law.ratio in taken
-    monkeypatch.setattr(jumps, "_blocked", lambda *a: None)
+    monkeypatch.setattr(blocks, "blocked", lambda *a: None)
     one_up, one_low = jumps.split_profiles(*args, **kwargs)
     e = float(one_up.epsilon(delta))
     eps = np.linspace(0.8, 1.2, 161) * e
