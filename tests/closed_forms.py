@@ -338,3 +338,53 @@ def poisson_gaussian_two_step_delta(q: float, sigma: float, eps: float) -> float
     edges = np.linspace(-40.0 * s, 1.0 + 40.0 * s, 161)
     return float(sum(integrate.quad(integrand, a, b, epsabs=0.0, epsrel=1e-11, limit=200)[0]
                      for a, b in zip(edges[:-1], edges[1:])))
+
+
+def poisson_gaussian_composed_delta(q: float, sigma: float, k: int, eps: float, side: str = "remove") -> float:
+    """delta(eps) of k runs of one direction of the Poisson-subsampled Gaussian (rate q, noise
+    sigma; ``side`` "remove": P = (1 - q) N(0, s^2) + q N(1, s^2) against Q = N(0, s^2), "add":
+    the pair swapped), by Fourier inversion of the k-fold sum of the per-step loss L under P.
+
+    For Re z = c > 0 the two-sided Laplace transform of e(s) = (1 - e^{eps - s})_+ is
+    e^{-z eps} / (z (z + 1)), so delta(eps) = E_P[e(S)] is the Bromwich integral
+    (1 / pi) int_0^inf Re[exp(k K(c + it) - (c + it) eps) / ((c + it)(c + it + 1))] dt,
+    with K(z) = log E_P[e^{z L}]: E_Q[(M/Q)^(z+1)] for removal, E_Q[(M/Q)^-z] for addition. c
+    is the saddle point k K'(c) = eps, where the integrand decays like a normal density in t.
+
+    The removal loss log(1 - q + q e^{(2x - 1) / (2 s^2)}) grows exponentially in x, so its MGF
+    is infinite for every z > 0: x is truncated at 14 standard deviations of Q (P-mass beyond
+    below 1e-40, which moves delta by no more). E_Q is a trapezoid sum on 2801 points (spectrally
+    accurate for a smooth integrand over its whole support); t runs to 60 of the integrand's
+    widths 1 / sqrt(k K''(c)). At k = 2 it agrees with :func:`poisson_gaussian_two_step_delta`
+    to 1e-11 relatively at q = 2e-5, sigma = 7.84, eps = 2e-5 and to 1e-5 at q = 0.2,
+    sigma = 0.8, eps = 2. For laws with a spike (small sigma at small q) the integrand decays
+    only like 1 / t^2 and this is not accurate: use it where sigma is large.
+    """
+    y = np.linspace(-14.0, 14.0, 2801)
+    x = sigma * y
+    ell = np.log1p(q * np.expm1((2.0 * x - 1.0) / (2.0 * sigma * sigma)))
+    log_w = -0.5 * y * y + math.log((y[1] - y[0]) / math.sqrt(2.0 * math.pi))
+    a, b = (1.0, 1.0) if side == "remove" else (0.0, -1.0)
+
+    def cgf(z: np.ndarray) -> np.ndarray:
+        e = log_w + (a + b * z[..., None]) * ell
+        m = np.max(e.real, axis=-1, keepdims=True)
+        return np.log(np.sum(np.exp(e - m), axis=-1)) + m[..., 0]
+
+    def real_cgf(c: float) -> float:
+        return float(cgf(np.array(c)).real)
+
+    def slope(c: float) -> float:
+        d = 1e-6 * max(c, 1.0)
+        return (real_cgf(c + d) - real_cgf(c - d)) / (2.0 * d)
+
+    c = optimize.brentq(lambda c: k * slope(c) - eps, 1e-9, 1e8)
+    d = 1e-4 * c
+    curvature = (real_cgf(c + d) - 2.0 * real_cgf(c) + real_cgf(c - d)) / (d * d)
+    t = np.linspace(0.0, 60.0 / math.sqrt(k * curvature), 1201)
+    base = k * real_cgf(c) - c * eps
+    f = np.empty(len(t))
+    for i in range(0, len(t), 200):
+        z = c + 1j * t[i:i + 200]
+        f[i:i + 200] = (np.exp(k * cgf(z) - z * eps - base) / (z * (z + 1.0))).real
+    return float(np.trapezoid(f, t)) / math.pi * math.exp(base)
