@@ -70,6 +70,12 @@ def _grid(h: float, lam: float, chernoff: bool) -> tuple[np.ndarray, int]:
     return grid, int(np.flatnonzero(grid == 0.0)[0])
 
 
+def chernoff_exponents(h: float) -> np.ndarray:
+    """The exponents (read-only, increasing, with 0) of a Chernoff profile's table at spacing
+    h: those of :func:`exponents` and CHERNOFF_THETAS."""
+    return _grid(float(h), 0.0, True)[0]
+
+
 @functools.lru_cache(maxsize=256)
 def _exponents(h: float) -> np.ndarray:
     """:func:`exponents`, made once per spacing (read-only): a ledger asks for the same few."""

@@ -78,7 +78,7 @@ OMITTED_SHARE = 1e-3
 #: 38 terms for an omitted mass of 1e-11, 49 for 1e-18.
 MAX_TERMS = 80
 #: Relative rounding a term's weight and the sum of the terms may carry, rounded up.
-_SUM_ULPS = 64.0 * MACHINE_EPSILON
+SUM_ULPS = 64.0 * MACHINE_EPSILON
 
 
 class _Tilt(Protocol):
@@ -95,7 +95,7 @@ def omitted_mass(kt: float, terms: int) -> float:
     if ratio >= 1.0:
         return math.inf
     log_first = (terms + 1) * math.log(kt) - math.lgamma(terms + 2.0) if kt > 0 else -math.inf
-    return math.exp(log_first) / (1.0 - ratio) * (1.0 + _SUM_ULPS)
+    return math.exp(log_first) / (1.0 - ratio) * (1.0 + SUM_ULPS)
 
 
 def terms_needed(kt: float, budget: float) -> int | None:
@@ -150,8 +150,8 @@ class MixtureProfile(SolvedEpsilon):
             read = prof.pointwise(at) if pointwise else prof.delta(at)
             total = total + c * np.minimum(np.asarray(read, dtype=float), cap)
         if self.upper:
-            return np.minimum(total * (1.0 + _SUM_ULPS), 1.0)
-        return np.maximum(total * (1.0 - _SUM_ULPS), 0.0)
+            return np.minimum(total * (1.0 + SUM_ULPS), 1.0)
+        return np.maximum(total * (1.0 - SUM_ULPS), 0.0)
 
     def _solve_once(self, target: float) -> float:
         """Upper profile: a safe eps >= 0 with delta(eps) <= target (inf if none is found).
@@ -394,8 +394,8 @@ def split_law(bulk_fine: Component, bulk_coarse: Component, tail_coarse: Compone
     rounded up, and at least the lower PLD's."""
     up, low = tail_coarse.upper, tail_coarse.lower
     mass = max(up.total, low.total)
-    bulk = bulk_fine.upper.total * (1.0 + _SUM_ULPS)
-    return SplitLaw(bulk_fine, bulk_coarse, tail_coarse, mass * (1.0 + _SUM_ULPS), bulk, ratio, offset)
+    bulk = bulk_fine.upper.total * (1.0 + SUM_ULPS)
+    return SplitLaw(bulk_fine, bulk_coarse, tail_coarse, mass * (1.0 + SUM_ULPS), bulk, ratio, offset)
 
 
 def aligned_bulk(bulk: PrivacyLoss, h: float, count: int, scale: float, allowance: float, eta: float,
@@ -538,15 +538,15 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
     fine_copies = [count] + [count - (terms if shared is not None else j) for j in range(1, terms + 1)]
     moved = tuple(term_shift(0.0, n, law.offset, True) for n in fine_copies)
     shifts = tuple(term_shift(m[3], n, law.offset, False) for m, n in zip(made, fine_copies) if m is not None)
-    weights_up = [w * (1.0 + _SUM_ULPS) for w in weights]
+    weights_up = [w * (1.0 + SUM_ULPS) for w in weights]
     # A lower term read at a shifted eps also carries a factor at most 1 (its log, m[2]).
-    weights_low = [w * math.exp(m[2]) * (1.0 - _SUM_ULPS) for w, m in zip(weights, made) if m is not None]
+    weights_low = [w * math.exp(m[2]) * (1.0 - SUM_ULPS) for w, m in zip(weights, made) if m is not None]
     extra = omitted_mass(count * law.tail_mass, terms) if terms < count else 0.0
     # The bulk's discretised mass may exceed 1 by rounding: (1 - t)^(k - j) <= 1 then needs
     # its k-th power.
     bulk = max(law.bulk_mass, 1.0) ** count
     extra *= bulk
-    caps = tuple(law.tail_mass ** j * bulk * (1.0 + _SUM_ULPS) for j in range(terms + 1))
+    caps = tuple(law.tail_mass ** j * bulk * (1.0 + SUM_ULPS) for j in range(terms + 1))
     return (MixtureProfile(tuple(weights_up), tuple(ups), extra, True, caps, target,
                            moved if any(moved) else ()),
             MixtureProfile(tuple(weights_low), tuple(lows), 0.0, False, caps, target,
@@ -583,7 +583,7 @@ def _bulk_shift(law: SplitLaw) -> tuple[float, float] | None:
         return None
     log_p = math.log1p(-law.tail_mass)
     log_q = math.log1p(-q_tail)
-    return log_p * (1.0 + _SUM_ULPS), (log_q - log_p) + _SUM_ULPS * (abs(log_q) + abs(log_p))
+    return log_p * (1.0 + SUM_ULPS), (log_q - log_p) + SUM_ULPS * (abs(log_q) + abs(log_p))
 
 
 def _shared_terms(law: SplitLaw, fine: Components, count: int, terms: int, h_coarse: float,
@@ -631,7 +631,7 @@ def term_shift(jensen: float, copies: int, offset: float, upper: bool) -> float:
     (the two parts may nearly cancel), and :func:`_shifted` then only rounds eps + shift."""
     moved = copies * offset
     value = jensen - moved
-    margin = _SUM_ULPS * (abs(jensen) + abs(moved))
+    margin = SUM_ULPS * (abs(jensen) + abs(moved))
     return value - margin if upper else value + margin
 
 
@@ -640,7 +640,7 @@ def _shifted(eps: np.ndarray, shift: float, upper: bool) -> np.ndarray:
     further right is lower), by more than the rounding of the sum and of the shift itself
     (a product of a count and an offset, or a sum of a few bounds)."""
     at = eps + shift
-    margin = _SUM_ULPS * (np.abs(eps) + abs(shift))
+    margin = SUM_ULPS * (np.abs(eps) + abs(shift))
     return at - margin if upper else at + margin
 
 
@@ -704,5 +704,5 @@ def _with_below(up: DiscreteProfile, comps: Components) -> DiscreteProfile:
     is where its profile matters once the term's mass is near delta."""
     bottom = (up.start - 1) * up.h
     log_below = chernoff_bound(comps.cumulant("upper", up.lam), 0.0, 0.0, bottom, above=False)
-    return replace(up, below_mass=min(math.exp(log_below) * (1.0 + _SUM_ULPS), 1.0))
+    return replace(up, below_mass=min(math.exp(log_below) * (1.0 + SUM_ULPS), 1.0))
 
