@@ -214,8 +214,12 @@ def _probes(xs: np.ndarray, fs: np.ndarray, lo: float, hi: float, target: float)
     secant's (in delta)."""
     width = hi - lo
     guess = math.nan
-    if target > 0.0 and np.all(fs > 0.0) and np.all(np.diff(fs) < 0.0):
-        y, y0 = np.log(fs), math.log(target)
+    positive = bool(np.all(fs > 0.0))
+    y = np.log(fs) if positive else fs
+    # (strictly decreasing in log delta too: values an ulp apart can share one logarithm, and
+    # Lagrange's weights would divide by their difference, 0)
+    if target > 0.0 and positive and np.all(np.diff(y) < 0.0):
+        y0 = math.log(target)
         # Lagrange's form of the polynomial x(y) through the points, read at y0.
         weights = [np.prod([(y0 - y[m]) / (y[j] - y[m]) for m in range(y.size) if m != j]) for j in range(y.size)]
         guess = float(np.dot(weights, xs))

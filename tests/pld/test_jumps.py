@@ -624,3 +624,16 @@ def test_blocks_on_the_coarse_lattice_itself_bracket_one_fine_composition(monkey
     eps = np.linspace(0.8, 1.2, 161) * e
     assert np.all(low.delta(eps) <= one_up.delta(eps))
     assert np.all(one_low.delta(eps) <= up.delta(eps))
+
+
+def test_probes_of_values_one_logarithm_apart_warn_nothing():
+    # q = 1e-5, sigma = 0.6, k = 1e7, delta = 1e-10 (a bracket 2e-4 wide): two values an ulp
+    # apart round to one logarithm, and Lagrange's weights divided by their difference, 0, with
+    # a RuntimeWarning to the user. The secant's guess serves instead.
+    fs = np.array([1e-10 * (1 + 2 ** -52), 1e-10, 0.5e-10])
+    assert math.log(fs[0]) == math.log(fs[1]) and fs[0] > fs[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        points = jumps._probes(np.array([1.0, 1.5, 2.0]), fs, 1.5, 2.0, 0.75e-10)
+    assert points.size > 0 and np.all((points > 1.5) & (points < 2.0))
+
