@@ -388,3 +388,69 @@ def poisson_gaussian_composed_delta(q: float, sigma: float, k: int, eps: float, 
         z = c + 1j * t[i:i + 200]
         f[i:i + 200] = (np.exp(k * cgf(z) - z * eps - base) / (z * (z + 1.0))).real
     return float(np.trapezoid(f, t)) / math.pi * math.exp(base)
+
+
+def poisson_gaussian_lattice_delta(q: float, sigma: float, k: int, eps: np.ndarray, h: float,
+                                   lam: float = 6.0, top: float = 3.0, points: int = 1 << 23) -> np.ndarray:
+    """delta(eps) of k runs of the Poisson-subsampled Gaussian's remove pair (P = (1 - q)
+    N(0, s^2) + q N(1, s^2), Q = N(0, s^2)) on a lattice of spacing h: second order in h, not
+    a bound, for where the law is a spike narrower than any affordable cell of
+    :func:`poisson_gaussian_composed_delta` (small sigma at small q).
+
+    The loss l(x) = log(1 - q + q e^{(2x - 1) / (2 s^2)}) is increasing in x, so each cell
+    [l_j, l_j + h) of the lattice log(1 - q) + hZ has the P-mass of an interval of x: by
+    differences of the CDF where it is below 1/2 and of the survival function above (a
+    difference of two numbers near 1 keeps only 1e-16 of them: at q = 1e-5, sigma = 0.6 the
+    tail beyond 0.44 then came out 0.3% light). Each cell's mass is split between its ends
+    so as to keep its mean, int_cell (F(l_j + h) - F(l)) dl by 5-point Gauss-Legendre; losses
+    above ``top`` are left out (their P-mass times k, returned too, bounds what they add).
+    The k-fold law is the inverse FFT of the ``points``-point spectrum's k-th power, the
+    masses tilted by e^{lam l} first so that the FFT's rounding is relative to the tilted
+    law near eps, not to its largest mass; the window runs from k log(1 - q) over
+    ``points`` h, and the tilted mass it wraps lands below eps as long as eps lies within
+    the window's first (points h - k top) of loss. Returns (delta at each eps, the bound on
+    the left-out part)."""
+    a = math.log1p(-q)
+    n = int(math.ceil((top - a) / h))
+    edges = a + h * np.arange(n + 1)
+    s2 = sigma * sigma
+
+    def x_of(loss: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = s2 * np.log(np.expm1(loss) / q + 1.0) + 0.5
+        return np.where(loss <= a, -np.inf, x)
+
+    def cdf(loss: np.ndarray) -> np.ndarray:
+        x = x_of(loss)
+        return (1 - q) * special.ndtr(x / sigma) + q * special.ndtr((x - 1) / sigma)
+
+    def sf(loss: np.ndarray) -> np.ndarray:
+        x = x_of(loss)
+        return (1 - q) * special.ndtr(-x / sigma) + q * special.ndtr(-(x - 1) / sigma)
+
+    big_f, big_s = cdf(edges), sf(edges)
+    low = big_f[1:] < 0.5
+    mass = np.where(low, big_f[1:] - big_f[:-1], big_s[:-1] - big_s[1:])
+    nodes, weights = np.polynomial.legendre.leggauss(5)
+    first = np.zeros(n)
+    for node, weight in zip(nodes, weights):
+        at = edges[:-1] + h * (node + 1) / 2
+        first += weight * h / 2 * np.where(low, big_f[1:] - cdf(at), sf(at) - big_s[1:])
+    right = np.clip(first / h, 0.0, mass)
+    pmf = np.zeros(n + 1)
+    pmf[:-1] += mass - right
+    pmf[1:] += right
+    losses = a + h * np.arange(n + 1)
+    with np.errstate(divide="ignore"):
+        log_tilted = np.log(pmf) + lam * losses
+    # (normalised: the tilted law's spectrum is at most 1, and its k-th power stays finite)
+    shift = float(special.logsumexp(log_tilted))
+    spectrum = np.fft.rfft(np.exp(log_tilted - shift), points)
+    composed = np.fft.irfft(np.exp(k * np.log(spectrum)), points)
+    sums = k * a + h * np.arange(points)
+    out = []
+    for e in np.atleast_1d(eps):
+        above = sums > e
+        log_scale = k * shift - lam * sums[above]
+        out.append(float(np.sum(composed[above] * np.exp(log_scale) * -np.expm1(e - sums[above]))))
+    return np.array(out), k * float(big_s[-1])
