@@ -545,10 +545,10 @@ def _suffix_sums(cells_p: np.ndarray, above_p: float, cells_q: np.ndarray,
 
 _ROUNDS = 60
 #: Seconds per cell of one round of the lower construction (:func:`_second_order`):
-#: measured 0.07 to 0.2 microseconds on an idle 2-core machine (Poisson-subsampled
-#: Gaussians with q = 1e-5 to 2e-3 on 8e5 to 2e6 cells, a Poisson-subsampled randomized
-#: response, a sampled-without-replacement Gaussian), taken above the largest for load.
-ROUND_SECONDS = 2.5e-7
+#: measured 0.5 (a binomial law, 15 million cell-rounds) to 0.9 microseconds (a Poisson-
+#: subsampled randomized response, 120 rounds on 10^4 to 5 10^4 cells) on a loaded 2-core
+#: machine, and 0.33 over the DP-SGD cases of benchmarks/sweep.py; about the middle.
+ROUND_SECONDS = 5e-7
 #: Negative lower masses below -_ABSORB times the largest are absorbed (:func:`_absorb_negatives`),
 #: at most _MAX_ABSORBED of them by several masses to their right; smaller ones, at the rounding
 #: level of the construction, only by their right neighbour, and where it is too small they are

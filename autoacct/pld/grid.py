@@ -198,20 +198,16 @@ _MAX_ATOMS = 64
 #: Most cells one law is discretised on: memory stays bounded whatever the query.
 MAX_CELLS = 1 << 22
 #: Working bytes and seconds per cell of discretising a law (upper and lower PLDs; the
-#: upper one alone), measured with tracemalloc at 2^18 to 2^20 cells (212 and 72 bytes)
-#: and rounded up. The seconds, measured again on an idle 2-core machine for Poisson-
-#: subsampled Gaussians (q = 1e-5 to 0.01, 5e5 to 2e6 cells), are 0.26-0.79 and 0.10-0.11
-#: microseconds; they are taken about twice that, for a loaded machine, as the FFT's rates
-#: are (the rates of 1.3 and 0.22 measured before the lower construction's gaps were taken
-#: at its few one-end cells only put a query's predicted time at 4 to 5 times its CPU
-#: time, against about 1 for its FFTs). They size the grid
+#: upper one alone), measured with tracemalloc at 2^18 to 2^20 cells (212 and 72 bytes;
+#: 1.3 and 0.22 microseconds for a Poisson-subsampled Gaussian, 3 for a sampled-without-
+#: replacement one, on a loaded 2-core machine) and rounded up. They size the grid
 #: to the memory budget and predict a step's time (see :mod:`autoacct.limits`). A law
 #: costing more per cell than a closed-form one (the sampled-without-replacement mixture)
 #: says so by its ``cell_cost``, which multiplies these.
 CELL_BYTES = 224.0
-CELL_SECONDS = 1e-6
+CELL_SECONDS = 2e-6
 UPPER_CELL_BYTES = 80.0
-UPPER_CELL_SECONDS = 3e-7
+UPPER_CELL_SECONDS = 6e-7
 
 
 def max_cells() -> int:
