@@ -186,7 +186,11 @@ def test_a_split_direction_far_below_the_answer_is_settled_by_its_chernoff_bound
     # Every one of them bounds its direction from above: one copy against the closed form.
     eps = np.array([0.0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1])
     remove, add = _one_step_deltas(q, sigma, eps)
-    for law, _, _ in seen:
+    for law, count, (up, _) in seen:
         one = real(law, 1)[0]
         truth = add if float(law.tail_coarse.upper.losses.mean()) < 0.0 else remove
         assert np.all(one.delta(eps) >= truth * (1 - 1e-9))
+        # k copies: the k-th power of one copy's MGF (the copies are independent).
+        rows = np.arange(one.k.grid.size)
+        assert np.array_equal(up.k.grid, one.k.grid)
+        assert np.allclose(up.k(rows), count * one.k(rows), rtol=1e-12, atol=0.0)
