@@ -282,6 +282,21 @@ def mp_poisson_gaussian_delta(q: float, sigma: float, eps: float) -> mp.mpf:
         return max(remove, add, mp.mpf(0))
 
 
+def poisson_gaussian_deltas(q: float, sigma: float, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """delta(eps) of one Poisson-subsampled Gaussian step, (remove, add), in double precision
+    and each direction on its own (:func:`mp_poisson_gaussian_delta` gives their larger one):
+    the same thresholds x1, x2 of the increasing likelihood ratio."""
+    eps = np.asarray(eps, dtype=float)
+    s2, ee = sigma * sigma, np.exp(eps)
+    x1 = s2 * np.log((ee - 1 + q) / q) + 0.5
+    qbar, pbar = stats.norm.sf(x1 / sigma), stats.norm.sf((x1 - 1) / sigma)
+    remove = (1 - q) * qbar + q * pbar - ee * qbar
+    with np.errstate(invalid="ignore"):
+        x2 = s2 * np.log((1 / ee - 1 + q) / q) + 0.5
+    qcdf, pcdf = stats.norm.cdf(x2 / sigma), stats.norm.cdf((x2 - 1) / sigma)
+    add = np.where(1 / ee - 1 + q > 0, qcdf - ee * ((1 - q) * qcdf + q * pcdf), 0.0)
+    return np.maximum(remove, 0.0), np.maximum(add, 0.0)
+
 def mp_bounded_range_delta(eps0: float, eps: float, grid: int = 64) -> mp.mpf:
     """A lower bound on the largest delta(eps) over eps0-bounded-range pairs: the maximum over a
     grid of t in [0, eps0] of the two-outcome pair with losses t and t - eps0 (P-masses

@@ -6,8 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from closed_forms import poisson_gaussian_composed_delta
-from scipy import stats
+from closed_forms import poisson_gaussian_composed_delta, poisson_gaussian_deltas
 
 import autoacct
 from autoacct import routes
@@ -150,19 +149,6 @@ def test_a_tiny_eps_is_bracketed_within_tol(q, sigma, k, delta):
     assert truth(upper) <= delta * (1.0 - 1e-4)
 
 
-def _one_step_deltas(q: float, sigma: float, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """delta(eps) of one Poisson-subsampled Gaussian step, (remove, add): the pair's closed
-    form by the threshold of its increasing likelihood ratio (see closed_forms)."""
-    s2, ee = sigma * sigma, np.exp(eps)
-    x1 = s2 * np.log((ee - 1 + q) / q) + 0.5
-    remove = (1 - q) * stats.norm.sf(x1 / sigma) + q * stats.norm.sf((x1 - 1) / sigma) - ee * stats.norm.sf(x1 / sigma)
-    with np.errstate(invalid="ignore"):
-        x2 = s2 * np.log((1 / ee - 1 + q) / q) + 0.5
-    qc, pc = stats.norm.cdf(x2 / sigma), stats.norm.cdf((x2 - 1) / sigma)
-    add = np.where(1 / ee - 1 + q > 0, qc - ee * ((1 - q) * qc + q * pc), 0.0)
-    return np.maximum(remove, 0.0), np.maximum(add, 0.0)
-
-
 def test_a_split_direction_far_below_the_answer_is_settled_by_its_chernoff_bound(monkeypatch):
     # q = 1e-5, sigma = 0.6, k = 1e6, delta = 1e-10: the remove direction sets eps (1.0773);
     # the add direction's terms, aimed at 1.41, said nothing below their windows (from 1.235),
@@ -185,7 +171,7 @@ def test_a_split_direction_far_below_the_answer_is_settled_by_its_chernoff_bound
     assert adds and min(up.epsilon(delta) for up, _ in adds) < 0.5 * lower
     # Every one of them bounds its direction from above: one copy against the closed form.
     eps = np.array([0.0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1])
-    remove, add = _one_step_deltas(q, sigma, eps)
+    remove, add = poisson_gaussian_deltas(q, sigma, eps)
     for law, count, (up, _) in seen:
         one = real(law, 1)[0]
         truth = add if float(law.tail_coarse.upper.losses.mean()) < 0.0 else remove
