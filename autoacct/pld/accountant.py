@@ -560,16 +560,19 @@ class FFTAccountant(SplitDirections):
                 with_lower.add(lead)
                 profs = fine_profiles(query, on_fine_grid, with_lower)
                 lower, upper = self._best_epsilon(delta)
-            if not within(lower, upper, tol) and math.isfinite(upper) and not well_inside(profs, upper):
+            # A direction settled below another cannot set eps: its tilt's aim does not matter.
+            open_dirs = [d for d in on_fine_grid if not self._settled(d, delta)]
+            aimed = [pair for d, pair in zip(on_fine_grid, profs) if d in open_dirs]
+            if not within(lower, upper, tol) and math.isfinite(upper) and not well_inside(aimed, upper):
                 # The tilt aimed away from the answer: aim at the answer found and retry. A
                 # split law's grids are sized by the answer's scale too: the normal
                 # approximation behind eps_scale can miss a tail-decided answer by 1000 times.
                 # (Every profile is certified whatever its tilt: bounds already within tol
                 # need no second aim.)
                 query = query.aimed_at(upper)
-                if any(isinstance(u, jumps.MixtureProfile) for u, _ in profs):
+                if any(isinstance(u, jumps.MixtureProfile) for u, _ in aimed):
                     eps_scale = upper
-                profs = fine_profiles(query, on_fine_grid, with_lower)
+                profs = fine_profiles(query, open_dirs, with_lower)
                 lower, upper = self._best_epsilon(delta)
             if within(lower, upper, tol):
                 return self._certified_lower(lower), upper
