@@ -26,7 +26,7 @@ import numpy as np
 from autoacct.errors import BudgetExceeded
 from autoacct.limits import afford, query_clock
 from autoacct.losses import GaussianLoss, PrivacyLoss
-from autoacct.pld import jumps, levels
+from autoacct.pld import levels
 from autoacct.pld.components import Component, LowerPld
 from autoacct.pld.compose import compose, max_window
 from autoacct.pld.costs import (
@@ -48,6 +48,7 @@ from autoacct.pld.grid import (
 )
 from autoacct.pld.lawcache import kept_law, round_up_pow2
 from autoacct.pld.made import Composed, Made, Pair, Profile, well_inside
+from autoacct.pld.mixture import MixtureProfile
 from autoacct.pld.profiles import DiscreteProfile, chernoff_profiles
 from autoacct.pld.query import PldQuery, log_eta_for, shrink, within
 from autoacct.pld.reversal import reversed_chernoff
@@ -190,11 +191,11 @@ class FFTAccountant(SplitDirections):
 
     def aimed_profiles(self, h: float, log_eta: float, query: PldQuery, directions: Sequence[int],
                        grid_tol: float, lower: bool = True
-                       ) -> list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]]:
+                       ) -> list[tuple[DiscreteProfile | MixtureProfile, Profile]]:
         """The profiles of :meth:`profiles` for an eps(delta) query, where a direction's law is
         split into bulk and tail when that applies (:meth:`_split`, its tail's lattice sized
         for the accuracy ``grid_tol``; both profiles then)."""
-        out: list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]] = []
+        out: list[tuple[DiscreteProfile | MixtureProfile, Profile]] = []
         for d in directions:
             split = self._split(d, h, log_eta, query, grid_tol)
             out.extend([split] if split is not None else self.profiles(h, log_eta, query, [d], lower))
@@ -518,7 +519,7 @@ class FFTAccountant(SplitDirections):
         grid_tol = tol
 
         def fine_profiles(query: PldQuery, directions: list[int], lower: set[int]
-                          ) -> list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]]:
+                          ) -> list[tuple[DiscreteProfile | MixtureProfile, Profile]]:
             # Each direction's grid is sized by its own laws at the answer's scale.
             return [self.aimed_profiles(self.spacing(eps_scale, grid_tol, [d]), log_eta, query, [d], grid_tol,
                                         d in lower)[0] for d in directions]
@@ -570,7 +571,7 @@ class FFTAccountant(SplitDirections):
                 # (Every profile is certified whatever its tilt: bounds already within tol
                 # need no second aim.)
                 query = query.aimed_at(upper)
-                if any(isinstance(u, jumps.MixtureProfile) for u, _ in aimed):
+                if any(isinstance(u, MixtureProfile) for u, _ in aimed):
                     eps_scale = upper
                 profs = fine_profiles(query, open_dirs, with_lower)
                 lower, upper = self._best_epsilon(delta)

@@ -13,7 +13,7 @@ from autoacct.losses import PrivacyLoss
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import DiscretePLD, discretize
 from autoacct.pld.grid import CELL_BYTES, CELL_SECONDS, UPPER_CELL_BYTES, UPPER_CELL_SECONDS
-from autoacct.pld.jumps import MixtureProfile
+from autoacct.pld.mixture import MixtureProfile
 from autoacct.pld.profiles import DiscreteProfile
 
 

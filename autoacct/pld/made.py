@@ -30,12 +30,12 @@ import numpy as np
 
 from autoacct.errors import BudgetExceeded
 from autoacct.limits import afford, current
-from autoacct.pld import jumps
 from autoacct.pld.costs import nbytes_of
+from autoacct.pld.mixture import MixtureProfile
 from autoacct.pld.profiles import ChernoffProfile, DiscreteProfile
 
 Composed = DiscreteProfile | ChernoffProfile
-Profile = Composed | jumps.MixtureProfile
+Profile = Composed | MixtureProfile
 Pair = tuple[Profile, Profile]
 
 #: Share of the memory budget the kept profiles may hold: the working arrays of one step
@@ -55,7 +55,7 @@ def _discrete(p: Profile) -> list[DiscreteProfile]:
     """The discrete profiles whose arrays reading ``p`` reads."""
     if isinstance(p, DiscreteProfile):
         return [p]
-    if isinstance(p, jumps.MixtureProfile):
+    if isinstance(p, MixtureProfile):
         return list(p.terms)
     return []
 
@@ -163,10 +163,10 @@ class Made:
         return lower, upper
 
 
-def well_inside(profs: list[tuple[DiscreteProfile | jumps.MixtureProfile, Profile]], eps: float) -> bool:
+def well_inside(profs: list[tuple[DiscreteProfile | MixtureProfile, Profile]], eps: float) -> bool:
     """Whether ``eps`` lies well inside the window of every direction's tilted profile (a
     split law's terms are each tilted for their own part, see :mod:`jumps`)."""
-    return all(abs(u.target - eps) <= AIM * eps if isinstance(u, jumps.MixtureProfile)
+    return all(abs(u.target - eps) <= AIM * eps if isinstance(u, MixtureProfile)
                else u.lam == 0.0 or u.x[0] + 2 * u.h < eps < u.x[-1] - 2 * u.h for u, _ in profs)
 
 

@@ -25,6 +25,7 @@ from autoacct.pld.discretize import discretize, discretize_upper
 from autoacct.pld.grid import choose_spacing, index_range
 from autoacct.pld.lawcache import TAILS, law_key, log_mgf, round_up_quarter
 from autoacct.pld.made import Made
+from autoacct.pld.mixture import SUM_ULPS, MixtureProfile
 from autoacct.pld.profiles import ChernoffProfile, DiscreteProfile
 from autoacct.pld.query import PldQuery
 
@@ -57,7 +58,7 @@ class SplitDirections:
     """The accountant's methods for a direction whose one law is split (see the module docstring)."""
 
     def _split(self: _Host, d: int, h: float, log_eta: float, query: PldQuery, grid_tol: float
-               ) -> tuple[jumps.MixtureProfile, jumps.MixtureProfile] | None:
+               ) -> tuple[MixtureProfile, MixtureProfile] | None:
         """Direction d's profiles for an eps(delta) query by splitting its one law into bulk
         and tail (see :mod:`jumps`), or None where the split does not apply or pay: a law
         without atoms composed more than once whose range at the accuracy of spacing h
@@ -235,7 +236,7 @@ def split_chernoff(law: jumps.SplitLaw, count: int) -> tuple[ChernoffProfile, Ch
     with np.errstate(invalid="ignore"):
         per_copy = np.logaddexp(k_bulk, k_tail)
         # (rounded up: the sum, the move and the logarithm, a few ulps of the parts each)
-        per_copy += jumps.SUM_ULPS * (np.abs(k_bulk) + np.abs(k_tail) + np.abs(moved))
+        per_copy += SUM_ULPS * (np.abs(k_bulk) + np.abs(k_tail) + np.abs(moved))
     values = np.where(np.isnan(per_copy), np.inf, per_copy) * float(count)
     k = Cumulant(Components([law.bulk_fine]), "upper", bulk.h, values=values, grid=grid)
     p_inf = bulk.p_inf + tail.p_inf

@@ -18,7 +18,7 @@ from scipy import stats
 import autoacct
 from autoacct.errors import AccuracyWarning
 from autoacct.losses.shifted import ShiftedLoss
-from autoacct.pld import blocks, jumps, levels, splitting
+from autoacct.pld import blocks, jumps, levels, mixture, splitting
 from autoacct.pld.accountant import FFTAccountant
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import discretize
@@ -185,14 +185,14 @@ def test_mixture_solve_reads_few_points_and_no_whole_window(monkeypatch):
     sums round differently, each within the allowance it carries)."""
     made = _split_used(monkeypatch)
     calls = []
-    inner = jumps.MixtureProfile._summed
+    inner = mixture.MixtureProfile._summed
 
     def spy(self, eps, pointwise):
         calls.append(pointwise)
         return inner(self, eps, pointwise)
     autoacct.dpsgd(sample_rate=6e-5, noise_multiplier=1.09, steps=50_000).epsilon_bounds(1.5e-6)
     up, low = next(p for p in made if p is not None)
-    monkeypatch.setattr(jumps.MixtureProfile, "_summed", spy)
+    monkeypatch.setattr(mixture.MixtureProfile, "_summed", spy)
     targets = (1e-5, 1.5e-6, 1e-9)
     solved = []
     for d in targets:
@@ -314,19 +314,6 @@ def test_shared_terms_against_the_terms_composed_one_by_one(monkeypatch, q, sigm
     assert np.all(one_low.delta(eps) <= up.delta(eps))
     assert float(low.epsilon(delta)) >= float(one_low.epsilon(delta)) * (1 - cost)
     assert float(up.epsilon(delta)) <= e_one * (1 + cost)
-
-
-@settings(max_examples=300, derandomize=True, deadline=None)
-@given(st.floats(-1e3, 1e3), st.floats(-1e4, 1e4))
-def test_a_shifted_read_is_rounded_to_the_profiles_side(eps, shift):
-    # Read at eps + shift: an upper profile at or below the exact sum (a profile is
-    # non-increasing, so it can only read higher), a lower one at or above it, here with the
-    # sum's rounding and a shift that is itself a product (count times offset) rounded.
-    offset = shift / 7919.0
-    moved = 7919 * offset
-    exact = Fraction(eps) + 7919 * Fraction(offset)
-    assert Fraction(float(jumps._shifted(np.array(eps), moved, True))) <= exact
-    assert Fraction(float(jumps._shifted(np.array(eps), moved, False))) >= exact
 
 
 #: The split's thresholds as the package sets them (the property test above forces the split
@@ -624,18 +611,6 @@ def test_blocks_on_the_coarse_lattice_itself_bracket_one_fine_composition(monkey
     eps = np.linspace(0.8, 1.2, 161) * e
     assert np.all(low.delta(eps) <= one_up.delta(eps))
     assert np.all(one_low.delta(eps) <= up.delta(eps))
-
-
-def test_probes_of_values_one_logarithm_apart_warn_nothing():
-    # q = 1e-5, sigma = 0.6, k = 1e7, delta = 1e-10 (a bracket 2e-4 wide): two values an ulp
-    # apart round to one logarithm, and Lagrange's weights divided by their difference, 0, with
-    # a RuntimeWarning to the user. The secant's guess serves instead.
-    fs = np.array([1e-10 * (1 + 2 ** -52), 1e-10, 0.5e-10])
-    assert math.log(fs[0]) == math.log(fs[1]) and fs[0] > fs[1]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        points = jumps._probes(np.array([1.0, 1.5, 2.0]), fs, 1.5, 2.0, 0.75e-10)
-    assert points.size > 0 and np.all((points > 1.5) & (points < 2.0))
 
 
 def test_a_spike_law_against_a_lattice_reference(monkeypatch):
