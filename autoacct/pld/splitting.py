@@ -238,6 +238,7 @@ def split_chernoff(law: jumps.SplitLaw, count: int) -> tuple[ChernoffProfile, Ch
         # (rounded up: the sum, the move and the logarithm, a few ulps of the parts each)
         per_copy += SUM_ULPS * (np.abs(k_bulk) + np.abs(k_tail) + np.abs(moved))
     values = np.where(np.isnan(per_copy), np.inf, per_copy) * float(count)
+    # (a table of the whole law's values: the Chernoff profile reads only them and the grid)
     k = Cumulant(Components([law.bulk_fine]), "upper", bulk.h, values=values, grid=grid)
     p_inf = bulk.p_inf + tail.p_inf
     inf_mass = -math.expm1(count * math.log1p(-p_inf)) if p_inf < 1.0 else 1.0

@@ -624,7 +624,6 @@ def test_a_spike_law_against_a_lattice_reference(monkeypatch):
     # The split law's own Chernoff bound (splitting.split_chernoff) lies above the reference too:
     # loosely (30 times at eps = 0, 1e7 at the answer, which one large step decides), but
     # without its tail's MGF it falls below at the answer.
-    from autoacct.pld import splitting
     chernoffs = []
     real = splitting.split_chernoff
 
