@@ -49,6 +49,7 @@ import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import DiscreteLoss, PrivacyLoss
+from autoacct.pld.garbling import merged_end
 from autoacct.pld.lawcache import charge, law_cache
 
 
@@ -135,7 +136,14 @@ def _lower_from_cells(loss: PrivacyLoss, h: float, j_lo: int, g: np.ndarray, m_p
         return DiscretePLD(h, j_lo, inner.copy(), _attained_inf(loss))
 
     atoms_q = _atoms_q(loss, g[1:]) if loss.has_atoms else np.zeros(n - 1)
-    return lower_from_cell_masses(g, h, j_lo, m_p, m_q, halves, atoms_q, _attained_inf(loss), inner)
+    merged = merged_end(loss, g, m_p, m_q, halves)
+    if merged is None:
+        return lower_from_cell_masses(g, h, j_lo, m_p, m_q, halves, atoms_q, _attained_inf(loss), inner)
+    # A spike at a support end: merged into atoms, the rest bounded as usual (the two add).
+    rest = lower_from_cell_masses(g, h, j_lo, merged.m_p, merged.m_q, merged.halves, atoms_q, _attained_inf(loss))
+    masses = rest.masses.copy()
+    np.add.at(masses, merged.indices, merged.masses)
+    return DiscretePLD(h, j_lo, masses, rest.p_inf, rest.deficit)
 
 
 def rounded_down(loss: DiscreteLoss, h: float, j_lo: int, n: int) -> DiscretePLD:

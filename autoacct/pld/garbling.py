@@ -1,0 +1,186 @@
+"""A lower PLD at a steep support end: the law's end merged, region by region, into atoms on the
+lattice.
+
+Merging a region R of the loss line into one atom that carries R's P- and Q-masses is a
+post-processing of the pair, so the merged law is dominated: R's part of the profile,
+int_R (1 - gamma e^{-L})_+ dP, is at least P(R) (1 - gamma Q(R) / P(R))_+ by Jensen's inequality
+((.)_+ is convex). The atom's loss is L*(R) = log(P(R) / Q(R)); moved down to a lattice point
+g <= L*(R) its profile only decreases (Koskela et al. 2021, Lemma 6). Masses P(R_i) at lattice
+points g_i <= L*(R_i), for disjoint regions R_i, are therefore a lower discrete PLD of the law
+restricted to their union. The rest of the law gets the second-order construction of
+:mod:`~autoacct.pld.discretize`, and the two lower PLDs add, since profiles are linear in the
+measure.
+
+Why it is needed: at the support end of a rarely sampled record's law the P-mass piles up in a
+spike narrower than a cell (DP-SGD at q = 1e-5, sigma = 0.3: 95% of the mass within 1e-5 of
+-log(1 - q), cells of 4e-5). A lattice measure whose profile follows the law's at the lattice
+points must round that spike down by up to a cell, since the profile is 0 beyond the support
+end and has no kink there: its mean falls short by up to h a copy, which k copies turn into a
+shift of k h (at k = 1e5 the lower bound on eps(1e-5) was 0, the truth about 7.99). A merged
+atom keeps the mean to second order: L*(R) lies below R's mean loss by about half R's variance
+of L, and each region is chosen so that L*(R) is the lattice point itself, up to a relative
+1e-7 of a cell.
+
+The walk, at the top end: from the outermost grid point x_0 with no mass beyond it, region i is
+(x_(i+1), x_i], with x_(i+1) < g the least point at which L*(x_(i+1), x_i] >= g still holds, g
+the lattice point next inward from x_i. Below g every added loss is below g, so
+e^{-g} P(c, x] - Q(c, x] falls as c does and the least such point is a root, found on refined
+grids of :meth:`~autoacct.losses.PrivacyLoss.cell_masses`. The bottom end is the mirror image.
+The walk stops where the cell next inward holds less than STOP of the law's mass (the rest of
+the law then ends gently there), where no point within REACH cells of g gives the root, or
+after MOST regions. Where the lattice's offset puts the spike's own L* on a lattice point
+(:func:`~autoacct.pld.jumps.aligned_bulk`) the first region is the spike.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from autoacct.exactness import MACHINE_EPSILON
+from autoacct.losses import PrivacyLoss
+
+#: Share of the law's P-mass in its end cell from which that end is merged.
+SPIKE = 0.1
+#: Share of the law's P-mass below which the cell next inward ends the walk.
+STOP = 1e-4
+#: Most regions merged, and the most cells a region may reach inward of its lattice point.
+MOST = 128
+REACH = 4
+#: Points of each refining grid, and refinements: a region's inner end is found within
+#: REACH / (POINTS - 1)^LEVELS = 2.4e-7 of a cell.
+POINTS = 65
+LEVELS = 4
+#: The margin by which e^{-g} P(R) must exceed Q(R), in units of rounding of P(R) + Q(R):
+#: the sums of cell masses and the product each round, and the atom's P-mass is then lowered
+#: by TRIM roundings, which the margin also covers.
+MARGIN_ULPS = 64.0
+TRIM_ULPS = 16.0
+
+
+class MergedEnd(NamedTuple):
+    """A law's end merged into atoms: their grid indices and P-masses, and the rest of the law,
+    restricted to the other side of ``cut``, as cell masses in the layout of
+    :func:`~autoacct.pld.discretize.lower_from_cell_masses` (``m_p``, ``m_q`` and ``halves``)."""
+
+    indices: np.ndarray
+    masses: np.ndarray
+    cut: float
+    m_p: np.ndarray
+    m_q: np.ndarray
+    halves: tuple[np.ndarray, np.ndarray]
+
+
+def merged_end(loss: PrivacyLoss, g: np.ndarray, m_p: np.ndarray, m_q: np.ndarray,
+               halves: tuple[np.ndarray, np.ndarray]) -> MergedEnd | None:
+    """The steep end of ``loss`` on the grid points g merged into atoms (see the module
+    docstring), or None where neither end is a spike holding SPIKE of the mass with no mass
+    beyond the grid, the law has atoms, or the walk merges nothing. ``m_p``, ``m_q``: the cells'
+    P- and Q-masses, with the cells below and above the grid; ``halves``: those of the left
+    halves of the inner cells."""
+    cells = m_p[1:-1]
+    if loss.has_atoms or len(g) < 8:
+        return None
+    total = float(m_p.sum())
+    nz = np.flatnonzero(cells > 0.0)
+    if nz.size < 8 or not total > 0.0:
+        return None
+    if m_p[0] == 0.0 and cells[nz[0]] > SPIKE * total:
+        return _walk(loss, g, m_p, m_q, halves, int(nz[0]), False, total)
+    if m_p[-1] == 0.0 and cells[nz[-1]] > SPIKE * total:
+        return _walk(loss, g, m_p, m_q, halves, int(nz[-1]) + 1, True, total)
+    return None
+
+
+def _walk(loss: PrivacyLoss, g: np.ndarray, m_p: np.ndarray, m_q: np.ndarray,
+          halves: tuple[np.ndarray, np.ndarray], start: int, top: bool, total: float) -> MergedEnd | None:
+    """The walk from grid point ``start`` inward (downward from the top end with ``top``)."""
+    h = float(g[1] - g[0])
+    x = float(g[start])
+    target = start - 1 if top else start + 1
+    indices: list[int] = []
+    masses: list[float] = []
+    while len(indices) < MOST and 1 <= target < len(g) - 1:
+        bound = max(float(g[0]), g[target] - REACH * h) if top else min(float(g[-1]), g[target] + REACH * h)
+        found = _region(loss, float(g[target]), x, bound, top)
+        if found is None:
+            break
+        indices.append(target)
+        masses.append(found[1])
+        x = found[0]
+        # The lattice point next inward of x, and the P-mass of the cell part between them.
+        target = int(np.searchsorted(g, x, side="left")) - 1 if top else int(np.searchsorted(g, x, side="right"))
+        if not 1 <= target < len(g) - 1:
+            break
+        part = loss.cell_masses(np.array([g[target], x] if top else [x, g[target]]))[0][0]
+        if part < STOP * total:
+            break
+    if not indices:
+        return None
+    return MergedEnd(np.array(indices), np.array(masses), x, *_rest(loss, g, m_p, m_q, halves, x, top))
+
+
+def _region(loss: PrivacyLoss, g: float, x: float, bound: float, top: bool) -> tuple[float, float] | None:
+    """The inner end c of the region R between c and x with L*(R) >= g that is nearest the root
+    (c between g and ``bound``), and R's P-mass lowered by TRIM_ULPS roundings; None where R
+    would reach beyond ``bound`` or no point qualifies.
+
+    Along the points, increasing, the condition fails and then holds: at the top end c runs
+    from ``bound`` up to g and R shrinks to (g, x], whose losses all exceed g; at the bottom
+    end c runs from g, where R = (x, g] has losses below g only, up to ``bound``. The least
+    point where it holds is the end kept, and the next grid refines the step before it."""
+    eg = math.exp(-g)
+    lo, hi = (bound, g) if top else (g, bound)
+    best: tuple[float, float] | None = None
+    for level in range(LEVELS):
+        points = np.linspace(lo, hi, POINTS)
+        if top:
+            p, q = loss.cell_masses(np.append(points, x))
+            sp, sq = np.cumsum(p[::-1])[::-1], np.cumsum(q[::-1])[::-1]
+        else:
+            p, q = loss.cell_masses(np.insert(points, 0, x))
+            sp, sq = np.cumsum(p), np.cumsum(q)
+        ok = (eg * sp - sq >= MARGIN_ULPS * MACHINE_EPSILON * (sp + sq)) & (sp > 0.0)
+        if not ok.any():
+            return best
+        i = int(ok.argmax())
+        if i == 0:
+            # Holding at the first point: at level 0 the region reaches beyond ``bound`` (top)
+            # or is a rounding artefact (bottom); deeper, a rounding of the previous point.
+            return None if level == 0 else best
+        best = (float(points[i]), float(sp[i]) * (1.0 - TRIM_ULPS * MACHINE_EPSILON))
+        lo, hi = points[i - 1], points[i]
+    return best
+
+
+def _rest(loss: PrivacyLoss, g: np.ndarray, m_p: np.ndarray, m_q: np.ndarray,
+          halves: tuple[np.ndarray, np.ndarray], cut: float, top: bool
+          ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Cell masses of the law restricted to L <= cut (``top``) or L > cut."""
+    rp, rq = m_p.copy(), m_q.copy()
+    lp, lq = halves[0].copy(), halves[1].copy()
+    if top:
+        # cut in (g_j, g_(j+1)]: inner cell j keeps (g_j, cut], the cells above it nothing.
+        j = int(np.searchsorted(g, cut, side="left")) - 1
+        rp[j + 2:], rq[j + 2:] = 0.0, 0.0
+        lp[j + 1:], lq[j + 1:] = 0.0, 0.0
+        p, q = loss.cell_masses(np.array([g[j], cut]))
+        rp[j + 1], rq[j + 1] = p[0], q[0]
+        if cut <= 0.5 * (g[j] + g[j + 1]):
+            lp[j], lq[j] = p[0], q[0]
+    else:
+        # cut in [g_j, g_(j+1)): inner cell j keeps (cut, g_(j+1)], the cells below it nothing.
+        j = int(np.searchsorted(g, cut, side="right")) - 1
+        rp[:j + 1], rq[:j + 1] = 0.0, 0.0
+        lp[:j], lq[:j] = 0.0, 0.0
+        p, q = loss.cell_masses(np.array([cut, g[j + 1]]))
+        rp[j + 1], rq[j + 1] = p[0], q[0]
+        s = 0.5 * (g[j] + g[j + 1])
+        if cut >= s:
+            lp[j], lq[j] = 0.0, 0.0
+        else:
+            p, q = loss.cell_masses(np.array([cut, s]))
+            lp[j], lq[j] = p[0], q[0]
+    return rp, rq, (lp, lq)
