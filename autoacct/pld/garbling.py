@@ -18,8 +18,8 @@ points must round that spike down by up to a cell, since the profile is 0 beyond
 end and has no kink there: its mean falls short by up to h a copy, which k copies turn into a
 shift of k h (at k = 1e5 the lower bound on eps(1e-5) was 0, the truth about 7.99). A merged
 atom keeps the mean to second order: L*(R) lies below R's mean loss by about half R's variance
-of L, and each region is chosen so that L*(R) is the lattice point itself, up to a relative
-1e-7 of a cell.
+of L, and each region ends where L*(R) is the lattice point itself, found to within
+2e-6 of a cell.
 
 The walk, at the top end: from the outermost grid point x_0 with no mass beyond it, region i is
 (x_(i+1), x_i], with x_(i+1) < g the least point at which L*(x_(i+1), x_i] >= g still holds, g
@@ -42,17 +42,26 @@ import numpy as np
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import PrivacyLoss
 
-#: Share of the law's P-mass in its end cell from which that end is merged.
+#: An end is merged where its cell holds SPIKE of the law's P-mass and either the law has at
+#: least MANY cells or the end cell holds STEEP times the next one's (a spike narrower than a
+#: cell). On few cells, where the mass falls off over a cell or two (an end cell holding 10-68%
+#: and the next 11-23%: DP-SGD at q = 0.18-0.4, sigma = 0.55-0.59, laws of 300-400 cells, or
+#: q = 1.7e-5, sigma = 0.37 on 3654), the second-order construction already keeps the mean and
+#: its rounds cost little, while merging loosened the bound or took longer; on many cells
+#: those rounds can take seconds (q = 1e-5, sigma = 0.4: 78 rounds of 4.6e5 cells).
 SPIKE = 0.1
+STEEP = 4.0
+MANY = 1 << 14
 #: Share of the law's P-mass below which the cell next inward ends the walk.
 STOP = 1e-4
 #: Most regions merged, and the most cells a region may reach inward of its lattice point.
 MOST = 128
 REACH = 4
 #: Points of each refining grid, and refinements: a region's inner end is found within
-#: REACH / (POINTS - 1)^LEVELS = 2.4e-7 of a cell.
-POINTS = 65
-LEVELS = 4
+#: REACH / (POINTS - 1)^LEVELS = 1.9e-6 of a cell (each level is one call of the law's
+#: cell_masses, whose fixed cost dominates).
+POINTS = 129
+LEVELS = 3
 #: The margin by which e^{-g} P(R) must exceed Q(R), in units of rounding of P(R) + Q(R):
 #: the sums of cell masses and the product each round, and the atom's P-mass is then lowered
 #: by TRIM roundings, which the margin also covers.
@@ -76,8 +85,9 @@ class MergedEnd(NamedTuple):
 def merged_end(loss: PrivacyLoss, g: np.ndarray, m_p: np.ndarray, m_q: np.ndarray,
                halves: tuple[np.ndarray, np.ndarray]) -> MergedEnd | None:
     """The steep end of ``loss`` on the grid points g merged into atoms (see the module
-    docstring), or None where neither end is a spike holding SPIKE of the mass with no mass
-    beyond the grid, the law has atoms, or the walk merges nothing. ``m_p``, ``m_q``: the cells'
+    docstring), or None where neither end is a spike (a cell holding SPIKE of the mass, on
+    MANY cells or STEEP times the next cell's, with no mass beyond the grid), the law has
+    atoms, or the walk merges nothing. ``m_p``, ``m_q``: the cells'
     P- and Q-masses, with the cells below and above the grid; ``halves``: those of the left
     halves of the inner cells."""
     cells = m_p[1:-1]
@@ -87,11 +97,18 @@ def merged_end(loss: PrivacyLoss, g: np.ndarray, m_p: np.ndarray, m_q: np.ndarra
     nz = np.flatnonzero(cells > 0.0)
     if nz.size < 8 or not total > 0.0:
         return None
-    if m_p[0] == 0.0 and cells[nz[0]] > SPIKE * total:
-        return _walk(loss, g, m_p, m_q, halves, int(nz[0]), False, total)
-    if m_p[-1] == 0.0 and cells[nz[-1]] > SPIKE * total:
-        return _walk(loss, g, m_p, m_q, halves, int(nz[-1]) + 1, True, total)
+    first, last = int(nz[0]), int(nz[-1])
+    if m_p[0] == 0.0 and is_spike(cells[first], cells[first + 1], total, len(g)):
+        return _walk(loss, g, m_p, m_q, halves, first, False, total)
+    if m_p[-1] == 0.0 and is_spike(cells[last], cells[last - 1], total, len(g)):
+        return _walk(loss, g, m_p, m_q, halves, last + 1, True, total)
     return None
+
+
+def is_spike(end: float, inward: float, total: float, cells: float) -> bool:
+    """Whether a support end is merged whose cell holds P-mass ``end`` and the next cell inward
+    ``inward``, in a law of P-mass ``total`` on ``cells`` cells."""
+    return end > SPIKE * total and (cells >= MANY or end > STEEP * inward)
 
 
 def _walk(loss: PrivacyLoss, g: np.ndarray, m_p: np.ndarray, m_q: np.ndarray,

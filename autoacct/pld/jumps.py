@@ -56,7 +56,7 @@ from autoacct.pld.components import Component
 from autoacct.pld.compose import LAW_REL, compose
 from autoacct.pld.cumulants import Components, chernoff_bound, choose_tilt
 from autoacct.pld.discretize import DiscretePLD
-from autoacct.pld.garbling import SPIKE
+from autoacct.pld.garbling import is_spike
 from autoacct.pld.mixture import SUM_ULPS, MixtureProfile
 from autoacct.pld.profiles import DiscreteProfile
 
@@ -288,20 +288,19 @@ def aligned_bulk(bulk: PrivacyLoss, h: float, count: int, scale: float, allowanc
 
     Both move eps(delta) of ``count`` copies near ``scale``: by count times the mean's gap,
     and by the variance's gap as a normal approximation's eps moves with it
-    (:func:`_moved_eps`). Offsets are tried in turn: 0, those that put the bulk's support
-    ends (up to P-mass ``eta``) on the lattice, then h/2, h/4 and 3h/4; the first that
-    moves eps by at most ``allowance`` is taken, else the one that moves it least. Any
-    offset gives valid bounds: this only chooses.
-
-    First, though, come the offsets that put on the lattice the loss L* = log(P(R) / Q(R)) of
-    a cell-wide region R at a support end holding garbling.SPIKE of the mass: the lower PLD
-    then merges the spike into one atom at L* (see :mod:`~autoacct.pld.garbling`), second
-    order where rounding it down is first order. (q = 1e-5, sigma = 0.3, k = 1e5, delta =
-    1e-5: eps in [7.9865, 7.9874] in 0.3 s, where the offsets below left [0, 7.987] after 3 s.)"""
+    (:func:`_moved_eps`). Offsets are tried in turn: 0; those that put on the lattice the
+    loss L* = log(P(R) / Q(R)) of a cell-wide region R at a support end that is a spike
+    (garbling.is_spike), where the lower PLD merges the spike into one atom at L*, second
+    order where rounding it down is first order (see :mod:`~autoacct.pld.garbling`; at
+    q = 1e-5, sigma = 0.3, k = 1e5, delta = 1e-5 eps in [7.9865, 7.9874] in 0.3 s, where the
+    other offsets left [0, 7.987] after 3 s); those that put the bulk's support ends (up to
+    P-mass ``eta``) on the lattice; then h/2, h/4 and 3h/4. The first that moves eps by at
+    most ``allowance`` is taken, else the one that moves it least. Any offset gives valid
+    bounds: this only chooses."""
     a, b = bulk.quantile_range(eta)
     tried: list[float] = []
     best: tuple[float, Component, float] | None = None
-    for d in (*_spike_offsets(bulk, h, a, b), 0.0, a - math.floor(a / h) * h, b - math.floor(b / h) * h,
+    for d in (0.0, *_spike_offsets(bulk, h, a, b), a - math.floor(a / h) * h, b - math.floor(b / h) * h,
               h / 2, h / 4, 3 * h / 4):
         # (offsets are the same modulo h: one a cell apart only moves the lattice's indices)
         if not 0.0 <= d < h or any(min(abs(d - e), h - abs(d - e)) <= _SAME_OFFSET * h for e in tried):
@@ -319,13 +318,13 @@ def aligned_bulk(bulk: PrivacyLoss, h: float, count: int, scale: float, allowanc
 
 def _spike_offsets(bulk: PrivacyLoss, h: float, a: float, b: float) -> list[float]:
     """The offsets in [0, h) that put on the lattice L*(R) of the regions R = (b - h, b] and
-    (a, a + h] holding garbling.SPIKE of the bulk's mass."""
+    (a, a + h] at the bulk's support ends where garbling.is_spike merges them."""
     total = float(bulk.cell_masses(np.array([-math.inf, math.inf]))[0][0])
     out = []
-    for lo in (b - h, a):
-        p, q = bulk.cell_masses(np.array([lo, lo + h]))
-        if p[0] > SPIKE * total and q[0] > 0.0:
-            star = math.log(p[0] / q[0])
+    for edges, end in (([b - 2 * h, b - h, b], 1), ([a, a + h, a + 2 * h], 0)):
+        p, q = bulk.cell_masses(np.array(edges))
+        if is_spike(p[end], p[1 - end], total, (b - a) / h) and q[end] > 0.0:
+            star = math.log(p[end] / q[end])
             out.append(star - math.floor(star / h) * h)
     return out
 

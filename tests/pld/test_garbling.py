@@ -152,12 +152,16 @@ def test_a_law_without_a_spike_is_not_merged():
     assert garbling.merged_end(loss, g, m_p, m_q, halves) is None
 
 
-@settings(max_examples=12, deadline=None, derandomize=True)
-@given(log_q=st.floats(-5.5, -3.0), sigma=st.floats(0.25, 0.7), log_h=st.floats(-4.3, -3.3),
-       shift=st.floats(0.0, 1.0), add=st.booleans())
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(log_q=st.floats(-5.5, -4.0), sigma=st.floats(0.25, 0.5), log_h=st.floats(-4.6, -3.6),
+       shift=st.floats(-0.3, 0.3), add=st.booleans())
 def test_any_offset_stays_below_the_profile(log_q, sigma, log_h, shift, add):
-    """Merging is valid wherever the lattice falls: the offset only decides how tight."""
+    """Merging is valid wherever the lattice falls, the offset only decides how tight: lattices
+    moved by up to 0.3 of a cell from the one that puts the end region's L* on a point (further
+    off the walk's first region would reach beyond garbling.REACH cells, and nothing merges)."""
     h = 10.0 ** log_h
-    loss = ShiftedLoss(_spike_law(10.0 ** log_q, sigma, add), shift * h)
+    base = _spike_law(10.0 ** log_q, sigma, add)
+    star = _end_star(base, h, add) + shift * h
+    loss = ShiftedLoss(base, star - math.floor(star / h) * h)
     up, low = _discretised(loss, h, 1e-12)
     assert _below(low, loss, _near_end(loss, h))
