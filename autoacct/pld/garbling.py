@@ -90,9 +90,10 @@ def merged_end(loss: PrivacyLoss, g: np.ndarray, m_p: np.ndarray, m_q: np.ndarra
     atoms, or the walk merges nothing. ``m_p``, ``m_q``: the cells'
     P- and Q-masses, with the cells below and above the grid; ``halves``: those of the left
     halves of the inner cells."""
-    cells = m_p[1:-1]
-    if loss.has_atoms or len(g) < 8:
+    if loss.has_atoms or len(g) < 8 or (m_p[0] > 0.0 and m_p[-1] > 0.0):
+        # (Most laws have mass beyond both ends of their grid: no support end lies on it.)
         return None
+    cells = m_p[1:-1]
     total = float(m_p.sum())
     nz = np.flatnonzero(cells > 0.0)
     if nz.size < 8 or not total > 0.0:
