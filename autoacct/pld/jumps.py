@@ -42,7 +42,7 @@ composition for sub-probability measures as for laws (see :mod:`discretize`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import NamedTuple, Protocol
 
@@ -300,8 +300,7 @@ def aligned_bulk(bulk: PrivacyLoss, h: float, count: int, scale: float, allowanc
     a, b = bulk.quantile_range(eta)
     tried: list[float] = []
     best: tuple[float, Component, float] | None = None
-    for d in (0.0, *_spike_offsets(bulk, h, a, b), a - math.floor(a / h) * h, b - math.floor(b / h) * h,
-              h / 2, h / 4, 3 * h / 4):
+    for d in _offsets(bulk, h, a, b):
         # (offsets are the same modulo h: one a cell apart only moves the lattice's indices)
         if not 0.0 <= d < h or any(min(abs(d - e), h - abs(d - e)) <= _SAME_OFFSET * h for e in tried):
             continue
@@ -314,6 +313,14 @@ def aligned_bulk(bulk: PrivacyLoss, h: float, count: int, scale: float, allowanc
             break
     assert best is not None  # d = 0 is always tried
     return best[1], best[2]
+
+
+def _offsets(bulk: PrivacyLoss, h: float, a: float, b: float) -> Iterator[float]:
+    """:func:`aligned_bulk`'s offsets in the order tried (the spike offsets only made where 0
+    does not do)."""
+    yield 0.0
+    yield from _spike_offsets(bulk, h, a, b)
+    yield from (a - math.floor(a / h) * h, b - math.floor(b / h) * h, h / 2, h / 4, 3 * h / 4)
 
 
 def _spike_offsets(bulk: PrivacyLoss, h: float, a: float, b: float) -> list[float]:
