@@ -66,6 +66,13 @@ def _discretised(loss, h: float, eta: float = 1e-18):
     return discretize(loss, h, j_lo, j_hi)
 
 
+def _cells(loss, h: float):
+    """The grid points and the cell masses merged_end reads, as the discretiser makes them."""
+    j_lo, j_hi = index_range(loss, h, 1e-18)
+    g, m_p, m_q, _, _, halves = discretize_module._connect_the_dots(loss, h, j_lo, j_hi - j_lo + 1, halves=True)
+    return g, m_p, m_q, halves
+
+
 @pytest.fixture
 def merges(monkeypatch):
     """The ends merged while a test runs (a spy on discretize's call of merged_end)."""
@@ -125,17 +132,8 @@ def test_merged_atoms_sit_on_the_walked_end():
     with the rest of the law they hold the law's P-mass (up to rounding)."""
     h = 1.08e-5
     loss = _aligned(_spike_law(1e-5, 0.3, False), h, False)
-    j_lo, j_hi = index_range(loss, h, 1e-18)
-    n = j_hi - j_lo + 1
-    g = (j_lo + np.arange(n)) * h
-    edges = np.empty(2 * n + 1)
-    edges[0], edges[-1] = -np.inf, np.inf
-    edges[1:-1:2] = g
-    edges[2:-2:2] = 0.5 * (g[:-1] + g[1:])
-    hp, hq = loss.cell_masses(edges)
-    m_p = np.concatenate(([hp[0]], hp[1:-1:2] + hp[2:-1:2], [hp[-1]]))
-    m_q = np.concatenate(([hq[0]], hq[1:-1:2] + hq[2:-1:2], [hq[-1]]))
-    merged = garbling.merged_end(loss, g, m_p, m_q, (hp[1:-1:2], hq[1:-1:2]))
+    g, m_p, m_q, halves = _cells(loss, h)
+    merged = garbling.merged_end(loss, g, m_p, m_q, halves)
     assert merged is not None
     assert np.all(np.diff(merged.indices) > 0)  # walking up from the bottom end
     assert g[merged.indices[0]] <= merged.cut <= g[merged.indices[-1]] + garbling.REACH * h
@@ -147,12 +145,7 @@ def test_merged_atoms_sit_on_the_walked_end():
 def test_a_law_without_a_spike_is_not_merged():
     loss = _spike_law(0.01, 1.5, False)
     h = 2e-3
-    j_lo, j_hi = index_range(loss, h, 1e-18)
-    n = j_hi - j_lo + 1
-    g = (j_lo + np.arange(n)) * h
-    m_p, m_q = loss.cell_masses(np.concatenate(([-np.inf], g, [np.inf])))
-    halves = (0.5 * m_p[1:-1], 0.5 * m_q[1:-1])
-    assert garbling.merged_end(loss, g, m_p, m_q, halves) is None
+    assert garbling.merged_end(loss, *_cells(loss, h)) is None
 
 
 @settings(max_examples=10, deadline=None, derandomize=True)
