@@ -9,16 +9,22 @@ relative width, whether autoacct warned (AccuracyWarning), and whether dp_accoun
 lies inside autoacct's bracket. Each process first answers a small warm-up query, untimed,
 so that imports and other one-off costs count for neither (``--cold`` times the first query
 instead). Each call has a time limit (``--timeout``, default 300 s); a case past it is
-reported as such. Not run in CI.
+reported as such. With ``--equal``, each case where dp_accounting's default was the faster
+and its value lies more than tol above autoacct's certified upper end is run again at
+autoacct's accuracy: dp_accounting at the coarsest ``value_discretization_interval`` of
+:data:`EQUAL_INTERVALS` whose value is within tol of that upper end (each interval in a fresh
+process, as above). Not run in CI.
 
     python benchmarks/sweep.py                       # 60 random cases and the named ones
     python benchmarks/sweep.py --cases 10 --no-named --json sweep.json
     python benchmarks/sweep.py --reuse-others sweep.json   # dp_accounting's rows from an earlier run
+    python benchmarks/sweep.py --reuse-others sweep.json --equal   # and at equal accuracy
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import multiprocessing as mp
@@ -60,12 +66,15 @@ def _autoacct(q: float, sigma: float, k: int, delta: float) -> dict[str, Any]:
             "warned": any(issubclass(w.category, AccuracyWarning) for w in caught)}
 
 
-def _dp_accounting(q: float, sigma: float, k: int, delta: float) -> dict[str, Any]:
+def _dp_accounting(q: float, sigma: float, k: int, delta: float, interval: float | None = None) -> dict[str, Any]:
+    """dp_accounting's PLDAccountant, at its default discretisation interval (1e-4) unless
+    ``interval`` is given."""
     from dp_accounting import dp_event
     from dp_accounting.pld import PLDAccountant
     t0 = time.process_time()
     event = dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), k)
-    eps = PLDAccountant().compose(event).get_epsilon(delta)
+    accountant = PLDAccountant() if interval is None else PLDAccountant(value_discretization_interval=interval)
+    eps = accountant.compose(event).get_epsilon(delta)
     return {"eps": float(eps), "seconds": time.process_time() - t0}
 
 
@@ -75,10 +84,13 @@ WARM_UP = (0.02, 1.3, 20, 1e-5)
 
 
 def _worker(name: str, case: tuple, out: Any, warm: bool = True) -> None:
-    fn = _autoacct if name == "autoacct" else _dp_accounting
+    # "dp_accounting:<interval>" runs dp_accounting at that discretisation interval.
+    interval = float(name.split(":")[1]) if name.startswith("dp_accounting:") else None
+    fn = _autoacct if name == "autoacct" else functools.partial(_dp_accounting, interval=interval)
     try:
         if warm:
-            fn(*WARM_UP)
+            # (at the default interval: the warm-up query on a fine one can take minutes)
+            (_autoacct if name == "autoacct" else _dp_accounting)(*WARM_UP)
         out.put(fn(*case))
     except Exception as err:  # a failure is a result of the sweep, reported, not raised
         out.put({"error": f"{type(err).__name__}: {err}"})
@@ -117,6 +129,41 @@ def row(case: tuple, timeout: float, others: bool, reused: dict[tuple, dict[str,
     return res
 
 
+#: dp_accounting's discretisation intervals tried by ``--equal``, coarsest first (its default
+#: is 1e-4); its time grows about as the interval shrinks.
+EQUAL_INTERVALS = (1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
+#: autoacct's default relative accuracy, which ``--equal`` asks of dp_accounting.
+TOL = 1e-3
+
+
+def equal_accuracy(res: dict[str, Any], timeout: float, warm: bool = True) -> dict[str, Any] | None:
+    """dp_accounting at autoacct's accuracy for one row of :func:`row`, where its default was
+    the faster and its value lies more than TOL above autoacct's certified upper end (else
+    None): the coarsest interval of EQUAL_INTERVALS whose value is at most that upper end
+    times (1 + TOL), with its value and time (a user who knew the interval would run that one
+    alone), and whether the value lies below autoacct's certified lower end (below the
+    truth). The intervals tried and their results are kept; the interval is None where none
+    reached it (each within ``timeout``)."""
+    a, d = res["autoacct"], res.get("dp_accounting", {})
+    if "upper" not in a or "eps" not in d or res.get("ratio", math.inf) >= 1.0:
+        return None
+    target = a["upper"] * (1.0 + TOL)
+    if d["eps"] <= target:
+        return None
+    case = (res["q"], res["sigma"], res["k"], res["delta"])
+    tried = []
+    for interval in EQUAL_INTERVALS:
+        out = run(f"dp_accounting:{interval!r}", case, timeout, warm)
+        tried.append({"interval": interval, **out})
+        if "eps" in out and out["eps"] <= target:
+            return {"interval": interval, "eps": out["eps"], "seconds": out["seconds"],
+                    "ratio": out["seconds"] / max(a["seconds"], 1e-6), "below": out["eps"] < a["lower"],
+                    "tried": tried}
+        if "error" in out:
+            break
+    return {"interval": None, "tried": tried}
+
+
 def summary(rows: list[dict[str, Any]]) -> str:
     ratios = [r["ratio"] for r in rows if "ratio" in r]
     widths = [r["width"] for r in rows if "width" in r]
@@ -128,6 +175,13 @@ def summary(rows: list[dict[str, Any]]) -> str:
                      f"{sum(1 for x in ratios if x < 1)}")
         lines.append(f"dp_accounting's value inside autoacct's bracket: "
                      f"{sum(1 for r in rows if r.get('inside'))} of {len(ratios)}")
+    equal = [r["equal"] for r in rows if r.get("equal")]
+    if equal:
+        reached = [e for e in equal if e["interval"] is not None]
+        lines.append(f"at autoacct's accuracy ({len(equal)} cases where dp_accounting's default was faster "
+                     f"and off by more than tol): dp_accounting reached it on {len(reached)}, slower than "
+                     f"autoacct on {sum(1 for e in reached if e['ratio'] >= 1)} of those, below the "
+                     f"certified lower end on {sum(1 for e in reached if e['below'])}")
     if widths:
         lines.append(f"certified relative width: median {statistics.median(widths):.2e}, max {max(widths):.2e}")
     return "\n".join(lines)
@@ -143,6 +197,8 @@ def main() -> None:
     parser.add_argument("--json", help="write the rows to this file")
     parser.add_argument("--reuse-others", help="take dp_accounting's rows of the same cases from this "
                         "file (written by --json), running autoacct only")
+    parser.add_argument("--equal", action="store_true", help="run dp_accounting again at autoacct's "
+                        "accuracy where its default was faster and off by more than tol")
     parser.add_argument("--cold", action="store_true", help="time the first query of each process "
                         "(imports and set-up included) instead of one after a warm-up query")
     args = parser.parse_args()
@@ -163,6 +219,15 @@ def main() -> None:
               f"{', ' + a['error'] if 'error' in a else ''}) "
               f"dp_accounting {d.get('eps', float('nan')):.6g} ({d.get('seconds', float('nan')):.3g} s"
               f"{', ' + d['error'] if 'error' in d else ''})", flush=True)
+        if args.equal:
+            r["equal"] = equal_accuracy(r, args.timeout, not args.cold)
+            e = r["equal"]
+            if e is not None and e["interval"] is not None:
+                below = ", below the certified lower end" if e["below"] else ""
+                print(f"    at autoacct's accuracy: dp_accounting {e['eps']:.6g} at interval {e['interval']:g} "
+                      f"({e['seconds']:.3g} s, ratio {e['ratio']:.3g}{below})", flush=True)
+            elif e is not None:
+                print("    at autoacct's accuracy: dp_accounting did not reach it", flush=True)
     print(summary(rows))
     if args.json:
         with open(args.json, "w") as fh:
