@@ -105,3 +105,27 @@ def test_a_deficit_is_counted_against_the_mass_of_sub_probability_parts():
     assert np.all(c <= u.delta(eps))
     big = p > 1e-3 * mass ** j
     assert big.sum() >= 10 and np.all(c[big] >= 0.99 * p[big])
+
+
+@pytest.mark.parametrize("k", [2, 7, 99, 100, 3200, 100_003])
+def test_spectrum_powers_are_within_the_charged_rounding(k):
+    # The composer raises each spectrum to its count (compose._power) and charges 4u per
+    # factor for the rounding. Against 200-bit powers (mpmath): within sqrt(5) (k - 1) u,
+    # the bound of a chain of k - 1 complex products, and exactly 0 off the live points.
+    import mpmath as mp
+
+    from autoacct.pld.compose import _power
+
+    rng = np.random.default_rng(k)
+    n = 200
+    # Moduli from 1 down to where |z|^k is 1e-300, the composer's live threshold.
+    z = np.exp(-rng.uniform(0.0, 690.0 / k, n)) * np.exp(1j * rng.uniform(-math.pi, math.pi, n))
+    live = rng.uniform(size=n) < 0.8
+    got = z.copy()
+    _power(got, k, live)
+    assert np.all(got[~live] == 0.0)
+    bound = math.sqrt(5.0) * (k - 1) * 2.0 ** -53
+    with mp.workprec(200):
+        for a, b in zip(z[live], got[live]):
+            exact = mp.mpc(a.real, a.imag) ** k
+            assert float(abs(mp.mpc(b.real, b.imag) - exact) / abs(exact)) <= bound
