@@ -111,7 +111,8 @@ def test_a_deficit_is_counted_against_the_mass_of_sub_probability_parts():
 def test_spectrum_powers_are_within_the_charged_rounding(k):
     # The composer raises each spectrum to its count (compose._power) and charges 4u per
     # factor for the rounding. Against 200-bit powers (mpmath): within sqrt(5) (k - 1) u,
-    # the bound of a chain of k - 1 complex products, and exactly 0 off the live points.
+    # the bound of a chain of k - 1 complex products, and exactly 0 off the live points;
+    # the powers of the moduli (a bound on the spectrum's) at or above the exact ones.
     import mpmath as mp
 
     from autoacct.pld.compose import _power
@@ -125,7 +126,14 @@ def test_spectrum_powers_are_within_the_charged_rounding(k):
     _power(got, k, live)
     assert np.all(got[~live] == 0.0)
     bound = math.sqrt(5.0) * (k - 1) * 2.0 ** -53
+    mods = np.abs(z)
+    got_mods = mods.copy()
+    _power(got_mods, k, live)
+    assert np.all(got_mods[~live] == 0.0)
     with mp.workprec(200):
         for a, b in zip(z[live], got[live]):
             exact = mp.mpc(a.real, a.imag) ** k
             assert float(abs(mp.mpc(b.real, b.imag) - exact) / abs(exact)) <= bound
+        for a, b in zip(mods[live], got_mods[live]):
+            exact = mp.mpf(a) ** k
+            assert exact <= b <= exact * (1 + 6 * k * 2.0 ** -53)
