@@ -50,6 +50,7 @@ import numpy as np
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import DiscreteLoss, PrivacyLoss
 from autoacct.pld.garbling import merged_end
+from autoacct.pld.hull import lower_hull
 from autoacct.pld.lawcache import charge, law_cache
 
 
@@ -504,9 +505,8 @@ def _convex_near(gam: np.ndarray, v: np.ndarray, bad: np.ndarray, top: int) -> n
     points 1 and ``top``, which stay) replaced by the greatest convex minorant, in gamma, of
     each such stretch with its end points fixed.
 
-    Points that are not vertices of the minorant lie above the segment of their current
-    neighbours; all such are dropped at once until none is left. The minorant is then read
-    off by interpolation, and capped by v (interpolation rounds).
+    The minorant's vertices are found by :func:`~autoacct.pld.hull.lower_hull`; it is then
+    read off by interpolation, and capped by v (interpolation rounds).
     """
     w = v.copy()
     # The points within _HULL_REACH of a bad one, between 1 and top: +1 where each reach
@@ -520,13 +520,7 @@ def _convex_near(gam: np.ndarray, v: np.ndarray, bad: np.ndarray, top: int) -> n
     # Each run of marked points, with the unmarked point on either side as fixed ends.
     edges = np.flatnonzero(np.diff(near.astype(np.int8)))
     for a, b in zip(edges[::2], edges[1::2] + 1):
-        idx = np.arange(a, b + 1)
-        while idx.size > 2:
-            s = np.diff(v[idx]) / np.diff(gam[idx])
-            drop = np.flatnonzero(s[1:] < s[:-1]) + 1
-            if drop.size == 0:
-                break
-            idx = np.delete(idx, drop)
+        idx = a + lower_hull(gam[a:b + 1], v[a:b + 1])
         w[a:b + 1] = np.minimum(np.interp(gam[a:b + 1], gam[idx], v[idx]), v[a:b + 1])
     return w
 
