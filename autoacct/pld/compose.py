@@ -436,9 +436,9 @@ def _power(z: np.ndarray, k: int, live: np.ndarray) -> None:
     Each complex product rounds by at most sqrt(5) u relatively (Brent, Percival and
     Zimmermann 2007), each real one by u, and the chain's relative errors add up to at most
     (k - 1) times that: within the 4u per factor that :func:`_row_spectrum` charges. A real z
-    is the bound on the moduli, so its power is then rounded up by that much. Every |z| <= 1
-    (spectra of normalised measures, their moduli capped at 1) and every live |z|^k is
-    above 1e-300, so no intermediate power overflows or loses precision to underflow."""
+    is the bound on the moduli, so its power is then scaled up by 1 + 4ku, past that. Every
+    |z| <= 1 (spectra of normalised measures, their moduli capped at 1) and every live |z|^k
+    is above 1e-300, so no intermediate power overflows or loses precision to underflow."""
     np.copyto(z, 0.0, where=~live)
     idx = np.flatnonzero(live)
     if idx.size == 0 or k < 2:

@@ -23,7 +23,7 @@ def lower_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     dropped at once, over whole arrays, for up to ARRAY_ROUNDS rounds: on most runs that
     converges in a few (0.3 ms for 4,096 points of a random walk, where a loop over the
     points takes 2 ms). Some runs need rounds up to about half their points, a few
-    milliseconds each for a few hundred points (at q = 5.3e-4, sigma = 0.41, k = 3801,
+    milliseconds each for a few hundred points (at q = 5.25e-4, sigma = 0.411, k = 3801,
     delta = 2.9e-11 they took 0.22 s of the query's 0.55 s): the points left then go to
     Andrew's monotone chain (Andrew 1979), one pass. Both keep points on a segment, and
     both leave every dropped point above the chain, whose vertices are therefore the
