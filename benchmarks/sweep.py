@@ -132,7 +132,8 @@ def row(case: tuple, timeout: float, others: bool, reused: dict[tuple, dict[str,
 #: dp_accounting's discretisation intervals tried by ``--equal``, coarsest first (its default
 #: is 1e-4); its time grows about as the interval shrinks.
 EQUAL_INTERVALS = (1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
-#: autoacct's default relative accuracy, which ``--equal`` asks of dp_accounting.
+#: autoacct's default relative accuracy (``autoacct.pld.accountant.DEFAULT_TOL``, not imported:
+#: this process leaves both libraries to its workers), which ``--equal`` asks of dp_accounting.
 TOL = 1e-3
 
 
