@@ -44,7 +44,7 @@ def test_the_vertices_are_the_lower_hulls(monkeypatch, seed, rounds):
     monkeypatch.setattr(hull, "ARRAY_ROUNDS", rounds)
     x, y = _runs(seed, 40)
     got = lower_hull(x, y).tolist()
-    # Points on a segment are kept by both: compare the points strictly below every chord.
+    # The brute force keeps a point that lies on a chord, as the rounds and the chain do.
     assert got == _brute_vertices(x, y)
 
 
