@@ -42,7 +42,7 @@ composition for sub-probability measures as for laws (see :mod:`discretize`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple, Protocol
 
@@ -412,25 +412,31 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
         weights.append(weight)
         tilts.append(tilt)
         budgets.append(budget)
-    shared = _bulk_shift(law) if shares(count, terms, tol, count * law.tail_mass) else None
-    made: list[tuple[DiscreteProfile, DiscreteProfile, float, float] | None] = []
+    jensen = _bulk_shift(law) if groups_share(count, terms, tol) else None
+    # Term j holds count - j fine bulk copies, or count - J for terms sharing one composition
+    # of the bulk (J the largest j among them), each moved by -offset: its profiles are read
+    # at eps less their offsets.
+    fine_copies = [count - j for j in range(terms + 1)]
+    made: list[tuple[DiscreteProfile, DiscreteProfile, float, float] | None] = [None] * (terms + 1)
     short = tol <= 0.0 or law.bulk_fine.lower_short(tol, target)
-    if shared is None:
-        for j in range(terms + 1):
+    pair = _term(law, fine, count, 0, h_fine, h_coarse, log_eta, tilts[0], target, budgets[0], short)
+    made[0] = None if pair is None else (*pair, 0.0, 0.0)
+    if jensen is None:
+        for j in range(1, terms + 1):
             pair = _term(law, fine, count, j, h_fine, h_coarse, log_eta, tilts[j], target, budgets[j], short)
-            made.append(None if pair is None else (*pair, 0.0, 0.0))
+            made[j] = None if pair is None else (*pair, 0.0, 0.0)
     else:
-        pair = _term(law, fine, count, 0, h_fine, h_coarse, log_eta, tilts[0], target, budgets[0], short)
-        made.append(None if pair is None else (*pair, 0.0, 0.0))
-        made.extend(_shared_terms(law, fine, count, terms, h_coarse, log_eta, tilts[1], *shared, short)
-                    or [None])
+        for lam, js in _sharing(law, count, terms, tol, h_coarse, tilts).items():
+            got = _shared_terms(law, fine, count, js, h_coarse, log_eta, lam, *jensen, short)
+            if got is None:
+                return None
+            for j, m in zip(js, got):
+                made[j] = m
+                fine_copies[j] = count - js[-1]
     if any(m is None for m in made):
         return None
     ups = [m[0] for m in made if m is not None]
     lows = [m[1] for m in made if m is not None]
-    # Term j holds count - j fine bulk copies (count - J for the shared terms j >= 1), each
-    # moved by -offset: its profiles are read at eps less their offsets.
-    fine_copies = [count] + [count - (terms if shared is not None else j) for j in range(1, terms + 1)]
     moved = tuple(term_shift(0.0, n, law.offset, True) for n in fine_copies)
     shifts = tuple(term_shift(m[3], n, law.offset, False) for m, n in zip(made, fine_copies) if m is not None)
     weights_up = [w * (1.0 + SUM_ULPS) for w in weights]
@@ -448,16 +454,45 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
                            shifts if any(shifts) else ()))
 
 
+def groups_share(count: int, terms: int, tol: float) -> bool:
+    """Whether terms j >= 1 may share compositions of the bulk (:func:`_shared_terms`): when
+    the bulk copies whose spread a sharing term gives up, at most ``terms`` of ``count``, are
+    at most a share SHARED_PER_TOL * tol of them."""
+    return 0 < terms < count and terms <= SHARED_PER_TOL * tol * count
+
+
 def shares(count: int, terms: int, tol: float, kt: float) -> bool:
-    """Whether the terms j >= 1 share one fine composition of the bulk (:func:`_shared_terms`):
-    when the bulk copies whose spread it gives up, at most ``terms`` of ``count``, are at most
-    a share SHARED_PER_TOL * tol of them, and the tail's weight ``kt`` (count times its
-    P-mass) is at most twice TAIL_RATE. The shared terms are tilted for the term j = 1, which
-    then outweighs the others by 1 / kt or more; a heavier tail (LOOSE_TAIL_RATE) can put the
-    answer on the terms j >= 2, whose tilted mass that tilt moves far above it (at q = 1e-5,
-    sigma = 0.15, k = 1e4, delta = 1e-5, eps = 50: term 3's window started at 80, and its
-    upper bound, its whole mass, took eps to 80)."""
-    return 0 < terms < count and terms <= SHARED_PER_TOL * tol * count and kt <= 2.0 * TAIL_RATE
+    """Whether the terms j >= 1 all share one composition of the bulk, tilted for the term
+    j = 1: where :func:`groups_share` allows it and the tail's weight ``kt`` (count times its
+    P-mass) is at most twice TAIL_RATE. The term j = 1 then outweighs the others by 1 / kt
+    or more; a heavier tail (LOOSE_TAIL_RATE) can put the answer on the terms j >= 2, whose
+    tilted mass that tilt moves far above it (at q = 1e-5, sigma = 0.15, k = 1e4, delta =
+    1e-5, eps = 50: term 3's window started at 80, and its upper bound, its whole mass, took
+    eps to 80). Those terms are then grouped by their own tilts (:func:`_sharing`)."""
+    return groups_share(count, terms, tol) and kt <= 2.0 * TAIL_RATE
+
+
+def _sharing(law: SplitLaw, count: int, terms: int, tol: float, h_coarse: float,
+             tilts: Sequence[_Tilt]) -> dict[float, list[int]]:
+    """The terms j = 1..terms grouped by the tilt each shared composition of the bulk is
+    made at: one group at the tilt of the term j = 1 where :func:`shares` holds, else each
+    term's own tilt (that of :func:`_term`), the terms of one tilt in one group. A tilt is
+    only a choice (any gives valid bounds); a group composes the bulk once, where the terms
+    one by one compose it once each (at q = 1e-5, sigma = 0.3, k = 1e7, 78 terms took 8
+    distinct tilts)."""
+    if shares(count, terms, tol, count * law.tail_mass):
+        return {tilts[1](_probe(law, count, 1), h_coarse): list(range(1, terms + 1))}
+    groups: dict[float, list[int]] = {}
+    for j in range(1, terms + 1):
+        groups.setdefault(tilts[j](_probe(law, count, j), h_coarse), []).append(j)
+    return groups
+
+
+def _probe(law: SplitLaw, count: int, j: int) -> Components:
+    """The components a term of j tail copies is tilted on: the bulk's and the tail's coarse
+    discretisations (the tilt of the coarse composition; the fine composition of the bulk
+    is tilted alike, as the leak it hands over must be)."""
+    return Components([law.bulk_coarse.recounted(count - j), law.tail_coarse.recounted(j)])
 
 
 def _bulk_shift(law: SplitLaw) -> tuple[float, float] | None:
@@ -481,14 +516,14 @@ def _bulk_shift(law: SplitLaw) -> tuple[float, float] | None:
     return log_p * (1.0 + SUM_ULPS), (log_q - log_p) + SUM_ULPS * (abs(log_q) + abs(log_p))
 
 
-def _shared_terms(law: SplitLaw, fine: Components, count: int, terms: int, h_coarse: float,
-                  log_eta: float, tilt: _Tilt, log_p: float, c: float, short: bool = True
+def _shared_terms(law: SplitLaw, fine: Components, count: int, js: list[int], h_coarse: float,
+                  log_eta: float, lam: float, log_p: float, c: float, short: bool = True
                   ) -> list[tuple[DiscreteProfile, DiscreteProfile, float, float]] | None:
-    """(upper, lower, log scale, shift) of the terms b^{*(count - j)} * t^{*j}, j = 1..terms
-    (J = ``terms``), from one composition B of count - J bulk copies (:func:`blocks.on_lattice`,
-    in blocks unless ``short``), tilted alike (at the tilt of the term j = 1, which carries
-    the most weight): the lower profile of term j is e^{log scale} delta_j(eps + shift) for
-    the profile delta_j of B * t^{*j}.
+    """(upper, lower, log scale, shift) of the terms b^{*(count - j)} * t^{*j} for j in ``js``
+    (increasing; J the last), from one composition B of count - J bulk copies
+    (:func:`blocks.on_lattice`, in blocks unless ``short``), all tilted by ``lam``: the lower
+    profile of term j is e^{log scale} delta_j(eps + shift) for the profile delta_j of
+    B * t^{*j}.
 
     Upper: B on the coarse lattice, composed with J - j copies of the bulk's coarse upper
     PLD and j tail copies (connect-the-dots bounds each copy from above).
@@ -498,24 +533,23 @@ def _shared_terms(law: SplitLaw, fine: Components, count: int, terms: int, h_coa
     u -> (1 - a u)_+ is convex. With nu = b^{*(J - j)} (P- and Q-masses the (J - j)-th
     powers of b's) and mu = B * t^{*j}: scale (J - j) log m_P and shift (J - j) c, with the
     bounds of :func:`_bulk_shift`. The J - j copies' spread is all it gives up, at most a
-    share SHARED_PER_TOL * tol of the bulk's.
+    share SHARED_PER_TOL * tol of the bulk's (:func:`groups_share`).
     """
-    probe = Components([law.bulk_coarse.recounted(count - 1), law.tail_coarse.recounted(1)])
-    lam = tilt(probe, h_coarse)
-    bulk = blocks.on_lattice(fine, count - terms, law.ratio, log_eta, lam, not short)
+    last = js[-1]
+    bulk = blocks.on_lattice(fine, count - last, law.ratio, log_eta, lam, not short)
     if bulk is None:
         return None
     out = []
-    for j in range(1, terms + 1):
+    for j in js:
         tails = law.tail_coarse.recounted(j)
         both = Components([*bulk, tails])
         up, low = compose(both, h_coarse, log_eta, lam)
         assert low is not None
         comps = both
-        if j < terms:
-            comps = Components([*bulk, law.bulk_coarse.recounted(terms - j), tails])
+        if j < last:
+            comps = Components([*bulk, law.bulk_coarse.recounted(last - j), tails])
             up, _ = compose(comps, h_coarse, log_eta, lam, lower=False)
-        out.append((_with_below(up, comps), low, (terms - j) * log_p, (terms - j) * c))
+        out.append((_with_below(up, comps), low, (last - j) * log_p, (last - j) * c))
     return out
 
 
@@ -569,11 +603,7 @@ def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_
         up, low = compose(comps, h_coarse, log_eta, lam)
         assert low is not None
         return _with_below(up, comps), low
-    # The tilt of the coarse composition, chosen on the bulk's coarse discretisation (a
-    # tilt is only a choice: any tilt gives valid bounds); the fine composition of the
-    # bulk is tilted alike, as the leak it hands over must be.
-    probe = Components([law.bulk_coarse.recounted(count - j), law.tail_coarse.recounted(j)])
-    lam = tilt(probe, h_coarse)
+    lam = tilt(_probe(law, count, j), h_coarse)
     bulk = blocks.on_lattice(fine, count - j, law.ratio, log_eta, lam, not short)
     if bulk is None:
         return None

@@ -334,6 +334,50 @@ def test_a_terms_shift_is_rounded_to_its_side_even_where_its_parts_cancel(jensen
     assert Fraction(jumps.term_shift(jensen, copies, offset, False)) >= exact
 
 
+@pytest.mark.parametrize("q, sigma, k, delta, forced, cost", [(1e-5, 0.3, 1_000_000, 1e-5, False, 1e-4),
+                                                              (0.02, 0.9, 40, 1e-8, True, 1e-3)])
+def test_terms_grouped_by_tilt_against_the_terms_composed_one_by_one(monkeypatch, q, sigma, k, delta, forced, cost):
+    # Terms that do not all share one composition of the bulk (shares() is false) share one
+    # per tilt. Against the terms composed one by one, each lower profile lies below the
+    # other's upper one, and the bracket moves by at most ``cost``. First as the accountant
+    # splits: a record sampled about k q = 10 times with little noise (the tail's weight
+    # k t = 0.27, 9 terms); then a split forced on a law of 40 runs, where the 6 bulk copies
+    # a term gives up move eps by 0.05% (Jensen's shift, 1.3e-3 a copy, exceeds the bracket).
+    for name, value in _SPLIT_DEFAULTS.items():
+        monkeypatch.setattr(jumps, name, value)
+    if forced:
+        monkeypatch.setattr(jumps, "MIN_CELLS", 0)
+        monkeypatch.setattr(jumps, "MAX_BULK_SHARE", 1.0)
+        monkeypatch.setattr(jumps, "TAIL_RATE", 0.3)
+        monkeypatch.setattr(jumps, "SHARED_PER_TOL", 1e9)
+        monkeypatch.setattr(jumps, "shares", lambda *a: False)
+    calls = _split_args(monkeypatch)
+    sizes: list[int] = []
+    monkeypatch.setattr(jumps, "_shared_terms",
+                        lambda *a, inner=jumps._shared_terms: sizes.append(len(a[3])) or inner(*a))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
+    args, _ = calls[0]
+    law, count, tol = args[0], args[1], args[6]
+    sizes.clear()
+    up, low = jumps.split_profiles(*args)
+    terms = sum(sizes)
+    assert not jumps.shares(count, terms, tol, count * law.tail_mass) and jumps.groups_share(count, terms, tol)
+    # Fewer compositions of the bulk than terms: some group holds several.
+    assert max(sizes) > 1
+    monkeypatch.setattr(jumps, "SHARED_PER_TOL", 0.0)
+    sizes.clear()
+    one_up, one_low = jumps.split_profiles(*args)
+    assert not sizes
+    e_one = float(one_up.epsilon(delta))
+    eps = np.linspace(0.5, 1.5, 201) * e_one
+    assert np.all(low.delta(eps) <= one_up.delta(eps))
+    assert np.all(one_low.delta(eps) <= up.delta(eps))
+    assert float(low.epsilon(delta)) >= float(one_low.epsilon(delta)) * (1 - cost)
+    assert float(up.epsilon(delta)) <= e_one * (1 + cost)
+
+
 def _first_split(monkeypatch, q, sigma, k, delta):
     """The bulk the first split of dpsgd(q, sigma, k) discretises (at its threshold on the
     coarse lattice), its split law, and the certified answer at delta."""
