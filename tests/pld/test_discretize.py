@@ -136,6 +136,44 @@ def test_lower_construction_ends_when_a_round_would_repeat_the_last(monkeypatch)
         assert bound <= float(loss.profile(np.array([eps]))[0]) * (1 + _ROUNDING)
 
 
+def test_lower_construction_widens_its_reach_where_bad_points_persist(monkeypatch):
+    """Reproducer: the bulk of DP-SGD's remove law at q = 1e-5, sigma = 0.3, k = 1e7 (the
+    heavy split's, below 0.4849, its lattice moved by 3.8e-6 onto the spike), 63,562 cells.
+    Moving two cells on either side of each bad point per round, its lower PLD took 39 rounds
+    over the whole law, and the query (delta = 1e-5) ended on the time budget at [0, 31.272].
+    With the reach doubling every _GROW rounds it takes at most 16; the lower PLD still lies
+    below the measure's profile, and away from the spike within 1e-4 of it."""
+    from autoacct.losses.restricted import RestrictedLoss
+    from autoacct.losses.shifted import ShiftedLoss
+    from autoacct.pld import discretize as disc
+    from autoacct.pld import lawcache
+
+    rounds = []
+    inner = disc._second_order
+
+    def spy(*args):
+        rounds.append(1)
+        return inner(*args)
+    monkeypatch.setattr(disc, "_second_order", spy)
+    lawcache.clear_caches()
+    bulk = RestrictedLoss(PoissonRemoveLoss(GaussianLoss(1 / 0.3), 1e-5), -math.inf, 0.4849090576171875)
+    loss = ShiftedLoss(bulk, 3.814697265625e-06)
+    up, low = discretize(loss, 7.62939453125e-06, -3, 63559)
+    assert 2 <= len(rounds) <= 16
+    eps = np.concatenate((np.linspace(-2e-5, 1e-5, 7), np.geomspace(1e-4, 0.45, 40)))
+    truth = loss.profile(eps)
+
+    def profile(pld, deficit):
+        terms = -np.expm1(np.minimum(eps[:, None] - pld.losses[None, :], 0.0))
+        return terms @ pld.masses + pld.p_inf - deficit
+    lower, upper = profile(low, low.deficit), profile(up, 0.0)
+    assert np.all(lower <= truth * (1 + _ROUNDING)) and np.all(upper >= truth * (1 - _ROUNDING))
+    # Second order away from the spike (the rounding of every cell down would lose a cell's
+    # width there): within 1e-4 of the profile from eps = 1e-4 on.
+    far = eps >= 1e-4
+    assert np.all(upper[far] - lower[far] <= 1e-4 * truth[far])
+
+
 @pytest.mark.parametrize("h", [0.004645, 0.0032847516220848223, 0.002])
 def test_steep_bottom_lower_stays_second_order(h):
     """A law whose mass sits within a few cells of its steep lower end (q = 0.0368,
