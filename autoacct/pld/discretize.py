@@ -319,7 +319,7 @@ def _lower_in_modes(p_inf: float, g: np.ndarray, h: float, j_lo: int, gam: np.nd
         # The cells b - reach .. b + reach - 1 of each bad point b move on (+1 where each
         # run starts, -1 past where it ends, summed). The reach doubles every _GROW rounds:
         # where bad points persist, each round moved the kink's cells a few cells on, and a
-        # spike's edge in a law of 63,563 cells took 27 to 36 rounds over the whole law.
+        # spike's edge in a law of 63,562 cells took 29 to 43 rounds over the whole law.
         reach = 2 << (r // _GROW)
         runs = np.bincount(np.maximum(bad - reach, 0), minlength=n)
         runs -= np.bincount(np.minimum(bad + reach, n - 1), minlength=n)
