@@ -105,6 +105,23 @@ def test_subsampled_gaussian_lower_keeps_its_mass(q, sigma, h):
     assert np.all(low.masses >= 0.0)
 
 
+def _rounds_of_lowering(monkeypatch) -> list:
+    """A list that gains an item per round of the lower construction (:func:`_second_order`),
+    with the cache of discretised laws emptied (a cached lower PLD takes no round)."""
+    from autoacct.pld import discretize as disc
+    from autoacct.pld import lawcache
+
+    rounds: list = []
+    inner = disc._second_order
+
+    def spy(*args):
+        rounds.append(1)
+        return inner(*args)
+    monkeypatch.setattr(disc, "_second_order", spy)
+    lawcache.clear_caches()
+    return rounds
+
+
 def test_lower_construction_ends_when_a_round_would_repeat_the_last(monkeypatch):
     """Reproducer: DP-SGD at q = 1e-5, sigma = 0.487, k = 1e4, delta = 1e-5 discretises its
     remove law on 874,652 cells. With the convex minorant, the construction kept one negative
@@ -114,17 +131,7 @@ def test_lower_construction_ends_when_a_round_would_repeat_the_last(monkeypatch)
     interval is 0.093632). A round that would repeat the last one ends that construction,
     as running out of rounds does; the lower PLD is then the other construction's, which
     stays below the law's profile."""
-    from autoacct.pld import discretize as disc
-    from autoacct.pld import lawcache
-
-    rounds = []
-    inner = disc._second_order
-
-    def spy(*args):
-        rounds.append(1)
-        return inner(*args)
-    monkeypatch.setattr(disc, "_second_order", spy)
-    lawcache.clear_caches()
+    rounds = _rounds_of_lowering(monkeypatch)
     loss = PoissonRemoveLoss(GaussianLoss(1 / 0.487), 1e-5)
     _, low = discretize(loss, 9.07293025972535e-06, -3, 874648)
     # Three rounds without the minorant, two with it and the one that would repeat them
@@ -145,17 +152,7 @@ def test_lower_construction_widens_its_reach_where_bad_points_persist(monkeypatc
     below the measure's profile, and away from the spike within 1e-4 of it."""
     from autoacct.losses.restricted import RestrictedLoss
     from autoacct.losses.shifted import ShiftedLoss
-    from autoacct.pld import discretize as disc
-    from autoacct.pld import lawcache
-
-    rounds = []
-    inner = disc._second_order
-
-    def spy(*args):
-        rounds.append(1)
-        return inner(*args)
-    monkeypatch.setattr(disc, "_second_order", spy)
-    lawcache.clear_caches()
+    rounds = _rounds_of_lowering(monkeypatch)
     bulk = RestrictedLoss(PoissonRemoveLoss(GaussianLoss(1 / 0.3), 1e-5), -math.inf, 0.4849090576171875)
     loss = ShiftedLoss(bulk, 3.814697265625e-06)
     up, low = discretize(loss, 7.62939453125e-06, -3, 63559)

@@ -283,6 +283,19 @@ def test_bulk_shift_bounds_the_bulks_masses(monkeypatch, q, sigma, k, delta):
     assert exact - 1e-9 * abs(exact) <= c <= exact + 1e-6 * abs(exact)
 
 
+def _bracket_each_other(shared, alone, delta, cost):
+    """Two (upper, lower) profile pairs of one split law, terms sharing compositions of the
+    bulk and terms composed one by one: both hold the truth, so each lower profile lies below
+    the other's upper one, and sharing moves eps(delta) by at most ``cost`` (relatively)."""
+    (up, low), (one_up, one_low) = shared, alone
+    e_one = float(one_up.epsilon(delta))
+    eps = np.linspace(0.5, 1.5, 201) * e_one
+    assert np.all(low.delta(eps) <= one_up.delta(eps))
+    assert np.all(one_low.delta(eps) <= up.delta(eps))
+    assert float(low.epsilon(delta)) >= float(one_low.epsilon(delta)) * (1 - cost)
+    assert float(up.epsilon(delta)) <= e_one * (1 + cost)
+
+
 @pytest.mark.parametrize("q, sigma, k, delta, cost, rate", [(1e-4, 0.8, 10_000, 1e-9, 1e-4, jumps.TAIL_RATE),
                                                             (0.02, 0.9, 40, 1e-8, 1e-2, 0.3)])
 def test_shared_terms_against_the_terms_composed_one_by_one(monkeypatch, q, sigma, k, delta, cost, rate):
@@ -308,12 +321,7 @@ def test_shared_terms_against_the_terms_composed_one_by_one(monkeypatch, q, sigm
                         lambda *a, inner=jumps._shared_terms: shared.append(1) or inner(*a))
     up, low = split(*args)
     assert shared and any(low.shifts)
-    e_one = float(one_up.epsilon(delta))
-    eps = np.linspace(0.5, 1.5, 201) * e_one
-    assert np.all(low.delta(eps) <= one_up.delta(eps))
-    assert np.all(one_low.delta(eps) <= up.delta(eps))
-    assert float(low.epsilon(delta)) >= float(one_low.epsilon(delta)) * (1 - cost)
-    assert float(up.epsilon(delta)) <= e_one * (1 + cost)
+    _bracket_each_other((up, low), (one_up, one_low), delta, cost)
 
 
 #: The split's thresholds as the package sets them (the property test above forces the split
@@ -375,12 +383,7 @@ def test_terms_grouped_by_tilt_against_the_terms_composed_one_by_one(request, mo
     sizes.clear()
     one_up, one_low = jumps.split_profiles(*args)
     assert not sizes
-    e_one = float(one_up.epsilon(delta))
-    eps = np.linspace(0.5, 1.5, 201) * e_one
-    assert np.all(low.delta(eps) <= one_up.delta(eps))
-    assert np.all(one_low.delta(eps) <= up.delta(eps))
-    assert float(low.epsilon(delta)) >= float(one_low.epsilon(delta)) * (1 - cost)
-    assert float(up.epsilon(delta)) <= e_one * (1 + cost)
+    _bracket_each_other((up, low), (one_up, one_low), delta, cost)
 
 
 def _first_split(monkeypatch, q, sigma, k, delta):
