@@ -194,8 +194,9 @@ class SplitDirections:
         (:func:`jumps.pays`, against the normal approximation's scale)."""
         if side is None:
             return False
-        a, b = self._directions[d][0][0].quantile_range(self._eta(log_eta))
-        return b - a >= jumps.MIN_CELLS * h and jumps.pays(side[2], b - a, normal_scale)
+        (loss, k), = self._directions[d]
+        a, b = loss.quantile_range(self._eta(log_eta))
+        return b - a >= jumps.MIN_CELLS * h and jumps.pays(side, b - a, normal_scale, k, (b - a) / h)
 
     def _jump_scale(self: _Host, delta: float, log_eta: float) -> float:
         """A rough eps(delta) where one large loss decides it: for a direction whose law has a

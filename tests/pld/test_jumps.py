@@ -60,15 +60,23 @@ def _split_used(monkeypatch) -> list:
     return made
 
 
+def _force_split(mp: pytest.MonkeyPatch, loose: bool = True) -> None:
+    """The split taken for every law with a tail side, whatever its bulk's share (with
+    ``loose``, whatever its range against the answer's scale too)."""
+    mp.setattr(jumps, "MIN_CELLS", 0)
+    mp.setattr(jumps, "MAX_BULK_SHARE", 1.0)
+    mp.setattr(jumps, "PAYING_SHARE", 1.0)
+    if loose:
+        mp.setattr(jumps, "LOOSE_BULK_SHARE", 1.0)
+
+
 @pytest.mark.parametrize("q, sigma, delta", [(1e-3, 0.8, 1e-9), (3e-3, 0.7, 1e-10)])
 def test_two_steps_split_against_quadrature(monkeypatch, q, sigma, delta):
     # Two runs of the remove pair, forced through the split (every term composed: j = 0, 1
     # and 2 tail copies), bracket eps(delta); the exact delta at the bracket's ends, by
     # quadrature (tests/closed_forms.py, accurate to about 1e-6 relatively), lies on either
     # side of delta.
-    monkeypatch.setattr(jumps, "MIN_CELLS", 0)
-    monkeypatch.setattr(jumps, "MAX_BULK_SHARE", 1.0)
-    monkeypatch.setattr(jumps, "LOOSE_BULK_SHARE", 1.0)
+    _force_split(monkeypatch)
     made = _split_used(monkeypatch)
     law = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=1).loss_parts()[0].forward
     acc = FFTAccountant([(law, law, 2)])
@@ -133,8 +141,10 @@ def test_bounds_within_tol_are_not_aimed_again(monkeypatch, q, sigma, k, delta):
     # approximation's eps (2.5 and 1.36 times the answer): the first bracket is already
     # within tol, and every profile is certified whatever its tilt, so it is the answer, with
     # no second composition aimed at it. Both sides of it hold the truth: the one-lattice
-    # bracket overlaps it.
+    # bracket overlaps it. (The first case's six copies span few cells, where the accountant
+    # now composes them on one lattice: the split is asked for here.)
     from autoacct.pld.query import PldQuery
+    monkeypatch.setattr(jumps, "PAYING_SHARE", 1.0)
     aims = []
     real = PldQuery.aimed_at
     monkeypatch.setattr(PldQuery, "aimed_at", lambda self, t: (aims.append(t), real(self, t))[1])
@@ -149,6 +159,48 @@ def test_bounds_within_tol_are_not_aimed_again(monkeypatch, q, sigma, k, delta):
         warnings.simplefilter("ignore", AccuracyWarning)
         one = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
     assert lower <= one[1] and one[0] <= upper
+
+
+@pytest.mark.parametrize("q, sigma, k, delta", [
+    (0.0023812492084149, 0.56115128635992, 157, 4.2254916143174e-06),
+    (4.621479579890544e-05, 1.565269062199635, 6, 2.380256343759769e-11),
+    (0.00011048008085469139, 1.5224112469906594, 51, 5.036360545390013e-07),
+])
+def test_few_copies_of_a_short_range_stay_on_one_lattice(monkeypatch, q, sigma, k, delta):
+    # Cases of benchmarks/sweep.py whose law has a tail side at TAIL_RATE with a bulk share
+    # of 12%, 2.3% and 5%, and whose k copies span at most 1.3e6 cells of the fine lattice:
+    # composed on one lattice (no split asked), within tol, and that bracket and the split's
+    # (asked for) overlap.
+    made = _split_used(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lower, upper = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
+    assert not made
+    assert upper - lower <= 1e-3 * upper
+    monkeypatch.setattr(jumps, "PAYING_SHARE", 1.0)
+    lawcache.clear_caches()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        split = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
+    assert any(p is not None for p in made)
+    assert lower <= split[1] and split[0] <= upper
+
+
+def test_pays_takes_one_lattice_only_for_a_strict_side_of_few_cells():
+    # At TAIL_RATE a bulk share above PAYING_SHARE over few cells stays on one lattice; at
+    # PAYING_SHARE or below, over more cells, or at the loose or heavy rate, the split is
+    # judged as before (the bulk's share against MAX_BULK_SHARE, or LOOSE_BULK_SHARE on a
+    # wide range).
+    def side(share, rate=jumps.TAIL_RATE):
+        return jumps.TailSide(1, 0.5, share, rate)
+    few = jumps.FEW_CELLS / 100
+    assert not jumps.pays(side(0.03), 10.0, 1.0, 100, few)
+    assert jumps.pays(side(0.03), 10.0, 1.0, 101, few)
+    assert jumps.pays(side(jumps.PAYING_SHARE), 1.0, 1.0, 100, few)
+    assert jumps.pays(side(0.03, jumps.LOOSE_TAIL_RATE), 1.0, 1.0, 100, few)
+    assert jumps.pays(side(0.03, jumps.HEAVY_TAIL_RATE), 1.0, 1.0, 100, few)
+    assert not jumps.pays(side(0.1), 1.0, 1.0, 10**6, few)
+    assert jumps.pays(side(0.1), 10.0, 1.0, 10**6, few)
 
 
 def test_dp_accounting_pessimistic_is_not_below_our_lower():
@@ -238,9 +290,7 @@ def monkeypatch_module():
     """The split forced for every law of this module's property test (hypothesis runs every
     example in one test call, so a function-scoped monkeypatch would not do)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(jumps, "MIN_CELLS", 0)
-        mp.setattr(jumps, "MAX_BULK_SHARE", 1.0)
-        mp.setattr(jumps, "LOOSE_BULK_SHARE", 1.0)
+        _force_split(mp)
         yield mp
 
 
@@ -262,8 +312,7 @@ def test_bulk_shift_bounds_the_bulks_masses(monkeypatch, q, sigma, k, delta):
     # law's P-mass is 1; this law has no Q-mass at -inf), against the bounds the shared terms
     # use: log m_P >= log_p and log(m_Q / m_P) <= c, up to the reference's own rounding
     # (1e-9 relative), and c within a millionth of it.
-    monkeypatch.setattr(jumps, "MIN_CELLS", 0)
-    monkeypatch.setattr(jumps, "MAX_BULK_SHARE", 1.0)
+    _force_split(monkeypatch, loose=False)
     calls = _split_args(monkeypatch)
     m = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k)
     with warnings.catch_warnings():
@@ -304,8 +353,7 @@ def test_shared_terms_against_the_terms_composed_one_by_one(monkeypatch, q, sigm
     # ones composed with coarse bulk copies): both hold the truth, so each lower profile lies
     # below the other's upper profile; and sharing costs little (k = 40 with J = 3 shares
     # far more than the accountant lets it, and costs the lower bound 0.4%).
-    monkeypatch.setattr(jumps, "MIN_CELLS", 0)
-    monkeypatch.setattr(jumps, "MAX_BULK_SHARE", 1.0)
+    _force_split(monkeypatch, loose=False)
     monkeypatch.setattr(jumps, "TAIL_RATE", rate)
     split = jumps.split_profiles
     calls = _split_args(monkeypatch)
@@ -326,7 +374,8 @@ def test_shared_terms_against_the_terms_composed_one_by_one(monkeypatch, q, sigm
 
 #: The split's thresholds as the package sets them (the property test above forces the split
 #: for the rest of this module through a module-scoped fixture).
-_SPLIT_DEFAULTS = {name: getattr(jumps, name) for name in ("MIN_CELLS", "MAX_BULK_SHARE", "LOOSE_BULK_SHARE")}
+_SPLIT_DEFAULTS = {name: getattr(jumps, name) for name in ("MIN_CELLS", "MAX_BULK_SHARE", "LOOSE_BULK_SHARE",
+                                                          "PAYING_SHARE", "FEW_CELLS")}
 
 
 @settings(max_examples=300, derandomize=True, deadline=None)
@@ -355,8 +404,7 @@ def test_terms_grouped_by_tilt_against_the_terms_composed_one_by_one(request, mo
     for name, value in _SPLIT_DEFAULTS.items():
         monkeypatch.setattr(jumps, name, value)
     if forced:
-        monkeypatch.setattr(jumps, "MIN_CELLS", 0)
-        monkeypatch.setattr(jumps, "MAX_BULK_SHARE", 1.0)
+        _force_split(monkeypatch, loose=False)
         monkeypatch.setattr(jumps, "TAIL_RATE", 0.3)
         monkeypatch.setattr(jumps, "SHARED_PER_TOL", 1e9)
         monkeypatch.setattr(jumps, "shares", lambda *a: False)
