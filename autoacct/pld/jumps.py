@@ -254,7 +254,7 @@ def pays(side: TailSide, width: float, scale: float, count: int, cells: float) -
     the bulk much as one lattice would, adding a second lattice and the bulk's offsets; where
     k copies of the whole range span few cells, one lattice is cheap. On benchmarks/sweep.py,
     at bulk shares of 2.3% to 12% and k copies spanning 5e4 to 1.3e6 cells (k = 6, 51 and
-    157), one lattice took 18 to 23 ms where the split took 48 to 79 ms, within tol both. At
+    157), one lattice took 21 to 24 ms where the split took 43 to 52 ms, within tol both. At
     shares of 1.1% or less the split is what bounds the spike near log(1 - q) from below
     (q = 1e-5, sigma = 0.5, k = 3, delta = 1e-12: [1.1734, 1.1739] in 0.11 s, one lattice
     [0.91, 1.36] in 3.7 s), and over many more cells one lattice costs more (q = 1e-4,
