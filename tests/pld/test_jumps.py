@@ -166,11 +166,15 @@ def test_bounds_within_tol_are_not_aimed_again(monkeypatch, q, sigma, k, delta):
     (4.621479579890544e-05, 1.565269062199635, 6, 2.380256343759769e-11),
     (0.00011048008085469139, 1.5224112469906594, 51, 5.036360545390013e-07),
 ])
-def test_few_copies_of_a_short_range_stay_on_one_lattice(monkeypatch, q, sigma, k, delta):
+def test_few_copies_of_a_short_range_stay_on_one_lattice(request, monkeypatch, q, sigma, k, delta):
     # Cases of benchmarks/sweep.py whose law has a tail side at TAIL_RATE with a bulk share
     # of 12%, 2.3% and 5%, and whose k copies span at most 1.3e6 cells of the fine lattice:
     # composed on one lattice (no split asked), within tol, and that bracket and the split's
     # (asked for) overlap.
+    for name, value in _SPLIT_DEFAULTS.items():
+        monkeypatch.setattr(jumps, name, value)
+    lawcache.clear_caches()
+    request.addfinalizer(lawcache.clear_caches)
     made = _split_used(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("error", AccuracyWarning)
@@ -186,11 +190,13 @@ def test_few_copies_of_a_short_range_stay_on_one_lattice(monkeypatch, q, sigma, 
     assert lower <= split[1] and split[0] <= upper
 
 
-def test_pays_takes_one_lattice_only_for_a_strict_side_of_few_cells():
+def test_pays_takes_one_lattice_only_for_a_strict_side_of_few_cells(monkeypatch):
     # At TAIL_RATE a bulk share above PAYING_SHARE over few cells stays on one lattice; at
     # PAYING_SHARE or below, over more cells, or at the loose or heavy rate, the split is
     # judged as before (the bulk's share against MAX_BULK_SHARE, or LOOSE_BULK_SHARE on a
     # wide range).
+    for name, value in _SPLIT_DEFAULTS.items():
+        monkeypatch.setattr(jumps, name, value)
     def side(share, rate=jumps.TAIL_RATE):
         return jumps.TailSide(1, 0.5, share, rate)
     few = jumps.FEW_CELLS / 100
