@@ -78,8 +78,18 @@ def _table(rate: bytes) -> np.ndarray:
     """The table e^{-rate c}, c < _MGF_BLOCK (rows), for each rate (columns) of the float64
     vector ``rate`` as bytes, read-only. Made once per rate vector: a query asks the same
     lattice's exponents again and again, and the table's exponentials cost about two thirds
-    of a small law's block sums (120 of 190 microseconds at 2,000 points and 62 rates)."""
-    table = np.exp(-np.multiply.outer(np.arange(_MGF_BLOCK), np.frombuffer(rate)))
+    of a small law's block sums (120 of 190 microseconds at 2,000 points and 62 rates).
+
+    With c = _MGF_SPLIT a + b, each entry is e^{-rate _MGF_SPLIT a} e^{-rate b}: 2 _MGF_SPLIT
+    exponentials per rate instead of _MGF_BLOCK. Its error is that of one exponential of rate c,
+    rounded: both are dominated by the rounding of the argument, about x ulps relatively
+    for an argument x (measured against 200-bit mpmath over c < 256 and 40 rates: at
+    most 0.95 ulp per unit of x, one exponential 0.78); an entry that underflows is below
+    e^{-745}, as one exponential's would be."""
+    rates = np.frombuffer(rate)
+    low = np.exp(-np.multiply.outer(np.arange(_MGF_SPLIT), rates))
+    high = np.exp(-np.multiply.outer(np.arange(0, _MGF_BLOCK, _MGF_SPLIT), rates))
+    table = (high[:, None, :] * low[None, :, :]).reshape(_MGF_BLOCK, rates.size)
     table.flags.writeable = False
     return table
 
@@ -91,8 +101,10 @@ def _support(pld: DiscretePLD) -> tuple[int, int]:
     return pld.support
 
 
-#: Lattice points per block of :func:`log_mgfs`.
+#: Lattice points per block of :func:`log_mgfs`, and the factor of :func:`_table`'s split
+#: of a point's offset in the block (its square root).
 _MGF_BLOCK = 256
+_MGF_SPLIT = 16
 #: Bound on what underflow takes from one term of :func:`log_mgfs` (a few subnormal ulps).
 _UNDERFLOW = 1e-322
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mpmath
 import numpy as np
 import pytest
 from scipy.special import logsumexp
@@ -31,6 +32,24 @@ def test_log_mgfs_against_the_sum_term_by_term_and_again(n, h):
     assert np.array_equal(log_mgfs([a, b], theta), first)
     table = mgf._table((np.abs(theta[theta >= 0]) * h).tobytes())
     assert not table.flags.writeable and table.shape[0] == mgf._MGF_BLOCK
+
+
+def test_table_of_exponentials_against_mpmath():
+    # Each entry e^{-rate c} is a product of two exponentials: within the rounding of its
+    # argument x = rate c (about x ulps, as for one exponential) plus a few ulps, against
+    # 100-bit mpmath; entries below the normal range stay below it.
+    rates = np.concatenate(([0.0], np.logspace(-6.0, 0.5, 23)))
+    table = mgf._table(rates.tobytes())
+    u = np.finfo(float).eps
+    with mpmath.workprec(100):
+        for c in range(0, mgf._MGF_BLOCK, 5):
+            for r, rate in enumerate(rates):
+                x = mpmath.mpf(float(rate)) * c
+                exact = mpmath.exp(-x)
+                if exact < mpmath.mpf(2.0) ** -1000:
+                    assert table[c, r] < 2.0 ** -990
+                    continue
+                assert abs(float((table[c, r] - exact) / exact)) <= (float(x) + 4.0) * u
 
 
 def test_same_lattice_takes_rounding_not_another_spacing():
