@@ -198,6 +198,8 @@ class FFTAccountant(SplitDirections):
         out: list[tuple[DiscreteProfile | MixtureProfile, Profile]] = []
         for d in directions:
             split = self._split(d, h, log_eta, query, grid_tol)
+            if split is None and lower:
+                split = self._aligned(d, h, log_eta, query)
             out.extend([split] if split is not None else self.profiles(h, log_eta, query, [d], lower))
         return out
 

@@ -601,19 +601,8 @@ def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_
     the ``target`` eps, exceeds the term's share e^budget of delta (its own fine
     composition then)."""
     if j == 0:
-        comps = fine.recounted(count)
-        lam = tilt(comps, h_fine, -count * law.offset)
-        ratios = blocks.spread(blocks.max_ratio(count))
-        blocked = None if short else blocks.blocked(fine, count, log_eta, lam, ratios)
-        if blocked is not None:
-            ratio, parts = blocked
-            up, low = compose(parts, ratio * h_fine, log_eta, lam)
-            if up.log_c1 - lam * (target - count * law.offset) <= budget:
-                assert low is not None
-                return up, low
-        up, low = compose(comps, h_fine, log_eta, lam)
-        assert low is not None
-        return up, low
+        lam = tilt(fine.recounted(count), h_fine, -count * law.offset)
+        return bulk_term(fine, count, law.offset, log_eta, lam, target, budget, short)
     if j == count:
         comps = Components([law.tail_coarse.recounted(count)])
         lam = tilt(comps, h_coarse)
@@ -628,6 +617,47 @@ def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_
     up, low = compose(comps, h_coarse, log_eta, lam)
     assert low is not None
     return _with_below(up, comps), low
+
+
+def bulk_term(fine: Components, count: int, offset: float, log_eta: float, lam: float,
+              target: float, budget: float, short: bool) -> tuple[DiscreteProfile, DiscreteProfile]:
+    """Profiles of ``count`` copies of the one measure of ``fine`` (on its lattice, each copy
+    moved by -``offset``), tilted by lam: in blocks (:mod:`blocks`) where they cost less than
+    one composition, unless its lower PLD is ``short`` (the blocks would carry its first-order
+    loss through each re-discretisation) or the blocks' rounding, read at the ``target`` eps,
+    exceeds e^budget of delta (one composition then)."""
+    h = fine[0].upper.h
+    if not short:
+        blocked = blocks.blocked(fine, count, log_eta, lam, blocks.spread(blocks.max_ratio(count)))
+        if blocked is not None:
+            ratio, parts = blocked
+            up, low = compose(parts, ratio * h, log_eta, lam)
+            if up.log_c1 - lam * (target - count * offset) <= budget:
+                assert low is not None
+                return up, low
+    up, low = compose(fine.recounted(count), h, log_eta, lam)
+    assert low is not None
+    return up, low
+
+
+def moved_profiles(comp: Component, count: int, offset: float, log_eta: float, target: float,
+                   log_budget: float, tol: float) -> tuple[MixtureProfile, MixtureProfile]:
+    """(upper, lower) profiles of ``count`` copies of a law from its component ``comp`` on the
+    lattice moved by ``offset`` (the measure of L - offset discretised on hZ, see
+    :func:`aligned_bulk`): a split law's term j = 0 with no tail, composed as
+    :func:`bulk_term` composes it and read at eps - count offset, its weight and shift
+    rounded to each profile's side. The whole law's mass at +inf is in its PLDs, so nothing
+    is left out."""
+    fine = Components([comp])
+    lam = choose_tilt(fine.recounted(count), target - count * offset, comp.upper.h, log_eta, log_budget)
+    short = tol <= 0.0 or comp.lower_short(tol, target)
+    up, low = bulk_term(fine, count, offset, log_eta, lam, target, log_budget, short)
+    # The discretised mass may exceed 1 by rounding: its count-th power bounds the composition's.
+    caps = (max(comp.upper.total * (1.0 + SUM_ULPS), 1.0) ** count * (1.0 + SUM_ULPS),)
+    return (MixtureProfile((1.0 + SUM_ULPS,), (up,), 0.0, True, caps, target,
+                           (term_shift(0.0, count, offset, True),)),
+            MixtureProfile((1.0 - SUM_ULPS,), (low,), 0.0, False, caps, target,
+                           (term_shift(0.0, count, offset, False),)))
 
 
 def _with_below(up: DiscreteProfile, comps: Components) -> DiscreteProfile:

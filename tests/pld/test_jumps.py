@@ -17,12 +17,14 @@ from scipy import stats
 
 import autoacct
 from autoacct.errors import AccuracyWarning
+from autoacct.losses import GaussianLoss
 from autoacct.losses.shifted import ShiftedLoss
 from autoacct.pld import blocks, jumps, lawcache, levels, mixture, splitting
 from autoacct.pld.accountant import FFTAccountant
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import discretize
 from autoacct.pld.grid import index_range
+from autoacct.subsampling.poisson import PoissonRemoveLoss
 
 
 @pytest.mark.parametrize("k, t", [(10, 0.01), (1000, 2.5e-4), (10_000, 2e-5), (50, 0.02), (7, 0.1)])
@@ -752,3 +754,58 @@ def test_a_spike_law_against_a_lattice_reference(monkeypatch):
     assert chernoffs
     for up in chernoffs:
         assert np.all(up.delta(eps) >= values * (1 - 1e-4))
+
+
+@pytest.mark.parametrize("q, sigma, k, delta, compare", [(3e-3, 0.15, 100, 1e-5, True),
+                                                         (1e-2, 0.15, 1000, 1e-5, False)])
+def test_a_failed_lattice_is_moved_onto_the_spike(monkeypatch, q, sigma, k, delta, compare):
+    # The unsampled losses are a spike narrower than a cell at log(1 - q) and the law is not
+    # split. At q = 3e-3 one lattice's first pass bounds eps from below by less than half its
+    # upper bound and, refined, stopped at [90.651, 90.793], wider than tol; at q = 1e-2 by
+    # 0.72 of it, and refined 600 times finer it stopped at the time budget at [463.7, 475.6].
+    # On the lattice moved onto the spike (splitting._aligned) the first lattice answers
+    # within tol. Both are certified, each from its own lattices: the brackets overlap, and
+    # the moved one's lower end lies above the other's.
+    for name, value in _SPLIT_DEFAULTS.items():
+        monkeypatch.setattr(jumps, name, value)
+    lawcache.clear_caches()
+    moved = []
+    real = jumps.moved_profiles
+
+    def spy(comp, count, offset, *args):
+        moved.append((offset, comp.upper.h, count))
+        return real(comp, count, offset, *args)
+    monkeypatch.setattr(jumps, "moved_profiles", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lower, upper = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
+    assert moved and all(0.0 < d < h and count == k for d, h, count in moved)
+    assert upper - lower <= 1e-3 * upper
+    if not compare:
+        return
+    monkeypatch.setattr(splitting.SplitDirections, "_aligned", lambda *args: None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        one_lower, one_upper = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
+    assert one_lower <= upper and lower <= one_upper
+    assert one_lower < lower
+    assert len(moved) == 1
+
+
+def test_moved_profiles_bracket_the_laws_on_one_lattice(monkeypatch):
+    # k copies of one law (the case above) from its component on hZ and from its components
+    # on hZ + d for offsets d (splitting._aligned takes one): every pair is certified, so each
+    # lower profile lies below every upper profile, on eps around the answer.
+    q, sigma, k, delta = 3e-3, 0.15, 100, 1e-5
+    law = PoissonRemoveLoss(GaussianLoss(1.0 / sigma), q)
+    h, eta, target = 2.0 ** -8, 1e-16, 90.77
+    pairs = []
+    for d in (0.0, 0.3 * h, 0.77 * h):
+        part = law if d == 0.0 else ShiftedLoss(law, d)
+        comp = Component(*discretize(part, h, *index_range(part, h, eta)), k)
+        pairs.append(jumps.moved_profiles(comp, k, d, math.log(1e-14), target, math.log(1e-8), 1e-3))
+    eps = np.linspace(80.0, 100.0, 81)
+    for up, _ in pairs:
+        for _, low in pairs:
+            assert np.all(low.delta(eps) <= up.delta(eps))
+    assert all(float(low.epsilon(delta)) <= float(up.epsilon(delta)) for up, low in pairs)
