@@ -157,9 +157,12 @@ class SplitDirections:
         key = ("aligned", h, log_eta, d, *query.tilt_key)
         if key not in self._memo:
             pair = None
-            # Kept once taken: the moved lattice's own bounds then no longer show the failure.
-            if self._memo.get(("aligned-taken", d)) or self._one_lattice_failed(d, query.delta, _MOVE_FAILED):
-                (loss, k), = self._directions[d]
+            (loss, k), = self._directions[d]
+            # A law with atoms keeps them on its own lattice and is never moved. Once taken, the
+            # move is kept: the moved lattice's own bounds no longer show the failure.
+            movable = not (loss.has_atoms or loss.lattice is not None)
+            if movable and (self._memo.get(("aligned-taken", d))
+                            or self._one_lattice_failed(d, query.delta, _MOVE_FAILED)):
                 eta = self._eta(log_eta)
 
                 def make(part: PrivacyLoss) -> Component:

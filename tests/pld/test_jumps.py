@@ -18,12 +18,14 @@ from scipy import stats
 import autoacct
 from autoacct.errors import AccuracyWarning
 from autoacct.losses import GaussianLoss
+from autoacct.losses.base import RandomizedResponseLoss
 from autoacct.losses.shifted import ShiftedLoss
 from autoacct.pld import blocks, jumps, lawcache, levels, mixture, splitting
 from autoacct.pld.accountant import FFTAccountant
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import discretize
 from autoacct.pld.grid import index_range
+from autoacct.pld.query import PldQuery
 from autoacct.subsampling.poisson import PoissonRemoveLoss
 
 
@@ -809,3 +811,16 @@ def test_moved_profiles_bracket_the_laws_on_one_lattice(monkeypatch):
         for _, low in pairs:
             assert np.all(low.delta(eps) <= up.delta(eps))
     assert all(float(low.epsilon(delta)) <= float(up.epsilon(delta)) for up, low in pairs)
+
+
+def test_a_law_with_atoms_is_never_moved(monkeypatch):
+    # Its atoms sit on its own lattice (a ShiftedLoss refuses it): even where one lattice has
+    # failed, the direction keeps its lattice, and the query answers from it.
+    monkeypatch.setattr(splitting.SplitDirections, "_one_lattice_failed", lambda *args: True)
+    law = PoissonRemoveLoss(RandomizedResponseLoss(1.0), 0.01)
+    assert law.has_atoms
+    acc = FFTAccountant([(law, law, 50)])
+    query = PldQuery(2.0, 1e-6, 1e-3)
+    assert acc._aligned(0, 1e-3, math.log(1e-14), query) is None
+    lower, upper = acc.epsilon(1e-6, acc.eps_scale(1e-6))
+    assert 0.0 < lower <= upper
