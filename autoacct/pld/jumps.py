@@ -641,16 +641,16 @@ def bulk_term(fine: Components, count: int, offset: float, log_eta: float, lam: 
 
 
 def moved_profiles(comp: Component, count: int, offset: float, log_eta: float, target: float,
-                   log_budget: float, tol: float) -> tuple[MixtureProfile, MixtureProfile]:
+                   log_budget: float, tol: float, in_blocks: bool = True) -> tuple[MixtureProfile, MixtureProfile]:
     """(upper, lower) profiles of ``count`` copies of a law from its component ``comp`` on the
     lattice moved by ``offset`` (the measure of L - offset discretised on hZ, see
     :func:`aligned_bulk`): a split law's term j = 0 with no tail, composed as
-    :func:`bulk_term` composes it and read at eps - count offset, its weight and shift
-    rounded to each profile's side. The whole law's mass at +inf is in its PLDs, so nothing
-    is left out."""
+    :func:`bulk_term` composes it (without ``in_blocks``, in one fine composition) and read
+    at eps - count offset, its weight and shift rounded to each profile's side. The whole
+    law's mass at +inf is in its PLDs, so nothing is left out."""
     fine = Components([comp])
     lam = choose_tilt(fine.recounted(count), target - count * offset, comp.upper.h, log_eta, log_budget)
-    short = tol <= 0.0 or comp.lower_short(tol, target)
+    short = not in_blocks or tol <= 0.0 or comp.lower_short(tol, target)
     up, low = bulk_term(fine, count, offset, log_eta, lam, target, log_budget, short)
     # The discretised mass may exceed 1 by rounding: its count-th power bounds the composition's.
     caps = (max(comp.upper.total * (1.0 + SUM_ULPS), 1.0) ** count * (1.0 + SUM_ULPS),)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from autoacct.errors import BudgetExceeded
 from autoacct.losses import PrivacyLoss
 from autoacct.pld import blocks, jumps
 from autoacct.pld.components import Component
@@ -28,7 +29,7 @@ from autoacct.pld.lawcache import TAILS, law_key, log_mgf, round_up_quarter
 from autoacct.pld.made import Made
 from autoacct.pld.mixture import SUM_ULPS, MixtureProfile
 from autoacct.pld.profiles import ChernoffProfile, DiscreteProfile
-from autoacct.pld.query import PldQuery
+from autoacct.pld.query import PldQuery, within
 
 
 class _Host(Protocol):
@@ -49,6 +50,9 @@ class _Host(Protocol):
     def _heavy_side(self, d: int, log_eta: float, delta: float) -> jumps.TailSide | None: ...
 
     def _one_lattice_failed(self, d: int, delta: float, factor: float) -> bool: ...
+
+    def _moved_at_once(self, d: int, comp: Component, offset: float, log_eta: float, query: PldQuery,
+                       budget: float) -> tuple[MixtureProfile, MixtureProfile] | None: ...
 
     def _split_law(self, d: int, h: float, log_eta: float, scale: float, tol: float,
                    omitted: float, normal_scale: float, delta: float) -> jumps.SplitLaw | None: ...
@@ -177,8 +181,33 @@ class SplitDirections:
                     pair = jumps.moved_profiles(comp, k, offset, log_eta, query.target, budget, query.tol)
                     self._made.add(d, pair)
                     self._memo[("aligned-taken", d)] = True
+                    if not within(float(pair[1].epsilon(query.delta)), float(pair[0].epsilon(query.delta)),
+                                  query.tol):
+                        pair = self._moved_at_once(d, comp, offset, log_eta, query, budget) or pair
             self._memo[key] = pair
         return self._memo[key]
+
+    def _moved_at_once(self: _Host, d: int, comp: Component, offset: float, log_eta: float, query: PldQuery,
+                       budget: float) -> tuple[MixtureProfile, MixtureProfile] | None:
+        """:meth:`_aligned`'s profiles from one fine composition of the moved law's copies, added
+        to the profiles made; None where the time or memory budget will not have it (the
+        refinement then goes on from the blocks' profiles).
+
+        Blocks re-discretise each block's composition on a coarser lattice, where the composed
+        spike (at a multiple of its lattice point) falls between points again: at q = 1e-4,
+        sigma = 0.15, k = 1e6, delta = 1e-5 the blocks bounded eps within 1.3% and refining
+        them took 4.6 s to [1885.30, 1887.09]; one fine composition answers [1886.971,
+        1886.972] in 0.8 s. Asked only where the blocks miss tol: one composition over a
+        wide law's million copies can exceed the budget (q = 3e-4, sigma = 0.2, k = 3e6,
+        where the blocks meet tol in 0.64 s)."""
+        assert query.target is not None and query.tol is not None
+        (_, k), = self._directions[d]
+        try:
+            pair = jumps.moved_profiles(comp, k, offset, log_eta, query.target, budget, query.tol, in_blocks=False)
+        except BudgetExceeded:
+            return None
+        self._made.add(d, pair)
+        return pair
 
     def _split_law(self: _Host, d: int, h: float, log_eta: float, scale: float, tol: float,
                    omitted: float, normal_scale: float, delta: float) -> jumps.SplitLaw | None:
