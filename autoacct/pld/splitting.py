@@ -196,10 +196,10 @@ class SplitDirections:
         Blocks re-discretise each block's composition on a coarser lattice, where the composed
         spike (at a multiple of its lattice point) falls between points again: at q = 1e-4,
         sigma = 0.15, k = 1e6, delta = 1e-5 the blocks bounded eps within 1.3% and refining
-        them took 4.6 s to [1885.30, 1887.09]; one fine composition answers [1886.971,
-        1886.972] in 0.8 s. Asked only where the blocks miss tol: one composition over a
-        wide law's million copies can exceed the budget (q = 3e-4, sigma = 0.2, k = 3e6,
-        where the blocks meet tol in 0.64 s)."""
+        them took 4.6 s to [1885.30, 1887.09]; with one fine composition after the blocks the
+        query answers [1886.971, 1886.972] in 1.2 s. Asked only where the blocks miss tol: one
+        composition over a wide law's million copies can exceed the budget (q = 3e-4,
+        sigma = 0.2, k = 3e6, where the blocks meet tol in 0.6 s)."""
         assert query.target is not None and query.tol is not None
         (_, k), = self._directions[d]
         try:
