@@ -660,6 +660,26 @@ def moved_profiles(comp: Component, count: int, offset: float, log_eta: float, t
                            (term_shift(0.0, count, offset, False),)))
 
 
+def moved_composition(parts: Sequence[tuple[Component, float]], log_eta: float, target: float,
+                      log_budget: float) -> tuple[MixtureProfile, MixtureProfile]:
+    """(upper, lower) profiles of the composition of several laws, each from its component (with
+    its count) on the lattice moved by its own offset d_i (:func:`aligned_bulk`): the measures
+    of L_i - d_i composed on hZ at once, read at eps - sum_i k_i d_i. The offsets are >= 0, so
+    the sum, taken exactly rounded, is off by at most one rounding of each product and of
+    itself, within the margin :func:`term_shift` gives it."""
+    comps = Components([c for c, _ in parts])
+    h = parts[0][0].upper.h
+    moved = math.fsum(c.count * d for c, d in parts)
+    lam = choose_tilt(comps, target - moved, h, log_eta, log_budget)
+    up, low = compose(comps, h, log_eta, lam)
+    assert low is not None
+    # Each discretised mass may exceed 1 by rounding; the product of the powers rounds once a factor.
+    caps = (math.prod(max(c.upper.total * (1.0 + SUM_ULPS), 1.0) ** c.count for c, _ in parts)
+            * (1.0 + SUM_ULPS) ** (len(parts) + 1),)
+    return (MixtureProfile((1.0 + SUM_ULPS,), (up,), 0.0, True, caps, target, (term_shift(0.0, 1, moved, True),)),
+            MixtureProfile((1.0 - SUM_ULPS,), (low,), 0.0, False, caps, target, (term_shift(0.0, 1, moved, False),)))
+
+
 def _with_below(up: DiscreteProfile, comps: Components) -> DiscreteProfile:
     """The upper profile of a term with a bound on its composed mass below the window (a
     Chernoff bound on the components' exact discrete moment generating functions, untilted):

@@ -156,28 +156,38 @@ class SplitDirections:
         q = 1e-3, sigma = 0.217, k = 1e4, delta = 1e-5 one lattice answered [0, 137.25] and,
         refined 64 times, [136.94, 137.22] after 4.9 s (wider than tol); with the spike's loss
         on the lattice, the first lattice's."""
-        if query.delta is None or query.target is None or query.tol is None or len(self._directions[d]) != 1:
+        if query.delta is None or query.target is None or query.tol is None:
             return None
         key = ("aligned", h, log_eta, d, *query.tilt_key)
         if key not in self._memo:
             pair = None
-            (loss, k), = self._directions[d]
+            parts = self._directions[d]
             # A law with atoms keeps them on its own lattice and is never moved. Once taken, the
             # move is kept: the moved lattice's own bounds no longer show the failure.
-            movable = not (loss.has_atoms or loss.lattice is not None)
+            movable = not any(loss.has_atoms or loss.lattice is not None for loss, _ in parts)
             if movable and (self._memo.get(("aligned-taken", d))
                             or self._one_lattice_failed(d, query.delta, _MOVE_FAILED)):
                 eta = self._eta(log_eta)
+                # (each law's offset may move eps by its share of the allowance)
+                allowance = _ALIGN * query.tol * query.target / len(parts)
 
-                def make(part: PrivacyLoss) -> Component:
-                    j_lo, j_hi = index_range(part, h, eta)
-                    afford_cells(j_hi - j_lo, True, loss.cell_cost)
-                    return Component(*discretize(part, h, j_lo, j_hi), k)
-                comp, offset = jumps.aligned_bulk(loss, h, k, query.target, _ALIGN * query.tol * query.target,
-                                                  eta, make)
-                if offset != 0.0:
-                    budget = query.log_rounding_budget
-                    assert budget is not None  # a query with a delta has one
+                def aligned(loss: PrivacyLoss, k: int) -> tuple[Component, float]:
+                    def make(part: PrivacyLoss) -> Component:
+                        j_lo, j_hi = index_range(part, h, eta)
+                        afford_cells(j_hi - j_lo, True, loss.cell_cost)
+                        return Component(*discretize(part, h, j_lo, j_hi), k)
+                    assert query.target is not None
+                    return jumps.aligned_bulk(loss, h, k, query.target, allowance, eta, make)
+                moved = [aligned(loss, k) for loss, k in parts]
+                budget = query.log_rounding_budget
+                assert budget is not None  # a query with a delta has one
+                if len(parts) > 1 and any(offset != 0.0 for _, offset in moved):
+                    # Several laws, each on its own moved lattice, compose at once.
+                    pair = jumps.moved_composition(moved, log_eta, query.target, budget)
+                    self._made.add(d, pair)
+                    self._memo[("aligned-taken", d)] = True
+                (comp, offset), k = moved[0], parts[0][1]
+                if len(parts) == 1 and offset != 0.0:
                     pair = jumps.moved_profiles(comp, k, offset, log_eta, query.target, budget, query.tol)
                     self._made.add(d, pair)
                     self._memo[("aligned-taken", d)] = True

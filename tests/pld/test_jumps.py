@@ -27,6 +27,7 @@ from autoacct.pld.discretize import discretize
 from autoacct.pld.grid import index_range
 from autoacct.pld.query import PldQuery
 from autoacct.subsampling.poisson import PoissonRemoveLoss
+from autoacct.zoo import Composition, Gaussian, PoissonSubsample
 
 
 @pytest.mark.parametrize("k, t", [(10, 0.01), (1000, 2.5e-4), (10_000, 2e-5), (50, 0.02), (7, 0.1)])
@@ -857,3 +858,61 @@ def test_moved_blocks_that_miss_tol_give_way_to_one_fine_composition(monkeypatch
     eps = np.linspace(0.98, 1.02, 81) * upper
     assert np.all(b_low.delta(eps) <= f_up.delta(eps))
     assert np.all(f_low.delta(eps) <= b_up.delta(eps))
+
+
+def test_several_laws_are_moved_each_onto_its_spike(monkeypatch):
+    # 500 steps at sigma 0.15 and 500 at sigma 0.17, q = 1e-2, delta = 1e-5: both laws keep
+    # their unsampled mass in a spike at log(1 - q); one lattice stopped at the time budget
+    # at [407.13, 416.74] after 3.8 s. Each law on its own moved lattice, composed at once,
+    # answers within tol; the bracket overlaps one lattice's (cut here by a 1 s budget).
+    lawcache.clear_caches()
+    made = []
+    real = jumps.moved_composition
+
+    def spy(parts, *args):
+        made.append([(c.count, d, c.upper.h) for c, d in parts])
+        return real(parts, *args)
+    monkeypatch.setattr(jumps, "moved_composition", spy)
+    steps = [(0.15, 500), (0.17, 500)]
+
+    def mechanism():
+        return Composition()([PoissonSubsample(1e-2)(Gaussian(s)) for s, _ in steps], [k for _, k in steps])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lower, upper = mechanism().epsilon_bounds(1e-5)
+    assert upper - lower <= 1e-3 * upper
+    assert made and all(len(m) == 2 and all(0.0 <= d < h for _, d, h in m) for m in made)
+    monkeypatch.setattr(splitting.SplitDirections, "_aligned", lambda *args: None)
+    with warnings.catch_warnings(), autoacct.limits(seconds=1.0):
+        warnings.simplefilter("ignore", AccuracyWarning)
+        one_lower, one_upper = mechanism().epsilon_bounds(1e-5)
+    assert one_lower <= upper and lower <= one_upper
+
+
+def test_moved_compositions_of_two_laws_bracket_each_other():
+    # Two laws each on the lattice moved by its own offset, composed at once and read at eps
+    # less the sum of the copies' offsets: every choice of offsets gives certified profiles.
+    # The offsets aligned_bulk picks (each spike on the lattice) give a lower profile short
+    # only at second order; other offsets' upper profiles are second order too, so each of
+    # them lies above the aligned lower one, and each lower one below the aligned upper one
+    # (a shift with the wrong sign on either side fails).
+    laws = [(PoissonRemoveLoss(GaussianLoss(1.0 / sigma), 1e-2), 200) for sigma in (0.15, 0.17)]
+    h, eta, target = 2.0 ** -7, 1e-16, 160.0
+
+    def make(k):
+        return lambda part: Component(*discretize(part, h, *index_range(part, h, eta)), k)
+    aligned = [jumps.aligned_bulk(law, h, k, target, 1e-4 * target, eta, make(k)) for law, k in laws]
+    assert all(d > 0.0 for _, d in aligned)
+    pairs = []
+    for shares in ((0.0, 0.0), (0.3, 0.8), (0.9, 0.1)):
+        parts = []
+        for (law, k), share in zip(laws, shares):
+            part = law if share == 0.0 else ShiftedLoss(law, share * h)
+            parts.append((make(k)(part), share * h))
+        pairs.append(jumps.moved_composition(parts, math.log(1e-14), target, math.log(1e-8)))
+    best_up, best_low = jumps.moved_composition(aligned, math.log(1e-14), target, math.log(1e-8))
+    eps = np.linspace(140.0, 180.0, 81)
+    assert np.all(best_low.delta(eps) <= best_up.delta(eps))
+    for up, low in pairs:
+        assert np.all(best_low.delta(eps) <= up.delta(eps))
+        assert np.all(low.delta(eps) <= best_up.delta(eps))
