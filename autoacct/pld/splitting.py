@@ -144,11 +144,12 @@ class SplitDirections:
 
     def _aligned(self: _Host, d: int, h: float, log_eta: float, query: PldQuery
                  ) -> tuple[MixtureProfile, MixtureProfile] | None:
-        """Direction d's profiles for an eps(delta) query from its one law discretised on the
-        lattice hZ moved by the offset :func:`jumps.aligned_bulk` chooses, composed as a split
-        law's term of no tail copies (:func:`jumps.moved_profiles`), once one lattice has failed
-        it (:meth:`_one_lattice_failed` by the factor _MOVE_FAILED); None before that, for
-        several laws, and where the offset 0 does best (that is one lattice).
+        """Direction d's profiles for an eps(delta) query from its laws, each discretised on the
+        lattice hZ moved by the offset :func:`jumps.aligned_bulk` chooses for it, once one
+        lattice has failed it (:meth:`_one_lattice_failed` by the factor _MOVE_FAILED): one law
+        composed as a split law's term of no tail copies (:func:`jumps.moved_profiles`), several
+        at once (:func:`jumps.moved_composition`). None before that, for a law with atoms, and
+        where the offset 0 does best for every law (that is one lattice).
 
         A law whose mass sits in a spike narrower than a cell at its support's start
         log(1 - q), sampled too often to be split (its terms would be too many), has a lower PLD
