@@ -171,15 +171,9 @@ class SplitDirections:
                 eta = self._eta(log_eta)
                 # (each law's offset may move eps by its share of the allowance)
                 allowance = _ALIGN * query.tol * query.target / len(parts)
-
-                def aligned(loss: PrivacyLoss, k: int) -> tuple[Component, float]:
-                    def make(part: PrivacyLoss) -> Component:
-                        j_lo, j_hi = index_range(part, h, eta)
-                        afford_cells(j_hi - j_lo, True, loss.cell_cost)
-                        return Component(*discretize(part, h, j_lo, j_hi), k)
-                    assert query.target is not None
-                    return jumps.aligned_bulk(loss, h, k, query.target, allowance, eta, make)
-                moved = [aligned(loss, k) for loss, k in parts]
+                moved = [jumps.aligned_bulk(loss, h, k, query.target, allowance, eta,
+                                            partial(_component_on, h=h, eta=eta, count=k, cost=loss.cell_cost))
+                         for loss, k in parts]
                 budget = query.log_rounding_budget
                 assert budget is not None  # a query with a delta has one
                 if len(parts) > 1 and any(offset != 0.0 for _, offset in moved):
@@ -260,10 +254,7 @@ class SplitDirections:
             # then hold only bulk or only tail.
             rounding = math.ceil if side[0] > 0 else math.floor
             bulk, tail = jumps.parts_at(loss, side[0], rounding(side[1] / coarse) * coarse)
-            def fine(part: PrivacyLoss) -> Component:
-                j_lo, j_hi = index_range(part, h, eta)
-                afford_cells(j_hi - j_lo, True, loss.cell_cost)
-                return Component(*discretize(part, h, j_lo, j_hi), k)
+            fine = partial(_component_on, h=h, eta=eta, count=k, cost=loss.cell_cost)
             # The fine lattice's offset: its lower PLD's mean and variance gaps may move eps of
             # the k copies by a share _ALIGN of tol (see jumps.aligned_bulk).
             bulk_fine, offset = jumps.aligned_bulk(bulk, h, k, scale, _ALIGN * tol * scale, eta, fine)
@@ -308,6 +299,14 @@ class SplitDirections:
                     return jumps.quantiles(loss, mass, a, b)[1]
                 out = max(out, TAILS.get(("jump", law_key(loss), mass, eta), high))
         return out
+
+
+def _component_on(part: PrivacyLoss, h: float, eta: float, count: int, cost: float) -> Component:
+    """``count`` copies of ``part`` discretised (upper and lower PLDs) on hZ up to P-mass eta in
+    each tail, its cells asked of the budget at ``cost`` (the whole law's) each."""
+    j_lo, j_hi = index_range(part, h, eta)
+    afford_cells(j_hi - j_lo, True, cost)
+    return Component(*discretize(part, h, j_lo, j_hi), count)
 
 
 def split_chernoff(law: jumps.SplitLaw, count: int) -> tuple[ChernoffProfile, ChernoffProfile]:
