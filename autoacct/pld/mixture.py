@@ -37,7 +37,7 @@ class MixtureProfile(SolvedEpsilon):
     #: profile's side: down for an upper profile, up for a lower one (a profile read further
     #: right is lower). A term whose bulk copies are discretised on a moved lattice
     #: (:attr:`jumps.SplitLaw.offset`) is the profile of the term moved by its copies' offsets;
-    #: a lower term may also carry Jensen's shift (:func:`jumps._shared_terms`).
+    #: a lower term may also carry Jensen's shift (:func:`terms._shared_terms`).
     shifts: tuple[float, ...] = ()
     #: eps(delta) already solved, by delta.
     _solved: dict[float, float] = field(default_factory=dict, init=False, repr=False, compare=False)

@@ -18,7 +18,7 @@ import numpy as np
 
 from autoacct.errors import BudgetExceeded
 from autoacct.losses import PrivacyLoss
-from autoacct.pld import blocks, jumps
+from autoacct.pld import blocks, jumps, terms
 from autoacct.pld.components import Component
 from autoacct.pld.compose import max_window
 from autoacct.pld.costs import afford_cells, lower_of
@@ -82,7 +82,7 @@ class SplitDirections:
                 (_, k), = self._directions[d]
                 budget = query.log_rounding_budget
                 assert budget is not None  # a query with a delta has one
-                profs = jumps.split_profiles(law, k, log_eta, query.target, budget,
+                profs = terms.split_profiles(law, k, log_eta, query.target, budget,
                                              jumps.OMITTED_SHARE * query.tol * query.delta, query.tol)
                 if profs is not None:
                     self._made.add(d, profs)
@@ -147,8 +147,8 @@ class SplitDirections:
         """Direction d's profiles for an eps(delta) query from its laws, each discretised on the
         lattice hZ moved by the offset :func:`jumps.aligned_bulk` chooses for it, once one
         lattice has failed it (:meth:`_one_lattice_failed` by the factor _MOVE_FAILED): one law
-        composed as a split law's term of no tail copies (:func:`jumps.moved_profiles`), several
-        at once (:func:`jumps.moved_composition`). None before that, for a law with atoms, and
+        composed as a split law's term of no tail copies (:func:`terms.moved_profiles`), several
+        at once (:func:`terms.moved_composition`). None before that, for a law with atoms, and
         where the offset 0 does best for every law (that is one lattice).
 
         A law whose mass sits in a spike narrower than a cell at its support's start
@@ -178,12 +178,12 @@ class SplitDirections:
                 assert budget is not None  # a query with a delta has one
                 if len(parts) > 1 and any(offset != 0.0 for _, offset in moved):
                     # Several laws, each on its own moved lattice, compose at once.
-                    pair = jumps.moved_composition(moved, log_eta, query.target, budget)
+                    pair = terms.moved_composition(moved, log_eta, query.target, budget)
                     self._made.add(d, pair)
                     self._memo[("aligned-taken", d)] = True
                 (comp, offset), k = moved[0], parts[0][1]
                 if len(parts) == 1 and offset != 0.0:
-                    pair = jumps.moved_profiles(comp, k, offset, log_eta, query.target, budget, query.tol)
+                    pair = terms.moved_profiles(comp, k, offset, log_eta, query.target, budget, query.tol)
                     self._made.add(d, pair)
                     self._memo[("aligned-taken", d)] = True
                     if not within(float(pair[1].epsilon(query.delta)), float(pair[0].epsilon(query.delta)),
@@ -208,7 +208,7 @@ class SplitDirections:
         assert query.target is not None and query.tol is not None
         (_, k), = self._directions[d]
         try:
-            pair = jumps.moved_profiles(comp, k, offset, log_eta, query.target, budget, query.tol, in_blocks=False)
+            pair = terms.moved_profiles(comp, k, offset, log_eta, query.target, budget, query.tol, in_blocks=False)
         except BudgetExceeded:
             return None
         self._made.add(d, pair)

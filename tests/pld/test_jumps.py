@@ -20,7 +20,7 @@ from autoacct.errors import AccuracyWarning
 from autoacct.losses import GaussianLoss
 from autoacct.losses.base import RandomizedResponseLoss
 from autoacct.losses.shifted import ShiftedLoss
-from autoacct.pld import blocks, jumps, lawcache, levels, mixture, splitting
+from autoacct.pld import blocks, jumps, lawcache, levels, mixture, splitting, terms
 from autoacct.pld.accountant import FFTAccountant
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import discretize
@@ -55,13 +55,13 @@ def test_terms_needed_is_the_fewest_within_budget():
 def _split_used(monkeypatch) -> list:
     """Record what each split composition made (its profiles, or None)."""
     made: list = []
-    inner = jumps.split_profiles
+    inner = terms.split_profiles
 
     def spy(*args, **kwargs):
         out = inner(*args, **kwargs)
         made.append(out)
         return out
-    monkeypatch.setattr(jumps, "split_profiles", spy)
+    monkeypatch.setattr(terms, "split_profiles", spy)
     return made
 
 
@@ -308,12 +308,12 @@ def monkeypatch_module():
 def _split_args(monkeypatch) -> list:
     """Record the arguments of each split composition."""
     calls: list = []
-    inner = jumps.split_profiles
+    inner = terms.split_profiles
 
     def spy(*args, **kwargs):
         calls.append((args, kwargs))
         return inner(*args, **kwargs)
-    monkeypatch.setattr(jumps, "split_profiles", spy)
+    monkeypatch.setattr(terms, "split_profiles", spy)
     return calls
 
 
@@ -336,7 +336,7 @@ def test_bulk_shift_bounds_the_bulks_masses(monkeypatch, q, sigma, k, delta):
     tail = law.tail_coarse.upper
     tau = (tail.start + tail.support[0]) * tail.h
     m_p, m_q = loss.cell_masses(np.array([-np.inf, tau, np.inf]))
-    log_p, c = jumps._bulk_shift(law)
+    log_p, c = terms._bulk_shift(law)
     exact_p = math.log1p(-(m_p[1] + loss.p_inf))
     exact = math.log1p(-m_q[1]) - exact_p
     assert log_p <= exact_p + 1e-9 * abs(exact_p)
@@ -366,18 +366,18 @@ def test_shared_terms_against_the_terms_composed_one_by_one(monkeypatch, q, sigm
     # far more than the accountant lets it, and costs the lower bound 0.4%).
     _force_split(monkeypatch, loose=False)
     monkeypatch.setattr(jumps, "TAIL_RATE", rate)
-    split = jumps.split_profiles
+    split = terms.split_profiles
     calls = _split_args(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AccuracyWarning)
         autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
     args, _ = calls[0]
-    monkeypatch.setattr(jumps, "SHARED_PER_TOL", 0.0)
+    monkeypatch.setattr(terms, "SHARED_PER_TOL", 0.0)
     one_up, one_low = split(*args)
-    monkeypatch.setattr(jumps, "SHARED_PER_TOL", 1e9)
+    monkeypatch.setattr(terms, "SHARED_PER_TOL", 1e9)
     shared = []
-    monkeypatch.setattr(jumps, "_shared_terms",
-                        lambda *a, inner=jumps._shared_terms: shared.append(1) or inner(*a))
+    monkeypatch.setattr(terms, "_shared_terms",
+                        lambda *a, inner=terms._shared_terms: shared.append(1) or inner(*a))
     up, low = split(*args)
     assert shared and any(low.shifts)
     _bracket_each_other((up, low), (one_up, one_low), delta, cost)
@@ -398,8 +398,8 @@ def test_a_terms_shift_is_rounded_to_its_side_even_where_its_parts_cancel(jensen
     if copies and offset:
         jensen = copies * offset * (1.0 + jensen)
     exact = Fraction(jensen) - copies * Fraction(offset)
-    assert Fraction(jumps.term_shift(jensen, copies, offset, True)) <= exact
-    assert Fraction(jumps.term_shift(jensen, copies, offset, False)) >= exact
+    assert Fraction(terms.term_shift(jensen, copies, offset, True)) <= exact
+    assert Fraction(terms.term_shift(jensen, copies, offset, False)) >= exact
 
 
 @pytest.mark.parametrize("q, sigma, k, delta, forced, cost", [(1e-5, 0.3, 1_000_000, 1e-5, False, 1e-4),
@@ -417,30 +417,30 @@ def test_terms_grouped_by_tilt_against_the_terms_composed_one_by_one(request, mo
     if forced:
         _force_split(monkeypatch, loose=False)
         monkeypatch.setattr(jumps, "TAIL_RATE", 0.3)
-        monkeypatch.setattr(jumps, "SHARED_PER_TOL", 1e9)
-        monkeypatch.setattr(jumps, "shares", lambda *a: False)
+        monkeypatch.setattr(terms, "SHARED_PER_TOL", 1e9)
+        monkeypatch.setattr(terms, "shares", lambda *a: False)
     # Tail sides are cached by law: those found at other thresholds, here or by other tests,
     # are not kept.
     lawcache.clear_caches()
     request.addfinalizer(lawcache.clear_caches)
     calls = _split_args(monkeypatch)
     sizes: list[int] = []
-    monkeypatch.setattr(jumps, "_shared_terms",
-                        lambda *a, inner=jumps._shared_terms: sizes.append(len(a[3])) or inner(*a))
+    monkeypatch.setattr(terms, "_shared_terms",
+                        lambda *a, inner=terms._shared_terms: sizes.append(len(a[3])) or inner(*a))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AccuracyWarning)
         autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
     args, _ = calls[0]
     law, count, tol = args[0], args[1], args[6]
     sizes.clear()
-    up, low = jumps.split_profiles(*args)
-    terms = sum(sizes)
-    assert not jumps.shares(count, terms, tol, count * law.tail_mass) and jumps.groups_share(count, terms, tol)
+    up, low = terms.split_profiles(*args)
+    made = sum(sizes)
+    assert not terms.shares(count, made, tol, count * law.tail_mass) and terms.groups_share(count, made, tol)
     # Fewer compositions of the bulk than terms: some group holds several.
     assert max(sizes) > 1
-    monkeypatch.setattr(jumps, "SHARED_PER_TOL", 0.0)
+    monkeypatch.setattr(terms, "SHARED_PER_TOL", 0.0)
     sizes.clear()
-    one_up, one_low = jumps.split_profiles(*args)
+    one_up, one_low = terms.split_profiles(*args)
     assert not sizes
     _bracket_each_other((up, low), (one_up, one_low), delta, cost)
 
@@ -511,7 +511,7 @@ def test_a_moved_fine_lattice_keeps_the_bounds(monkeypatch, q, sigma, k, delta, 
         part = bulk if d == 0.0 else ShiftedLoss(bulk, d)
         fine = Component(*discretize(part, h, *index_range(part, h, 1e-16)), k)
         moved = dataclasses.replace(args[0], bulk_fine=fine, offset=d)
-        pairs.append(jumps.split_profiles(moved, *args[1:], **kwargs))
+        pairs.append(terms.split_profiles(moved, *args[1:], **kwargs))
     (up0, low0), (up1, low1) = pairs
     assert any(up1.shifts) and any(low1.shifts)
     assert law.offset == 0.0 or any(up0.shifts)
@@ -543,8 +543,8 @@ def test_a_heavy_sampled_part_is_split_at_the_loose_rate(monkeypatch):
     found = jumps.tail_side(strict, 10_000, eta)
     assert found is not None and found.rate == jumps.TAIL_RATE
     # The terms do not share the bulk's composition at that weight.
-    assert jumps.shares(10_000, 8, 1e-3, 2e-3)
-    assert not jumps.shares(10_000, 8, 1e-3, 0.1)
+    assert terms.shares(10_000, 8, 1e-3, 2e-3)
+    assert not terms.shares(10_000, 8, 1e-3, 0.1)
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", AccuracyWarning)
@@ -651,12 +651,12 @@ def test_bulk_blocks_and_one_fine_composition_bracket_each_other(monkeypatch, q,
     sizes = _fine_points(monkeypatch)
     blocked = []
     monkeypatch.setattr(blocks, "blocked", lambda *a, inner=blocks.blocked: blocked.append(inner(*a)) or blocked[-1])
-    up, low = jumps.split_profiles(*args, **kwargs)
+    up, low = terms.split_profiles(*args, **kwargs)
     assert any(b is not None for b in blocked)
     fine_blocked = sum(n for h, n in sizes if h == h_fine)
     sizes.clear()
     monkeypatch.setattr(blocks, "MIN_BLOCKS", 10**12)
-    one_up, one_low = jumps.split_profiles(*args, **kwargs)
+    one_up, one_low = terms.split_profiles(*args, **kwargs)
     fine_one = sum(n for h, n in sizes if h == h_fine)
     assert fine_blocked <= share * fine_one
     e = float(one_up.epsilon(delta))
@@ -714,10 +714,10 @@ def test_blocks_on_the_coarse_lattice_itself_bracket_one_fine_composition(monkey
         taken.append(None if out is None else out[0])
         return out
     monkeypatch.setattr(blocks, "blocked", largest)
-    up, low = jumps.split_profiles(*args, **kwargs)
+    up, low = terms.split_profiles(*args, **kwargs)
     assert law.ratio in taken
     monkeypatch.setattr(blocks, "blocked", lambda *a: None)
-    one_up, one_low = jumps.split_profiles(*args, **kwargs)
+    one_up, one_low = terms.split_profiles(*args, **kwargs)
     e = float(one_up.epsilon(delta))
     eps = np.linspace(0.8, 1.2, 161) * e
     assert np.all(low.delta(eps) <= one_up.delta(eps))
@@ -773,12 +773,12 @@ def test_a_failed_lattice_is_moved_onto_the_spike(monkeypatch, q, sigma, k, delt
         monkeypatch.setattr(jumps, name, value)
     lawcache.clear_caches()
     moved = []
-    real = jumps.moved_profiles
+    real = terms.moved_profiles
 
     def spy(comp, count, offset, *args):
         moved.append((offset, comp.upper.h, count))
         return real(comp, count, offset, *args)
-    monkeypatch.setattr(jumps, "moved_profiles", spy)
+    monkeypatch.setattr(terms, "moved_profiles", spy)
     with warnings.catch_warnings():
         warnings.simplefilter("error", AccuracyWarning)
         lower, upper = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
@@ -806,7 +806,7 @@ def test_moved_profiles_bracket_the_laws_on_one_lattice(monkeypatch):
     for d in (0.0, 0.3 * h, 0.77 * h):
         part = law if d == 0.0 else ShiftedLoss(law, d)
         comp = Component(*discretize(part, h, *index_range(part, h, eta)), k)
-        pairs.append(jumps.moved_profiles(comp, k, d, math.log(1e-14), target, math.log(1e-8), 1e-3))
+        pairs.append(terms.moved_profiles(comp, k, d, math.log(1e-14), target, math.log(1e-8), 1e-3))
     eps = np.linspace(80.0, 100.0, 81)
     for up, _ in pairs:
         for _, low in pairs:
@@ -839,13 +839,13 @@ def test_moved_blocks_that_miss_tol_give_way_to_one_fine_composition(monkeypatch
         monkeypatch.setattr(jumps, name, value)
     lawcache.clear_caches()
     calls = []
-    real = jumps.moved_profiles
+    real = terms.moved_profiles
 
     def spy(*args, **kwargs):
         pair = real(*args, **kwargs)
         calls.append((kwargs.get("in_blocks", True), pair))
         return pair
-    monkeypatch.setattr(jumps, "moved_profiles", spy)
+    monkeypatch.setattr(terms, "moved_profiles", spy)
     delta = 1e-5
     with warnings.catch_warnings():
         warnings.simplefilter("error", AccuracyWarning)
@@ -867,12 +867,12 @@ def test_several_laws_are_moved_each_onto_its_spike(monkeypatch):
     # answers within tol; the bracket overlaps one lattice's (cut here by a 1 s budget).
     lawcache.clear_caches()
     made = []
-    real = jumps.moved_composition
+    real = terms.moved_composition
 
     def spy(parts, *args):
         made.append([(c.count, d, c.upper.h) for c, d in parts])
         return real(parts, *args)
-    monkeypatch.setattr(jumps, "moved_composition", spy)
+    monkeypatch.setattr(terms, "moved_composition", spy)
     steps = [(0.15, 500), (0.17, 500)]
 
     def mechanism():
@@ -909,8 +909,8 @@ def test_moved_compositions_of_two_laws_bracket_each_other():
         for (law, k), share in zip(laws, shares):
             part = law if share == 0.0 else ShiftedLoss(law, share * h)
             parts.append((make(k)(part), share * h))
-        pairs.append(jumps.moved_composition(parts, math.log(1e-14), target, math.log(1e-8)))
-    best_up, best_low = jumps.moved_composition(aligned, math.log(1e-14), target, math.log(1e-8))
+        pairs.append(terms.moved_composition(parts, math.log(1e-14), target, math.log(1e-8)))
+    best_up, best_low = terms.moved_composition(aligned, math.log(1e-14), target, math.log(1e-8))
     eps = np.linspace(140.0, 180.0, 81)
     assert np.all(best_low.delta(eps) <= best_up.delta(eps))
     for up, low in pairs:
