@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -305,26 +304,14 @@ def monkeypatch_module():
         yield mp
 
 
-def _split_args(monkeypatch) -> list:
-    """Record the arguments of each split composition."""
-    calls: list = []
-    inner = terms.split_profiles
-
-    def spy(*args, **kwargs):
-        calls.append((args, kwargs))
-        return inner(*args, **kwargs)
-    monkeypatch.setattr(terms, "split_profiles", spy)
-    return calls
-
-
 @pytest.mark.parametrize("q, sigma, k, delta", [(1e-4, 0.8, 10_000, 1e-9), (0.02, 0.9, 40, 1e-8)])
-def test_bulk_shift_bounds_the_bulks_masses(monkeypatch, q, sigma, k, delta):
+def test_bulk_shift_bounds_the_bulks_masses(monkeypatch, split_calls, q, sigma, k, delta):
     # The bulk's P-mass m_P and Q-mass m_Q, from the tail's cell masses at the threshold (the
     # law's P-mass is 1; this law has no Q-mass at -inf), against the bounds the shared terms
     # use: log m_P >= log_p and log(m_Q / m_P) <= c, up to the reference's own rounding
     # (1e-9 relative), and c within a millionth of it.
     _force_split(monkeypatch, loose=False)
-    calls = _split_args(monkeypatch)
+    calls = split_calls
     m = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AccuracyWarning)
@@ -358,7 +345,7 @@ def _bracket_each_other(shared, alone, delta, cost):
 
 @pytest.mark.parametrize("q, sigma, k, delta, cost, rate", [(1e-4, 0.8, 10_000, 1e-9, 1e-4, jumps.TAIL_RATE),
                                                             (0.02, 0.9, 40, 1e-8, 1e-2, 0.3)])
-def test_shared_terms_against_the_terms_composed_one_by_one(monkeypatch, q, sigma, k, delta, cost, rate):
+def test_shared_terms_against_the_terms_composed_one_by_one(monkeypatch, split_calls, q, sigma, k, delta, cost, rate):
     # The same split law's profiles with the terms j >= 1 composed one by one, and sharing
     # one composition of the bulk (its lower bounds moved by Jensen's inequality, its upper
     # ones composed with coarse bulk copies): both hold the truth, so each lower profile lies
@@ -367,7 +354,7 @@ def test_shared_terms_against_the_terms_composed_one_by_one(monkeypatch, q, sigm
     _force_split(monkeypatch, loose=False)
     monkeypatch.setattr(jumps, "TAIL_RATE", rate)
     split = terms.split_profiles
-    calls = _split_args(monkeypatch)
+    calls = split_calls
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AccuracyWarning)
         autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
@@ -389,23 +376,10 @@ _SPLIT_DEFAULTS = {name: getattr(jumps, name) for name in ("MIN_CELLS", "MAX_BUL
                                                           "PAYING_SHARE", "FEW_CELLS")}
 
 
-@settings(max_examples=300, derandomize=True, deadline=None)
-@given(st.floats(-1e-3, 1e-3), st.integers(0, 10**7), st.floats(0.0, 1e-3))
-def test_a_terms_shift_is_rounded_to_its_side_even_where_its_parts_cancel(jensen, copies, offset):
-    # Jensen's shift minus the copies' offsets, exactly (Fractions), against the stored shift:
-    # at or below it for an upper profile, at or above it for a lower one. The parts are drawn
-    # so that they often nearly cancel (the sum far below either part).
-    if copies and offset:
-        jensen = copies * offset * (1.0 + jensen)
-    exact = Fraction(jensen) - copies * Fraction(offset)
-    assert Fraction(terms.term_shift(jensen, copies, offset, True)) <= exact
-    assert Fraction(terms.term_shift(jensen, copies, offset, False)) >= exact
-
-
 @pytest.mark.parametrize("q, sigma, k, delta, forced, cost", [(1e-5, 0.3, 1_000_000, 1e-5, False, 1e-4),
                                                               (0.02, 0.9, 40, 1e-8, True, 1e-3)])
-def test_terms_grouped_by_tilt_against_the_terms_composed_one_by_one(request, monkeypatch, q, sigma, k, delta,
-                                                                    forced, cost):
+def test_terms_grouped_by_tilt_against_the_terms_composed_one_by_one(request, monkeypatch, split_calls, q, sigma, k,
+                                                                    delta, forced, cost):
     # Terms that do not all share one composition of the bulk (shares() is false) share one
     # per tilt. Against the terms composed one by one, each lower profile lies below the
     # other's upper one, and the bracket moves by at most ``cost``. First as the accountant
@@ -423,7 +397,7 @@ def test_terms_grouped_by_tilt_against_the_terms_composed_one_by_one(request, mo
     # are not kept.
     lawcache.clear_caches()
     request.addfinalizer(lawcache.clear_caches)
-    calls = _split_args(monkeypatch)
+    calls = split_calls
     sizes: list[int] = []
     monkeypatch.setattr(terms, "_shared_terms",
                         lambda *a, inner=terms._shared_terms: sizes.append(len(a[3])) or inner(*a))
@@ -494,14 +468,14 @@ def test_a_bulk_spike_moves_the_fine_lattice(monkeypatch):
 @pytest.mark.parametrize("q, sigma, k, delta, share", [(1e-4, 0.8, 10_000, 1e-9, 0.3),
                                                        (1e-4, 0.8, 10_000, 1e-9, 0.7),
                                                        (1e-5, 0.257177, 10_000, 1e-5, 0.97)])
-def test_a_moved_fine_lattice_keeps_the_bounds(monkeypatch, q, sigma, k, delta, share):
+def test_a_moved_fine_lattice_keeps_the_bounds(monkeypatch, split_calls, q, sigma, k, delta, share):
     # The same split law with its bulk on the lattice hZ + d instead (terms read at eps less
     # their copies' offsets, rounded to each side): both hold the truth, so each lower profile
     # lies below the other's upper profile. (At q = 1e-5 the bulk's lower PLD on hZ is so
     # short that the split fails there; d = 0.97 h puts its spike near a lattice point.)
     bulk, law, _ = _first_split(monkeypatch, q, sigma, k, delta)
     h = law.bulk_fine.upper.h
-    calls = _split_args(monkeypatch)
+    calls = split_calls
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AccuracyWarning)
         autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
@@ -636,13 +610,13 @@ def _fine_points(monkeypatch) -> list:
     (1e-4, 0.8, 1_000_000, 1e-9, 0.5),
     (1.1964780270382939e-05, 0.9196370451712449, 3_632_059, 7.439543952020695e-11, 0.25),
 ])
-def test_bulk_blocks_and_one_fine_composition_bracket_each_other(monkeypatch, q, sigma, k, delta, share):
+def test_bulk_blocks_and_one_fine_composition_bracket_each_other(monkeypatch, split_calls, q, sigma, k, delta, share):
     # The same split law's profiles with the bulk's copies composed in blocks and in one fine
     # composition: both are certified, so each lower profile lies below the other's upper
     # one, and both meet tol; the blocks read at most a ``share`` of the fine lattice's
     # points (the second case is benchmarks/sweep.py's case 59: one fine composition takes
     # 531,441 and 614,400 points).
-    calls = _split_args(monkeypatch)
+    calls = split_calls
     with warnings.catch_warnings():
         warnings.simplefilter("error", AccuracyWarning)
         autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=k).epsilon_bounds(delta)
@@ -683,9 +657,9 @@ def test_ten_million_rare_steps_within_tol_in_one_pass(monkeypatch):
     assert lower <= m.epsilon(1e-12, via="rdp")
 
 
-def test_a_split_laws_coarse_ratio_is_a_multiple_of_the_block_ratio(monkeypatch):
+def test_a_split_laws_coarse_ratio_is_a_multiple_of_the_block_ratio(monkeypatch, split_calls):
     # The bulk's blocks on R h refine the coarse lattice only where R divides its ratio.
-    calls = _split_args(monkeypatch)
+    calls = split_calls
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AccuracyWarning)
         autoacct.dpsgd(sample_rate=1e-4, noise_multiplier=0.8, steps=1_000_000).epsilon_bounds(1e-9)
@@ -695,11 +669,11 @@ def test_a_split_laws_coarse_ratio_is_a_multiple_of_the_block_ratio(monkeypatch)
     assert blocks.block_ratio(levels.MIN_COUNT - 1) == 0
 
 
-def test_blocks_on_the_coarse_lattice_itself_bracket_one_fine_composition(monkeypatch):
+def test_blocks_on_the_coarse_lattice_itself_bracket_one_fine_composition(monkeypatch, split_calls):
     # The shared bulk's blocks may sit on the law's coarse lattice itself (R = law.ratio, no
     # second re-discretisation): forced here (one block ratio, the largest; any cost), its
     # profiles and one fine composition's still bracket each other.
-    calls = _split_args(monkeypatch)
+    calls = split_calls
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AccuracyWarning)
         autoacct.dpsgd(sample_rate=1e-4, noise_multiplier=0.8, steps=1_000_000).epsilon_bounds(1e-9)
