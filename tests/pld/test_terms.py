@@ -3,17 +3,20 @@ shifts they are read at, and a narrow bulk bounded by Jensen's inequality."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from fractions import Fraction
 
 import numpy as np
-from closed_forms import poisson_gaussian_lattice_delta
+import pytest
+from closed_forms import poisson_gaussian_lattice_delta, poisson_gaussian_two_step_delta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import autoacct
 from autoacct.errors import AccuracyWarning
 from autoacct.pld import terms
+from autoacct.pld.accountant import FFTAccountant
 
 
 @settings(max_examples=300, derandomize=True, deadline=None)
@@ -80,3 +83,29 @@ def test_jensen_terms_and_lattice_terms_bracket_each_other(monkeypatch, split_ca
     assert np.all(jensen_low.delta(eps) <= lattice_up.delta(eps))
     assert np.all(lattice_low.delta(eps) <= jensen_up.delta(eps))
     assert float(lattice_low.epsilon(delta)) < float(jensen_low.epsilon(delta)) <= float(lattice_up.epsilon(delta))
+
+
+@settings(max_examples=6, derandomize=True, deadline=None)
+@given(log_q=st.floats(math.log(1e-5), math.log(1e-4)), sigma=st.floats(0.3, 0.45),
+       log_delta=st.floats(math.log(1e-9), math.log(1e-5)))
+def test_two_steps_with_a_jensen_term_never_on_the_wrong_side(log_q, sigma, log_delta):
+    # Two runs of a rarely sampled law with little noise: the split's term of one tail copy
+    # bounds its one bulk copy by Jensen's inequality. The exact delta (quadrature) at the
+    # bracket's ends lies on either side of delta.
+    q, delta = math.exp(log_q), math.exp(log_delta)
+    law = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=1).loss_parts()[0].forward
+    narrow = []
+    real = terms._narrow
+
+    def spy(law, copies):
+        narrow.append(real(law, copies))
+        return narrow[-1]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(terms, "_narrow", spy)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AccuracyWarning)
+            lower, upper = FFTAccountant([(law, law, 2)]).epsilon(delta, 1.0)
+    assert any(narrow)
+    assert 0.0 < lower <= upper
+    assert poisson_gaussian_two_step_delta(q, sigma, upper) <= delta * (1 + 1e-6)
+    assert poisson_gaussian_two_step_delta(q, sigma, lower) >= delta * (1 - 1e-6)
