@@ -547,8 +547,11 @@ class FFTAccountant(SplitDirections):
                         d, self._tail_side(d, log_eta), self.spacing(eps_scale, grid_tol, [d]), log_eta,
                         self.eps_scale(delta)):
                     # Its split terms cost less than a Chernoff bound or a coarse pass over the
-                    # whole law's lattice (2e6 cells, 0.5 s, at q = 1e-4, sigma = 0.1, k = 10).
-                    on_fine_grid.append(d)
+                    # whole law's lattice (2e6 cells, 0.5 s, at q = 1e-4, sigma = 0.1, k = 10);
+                    # the split law's own Chernoff bound on the coarse lattice may settle it first.
+                    self._split_chernoff(d, coarse, log_eta, query, grid_tol * _COARSE)
+                    if not self._settled(d, delta):
+                        on_fine_grid.append(d)
                     continue
                 self._chernoff(d, coarse, log_eta)
                 if not self._settled(d, delta) and self._coarse_may_settle(d, order[0], coarse, log_eta, delta, tol):
