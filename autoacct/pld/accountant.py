@@ -534,6 +534,7 @@ class FFTAccountant(SplitDirections):
                 # bounds or a normal approximation, can put the smaller one first).
                 order.sort(key=lambda d: -self._best_upper(d, delta))
             on_fine_grid, with_lower = [order[0]], {order[0]}
+            deferred: list[int] = []
             fine_profiles(query, on_fine_grid, with_lower)
             for d in order[1:]:
                 if self._settled(d, delta):
@@ -550,15 +551,14 @@ class FFTAccountant(SplitDirections):
                     # whole law's lattice (2e6 cells, 0.5 s, at q = 1e-4, sigma = 0.1, k = 10);
                     # the split law's own Chernoff bound on the coarse lattice may settle it first.
                     self._split_chernoff(d, coarse, log_eta, query, grid_tol * _COARSE)
-                    if not self._settled(d, delta):
-                        on_fine_grid.append(d)
-                    continue
-                self._chernoff(d, coarse, log_eta)
-                if not self._settled(d, delta) and self._coarse_may_settle(d, order[0], coarse, log_eta, delta, tol):
-                    # Only its upper profile can settle it: the lower one is not composed.
-                    self.aimed_profiles(coarse, log_eta, query, [d], grid_tol * _COARSE, lower=False)
+                else:
+                    self._chernoff(d, coarse, log_eta)
+                    if not self._settled(d, delta) and self._coarse_may_settle(d, order[0], coarse, log_eta, delta,
+                                                                                 tol):
+                        # Only its upper profile can settle it: the lower one is not composed.
+                        self.aimed_profiles(coarse, log_eta, query, [d], grid_tol * _COARSE, lower=False)
                 if not self._settled(d, delta):
-                    on_fine_grid.append(d)
+                    (deferred if self._deferred(d, order[0], delta) else on_fine_grid).append(d)
             profs = fine_profiles(query, on_fine_grid, with_lower)
             lower, upper = self._best_epsilon(delta)
             lead = max(on_fine_grid, key=lambda d: self._best_upper(d, delta))
@@ -569,12 +569,13 @@ class FFTAccountant(SplitDirections):
             # A direction settled below another cannot set eps: its tilt's aim does not matter.
             open_dirs = [d for d in on_fine_grid if not self._settled(d, delta)]
             aimed = [pair for d, pair in zip(on_fine_grid, profs) if d in open_dirs]
-            if not within(lower, upper, tol) and math.isfinite(upper) and not well_inside(aimed, upper):
+            if not within(lower, upper, tol) and math.isfinite(upper) and (deferred or not well_inside(aimed, upper)):
                 # The tilt aimed away from the answer: aim at the answer found and retry. A
                 # split law's grids are sized by the answer's scale too: the normal
                 # approximation behind eps_scale can miss a tail-decided answer by 1000 times.
                 # (Every profile is certified whatever its tilt: bounds already within tol
-                # need no second aim.)
+                # need no second aim.) A direction deferred waits for this retry: the first
+                # direction's lattice failed it, and its split or moved lattice is taken now.
                 query = query.aimed_at(upper)
                 if any(isinstance(u, MixtureProfile) for u, _ in aimed):
                     eps_scale = upper

@@ -156,6 +156,18 @@ class SplitDirections:
         made = [lo for _, lo in self._made[d] if not isinstance(lo, ChernoffProfile)]
         return bool(made) and max(float(lo.epsilon(delta)) for lo in made) < factor * self._best_upper(d, delta)
 
+    def _deferred(self: _Host, d: int, first: int, delta: float) -> bool:
+        """Whether direction d, not settled by its coarse bounds, waits for direction ``first``'s
+        next profiles before its own fine composition: first's lattice has failed it
+        (:meth:`_one_lattice_failed` by _MOVE_FAILED), so those come from a split or a moved
+        lattice whose lower bound may settle d, and d's best upper bound is below first's (d
+        cannot raise the answer's upper end). At q = 1e-5, sigma = 0.2306, k = 1e6, delta = 1e-5
+        the remove direction's first lattice bounded eps by [0, 49.94] and the add direction,
+        at most 5.89 on its coarse lattice, was composed on the fine one (0.2 s of 1.2 s) before
+        the remove direction's heavy split answered [49.933, 49.939]."""
+        return self._one_lattice_failed(first, delta, _MOVE_FAILED) and self._best_upper(d, delta) < self._best_upper(
+            first, delta)
+
     def _aligned(self: _Host, d: int, h: float, log_eta: float, query: PldQuery
                  ) -> tuple[MixtureProfile, MixtureProfile] | None:
         """Direction d's profiles for an eps(delta) query from its laws, each discretised on the

@@ -110,9 +110,11 @@ def test_a_coarse_pass_still_settles_a_direction_well_below(monkeypatch):
 def test_a_split_direction_skips_the_whole_laws_chernoff_bound(monkeypatch):
     # Issue 18's named case q = 1e-4, sigma = 0.1, k = 10, delta = 1e-5: the add direction's
     # law spans 2e6 cells on the lattice of its Chernoff bound (0.5 s), while its split terms
-    # take 0.01 s. It goes to the fine grid at once (a split law's terms give both bounds);
-    # no Chernoff bound or coarse pass is made for it, and the bracket is within tol (the
-    # remove direction decides eps, 63.3).
+    # take 0.01 s. No Chernoff bound of its whole law or coarse pass is made for it: its split
+    # law's own Chernoff bound (splitting._split_chernoff) bounds it below the remove
+    # direction's upper bound, so it waits for the remove direction's moved lattice
+    # (splitting._deferred), whose lower bound settles it without any composition of its
+    # terms. The bracket is within tol (the remove direction decides eps, 63.3).
     chernoffs = []
     real = FFTAccountant._chernoff
 
@@ -122,7 +124,7 @@ def test_a_split_direction_skips_the_whole_laws_chernoff_bound(monkeypatch):
     monkeypatch.setattr(FFTAccountant, "_chernoff", spy)
     passes, (lower, upper) = _passes(monkeypatch, 1e-4, 0.1, 10, 1e-5)
     assert (1, "coarse") not in passes and 1 not in chernoffs
-    assert any(d == 1 for d, _ in passes)  # its split terms, on the fine grid
+    assert not any(d == 1 for d, _ in passes)
     assert upper - lower <= 1e-3 * upper and 63.2 < lower
 
 
