@@ -32,22 +32,22 @@ def test_a_terms_shift_is_rounded_to_its_side_even_where_its_parts_cancel(jensen
     assert Fraction(terms.term_shift(jensen, copies, offset, False)) >= exact
 
 
-#: A record sampled once in about 6,000 such queries (benchmarks/sweep.py): q = 1.8e-5,
-#: sigma = 0.337, k = 9, delta = 5.85e-6. eps near 0.13 is decided by one sampled step, and
-#: the 8 other steps' bulk composes to a spike 6e-4 wide at -3e-5, just below a point of the
-#: tail's lattice (6.6e-3 apart).
+#: A record sampled at all in about one of 6,000 such runs (k q = 1.6e-4; benchmarks/sweep.py
+#: case 12, rounded): q = 1.8e-5, sigma = 0.337, k = 9, delta = 5.85e-6. eps near 0.13 is
+#: decided by one sampled step, and the 8 other steps' bulk composes to a spike 6e-4 wide at
+#: -3e-5, just below a point of the tail's lattice (6.6e-3 apart).
 _SPIKE_CASE = (1.8e-5, 0.337, 9, 5.85e-6)
 
 
 def test_a_narrow_bulk_is_bounded_by_jensen_against_a_lattice_reference(monkeypatch, split_calls):
     # Re-discretised on the tail's lattice, the spike's lower PLD fell a cell short: the first
-    # lower bound was 4% below the answer, and three refinements (seven split compositions,
-    # 0.5-0.8 s) reached tol. By Jensen's inequality the terms' lower bounds give up only the
-    # spike's spread, and the first lattice meets tol (two compositions: the normal
-    # approximation's aim, then the answer's). Against an independent lattice composition
-    # aligned with the spike (closed_forms, second order in its spacing: 1.4e-7 of delta
-    # between spacings 2e-5 and 1e-5; the mass above its top bounds what it leaves out,
-    # 1.4e-5 of delta), with 1e-5 of delta to spare at each end.
+    # lower bound was 4% below the answer, and refinements reached tol (four split
+    # compositions here, seven at the sweep's q, 0.54 s). By Jensen's inequality the terms'
+    # lower bounds give up only the spike's spread, and the first lattice meets tol (two
+    # compositions: the normal approximation's aim, then the answer's). Against an independent
+    # lattice composition aligned with the spike (closed_forms, second order in its spacing:
+    # 1.4e-7 of delta between spacings 2e-5 and 1e-5; the mass above its top bounds what it
+    # leaves out, 1.4e-5 of delta), with 1e-5 of delta to spare at each end.
     q, sigma, k, delta = _SPIKE_CASE
     narrow = []
     real = terms._narrow
