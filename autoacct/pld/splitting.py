@@ -5,7 +5,8 @@ query, and the scale of an answer that one large loss decides.
 :class:`SplitDirections` is a mixin of :class:`~autoacct.pld.accountant.FFTAccountant`: it reads
 the accountant's directions, memo and profiles made (the :class:`_Host` protocol) and keeps its
 results in the same memo, under the keys "split", "tail-side", "heavy-side", "split-law",
-"aligned" and "aligned-taken" (a law composed on a moved lattice, unsplit).
+"aligned" and "aligned-taken" (a law composed on a moved lattice, unsplit), and "hopeless" (one
+lattice found bound to fail a law before it was composed).
 """
 
 from __future__ import annotations
