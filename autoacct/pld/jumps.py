@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -117,6 +118,12 @@ class SplitLaw:
     #: compose to n copies of the bulk moved by -n d, and a term holding them is read at
     #: eps - n d (see :func:`aligned_bulk`).
     offset: float = 0.0
+
+    @cached_property
+    def bulk_var(self) -> float:
+        """The variance of one bulk copy's fine upper PLD (normalised): it only chooses how a
+        term bounds its bulk copies (:func:`~autoacct.pld.terms._narrow`); made once, read by every term."""
+        return mean_var(self.bulk_fine.upper)[1]
 
 
 def quantiles(loss: PrivacyLoss, mass: float, a: float, b: float) -> tuple[float, float]:

@@ -22,7 +22,7 @@ from autoacct.pld import blocks, jumps
 from autoacct.pld.components import Component
 from autoacct.pld.compose import LAW_REL, compose
 from autoacct.pld.cumulants import Components, chernoff_bound, choose_tilt
-from autoacct.pld.jumps import SplitLaw, mean_var, omitted_mass, terms_needed
+from autoacct.pld.jumps import SplitLaw, omitted_mass, terms_needed
 from autoacct.pld.mixture import SUM_ULPS, MixtureProfile
 from autoacct.pld.profiles import DiscreteProfile
 
@@ -235,7 +235,7 @@ def _narrow(law: SplitLaw, copies: int) -> bool:
     alone: its loss is second order in it, about half its variance times the profile's
     curvature, no more than the coarse lattice's own second-order loss on a smooth measure
     (the curvature times h^2 / 8, see :mod:`discretize`) while the spread is at most h / 2."""
-    return copies * mean_var(law.bulk_fine.upper)[1] <= 0.25 * law.tail_coarse.upper.h ** 2
+    return copies * law.bulk_var <= 0.25 * law.tail_coarse.upper.h ** 2
 
 
 def term_shift(jensen: float, copies: int, offset: float, upper: bool) -> float:
