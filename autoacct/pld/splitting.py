@@ -149,10 +149,10 @@ class SplitDirections:
         if key not in self._memo:
             if not self._one_lattice_failed(d, delta, _FAILED):
                 return None
-            made = [(up, lo) for up, lo in self._made[d] if not isinstance(lo, ChernoffProfile)]
+            # (a law noted hopeless needs no window evidence: no lattice was composed for it)
             if not self._memo.get(("hopeless", d)) and not any(
                     isinstance(up, DiscreteProfile) and len(up.tilted) * _FAILED_GROWTH >= max_window()
-                    for up, _ in made):
+                    for up, lo in self._made[d] if not isinstance(lo, ChernoffProfile)):
                 return None
             # Kept once asked: the split's own bounds then no longer show the failure.
             (loss, k), = parts
@@ -214,8 +214,8 @@ class SplitDirections:
         the remove direction's first lattice bounded eps by [0, 49.94] and the add direction,
         at most 5.89 on its coarse lattice, was composed on the fine one (0.2 s of 1.2 s) before
         the remove direction's heavy split answered [49.933, 49.939]."""
-        return self._one_lattice_failed(first, delta, _MOVE_FAILED) and self._best_upper(d, delta) < self._best_upper(
-            first, delta)
+        below = self._best_upper(d, delta) < self._best_upper(first, delta)
+        return below and self._one_lattice_failed(first, delta, _MOVE_FAILED)
 
     def _aligned(self: _Host, d: int, h: float, log_eta: float, query: PldQuery
                  ) -> tuple[MixtureProfile, MixtureProfile] | None:
