@@ -235,7 +235,9 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     e^log_budget; lam* when none does, and lam* when no budget is given. The
     target is first pulled inside the composed support (at most 80% of the way
     from the mean to the largest finite loss), so that the tilt never piles all
-    mass onto the last lattice point.
+    mass onto the last lattice point. Another tabulated exponent in [lam* / 64,
+    lam*] replaces it where that one's window is at most half as wide and also
+    meets the budget.
     """
     if eps_target is None or single_step(comps):
         return 0.0
@@ -252,28 +254,53 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     if log_budget is None or i_star == k.zero:
         return lam_star
     k_tot = sum(c.count for c in comps)
-    wanted = lam_star * np.array([0.0, 1 / 64, 1 / 16, 1 / 4, 1 / 2])
-    candidates = np.unique(np.append(np.searchsorted(grid, wanted), i_star))
-    choice, width = lam_star, np.inf
-    candidates = candidates[(candidates >= k.zero) & (candidates <= i_star)]
-    # The table as Python floats: the same arithmetic as on its entries, without indexing arrays.
-    kv, gv = k(np.arange(grid.size)).tolist(), grid.tolist()
-    for i, n in zip(candidates.tolist(), _window_points_at(k, candidates, h, log_eta)):
-        lam = gv[i]
-        # Curvature K''(lam) by the second divided difference on the (non-uniform) grid, on the
-        # three points nearest lam (lam* may be the grid's last exponent: 10^7 runs of a discrete
-        # Gaussian with sigma = 0.1 and of an exponential mechanism indexed past its end).
-        j = min(max(i, 1), len(gv) - 2)
-        kk, tt = kv[j - 1:j + 2], gv[j - 1:j + 2]
-        curv = 2.0 * ((kk[2] - kk[1]) / (tt[2] - tt[1]) - (kk[1] - kk[0]) / (tt[1] - tt[0])) / (tt[2] - tt[0])
-        p_max = min(1.0, max(h / math.sqrt(2.0 * math.pi * max(curv, 1e-300)),
-                             _atom_peak(comps, lam)))
-        geometric = n if lam <= 0 else min(n, 1.0 / -math.expm1(-lam * h))
-        log_err = (kv[i] - lam * target
-                   + math.log(k_tot * 8.0 * _U * (math.log2(max(n, 2)) + 2.0) * p_max * geometric))
-        if log_err <= log_budget and n < width:
-            choice, width = lam, n
-    return choice
+    # The candidates: lam* times 0, 1/64, 1/16, 1/4, 1/2 and 1 (rounded to the grid), and
+    # every tabulated exponent between lam* / 64 and lam*.
+    first = max(int(np.searchsorted(grid, lam_star / 64.0)), k.zero + 1)
+    idx = np.append(k.zero, np.arange(first, i_star + 1))
+    lam = grid[idx]
+    points = np.asarray(_window_points_at(k, idx, h, log_eta), dtype=float)
+    kv = k(np.arange(grid.size))
+    # Curvature K''(lam) by the second divided difference on the (non-uniform) grid, on the
+    # three points nearest lam (lam* may be the grid's last exponent: 10^7 runs of a discrete
+    # Gaussian with sigma = 0.1 and of an exponential mechanism indexed past its end).
+    j = np.clip(idx, 1, grid.size - 2)
+    t0, t1, t2 = grid[j - 1], grid[j], grid[j + 1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        curv = 2.0 * ((kv[j + 1] - kv[j]) / (t2 - t1) - (kv[j] - kv[j - 1]) / (t1 - t0)) / (t2 - t0)
+    peaks = np.array([_atom_peak(comps, float(x)) for x in lam]) if _has_atoms(comps) else 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # (a NaN curvature, from an infinite K, leaves p_max at 1)
+        p_max = np.fmin(1.0, np.maximum(h / np.sqrt(2.0 * math.pi * np.maximum(curv, 1e-300)), peaks))
+        geometric = np.where(lam <= 0, points, np.minimum(points, 1.0 / -np.expm1(-lam * h)))
+        log_err = (kv[idx] - lam * target + math.log(k_tot * 8.0 * _U)
+                   + np.log((np.log2(np.maximum(points, 2.0)) + 2.0) * p_max * geometric))
+    ok = log_err <= log_budget
+    if not ok.any():
+        return lam_star
+    # First the narrowest window among the fractions of lam*, the smallest exponent of equals.
+    listed = np.isin(idx, np.searchsorted(grid, lam_star * np.array([0.0, 1 / 64, 1 / 16, 1 / 4, 1 / 2, 1.0])))
+    fit = np.flatnonzero(ok & listed)
+    choice = int(fit[np.argmin(points[fit])]) if fit.size else len(idx) - 1
+    # Another tabulated exponent is taken only where its window is much narrower. Above
+    # lam* / 2 the window can widen tenfold from one exponent to the next where the tail is
+    # heavy: at q = 5e-4, sigma = 1.78, k = 262, delta = 1.5e-10 (benchmarks/sweep.py, case
+    # 13) lam* needs 2e5 points and lam* / 2 just misses the budget, while the exponent
+    # between them meets it on 2.2e4 points.
+    others = np.flatnonzero(ok & (points <= MUCH_NARROWER * points[choice]))
+    if others.size:
+        choice = int(others[np.argmin(points[others])])
+    return float(lam[choice])
+
+
+#: A tilt off the fractions of lam* in :func:`choose_tilt` is taken where its window has at
+#: most this share of the points of the fractions' choice: a few points fewer are not worth
+#: its larger rounding error (K(lam) - lam eps falls on [0, lam*]).
+MUCH_NARROWER = 0.5
+
+
+def _has_atoms(comps: Components) -> bool:
+    return any(c.atoms is not None and len(c.atoms[0]) > 0 for c in comps)
 
 
 def _atom_peak(comps: Components, lam: float) -> float:
