@@ -69,6 +69,9 @@ _COARSE = 16.0
 #: a split law's terms would answer instead.
 _COARSE_GAP = 4.0
 _WEIGH_CELLS = 2 ** 18
+#: The most cells a Chernoff bound that only orders the directions takes (see
+#: :meth:`FFTAccountant._weighing_lattice`).
+_WEIGH_CHEAP = 2 ** 15
 #: How far above the first direction's lower bound a reversed bound from coarser PLDs may lie
 #: for one from the finest PLDs to be tried (:meth:`FFTAccountant._reversed_may_settle`).
 _REVERSED_GAIN = 0.01
@@ -455,8 +458,8 @@ class FFTAccountant(SplitDirections):
         ``a``'s from its laws on its coarse lattice; the other's from a's PLDs there where its
         laws reverse a's (:mod:`reversal`), else from its own laws on its coarse lattice. None
         where a lattice asked for would span more than _WEIGH_CELLS cells."""
-        h = self.spacing(eps_scale, tol * _COARSE, [a])
-        if self._chernoff_cells(a, h, log_eta) > _WEIGH_CELLS:
+        h = self._weighing_lattice(a, self.spacing(eps_scale, tol * _COARSE, [a]), log_eta)
+        if h is None:
             return None
         out = [0.0, 0.0]
         out[a] = self._chernoff_epsilon(a, h, log_eta, delta)
@@ -465,11 +468,22 @@ class FFTAccountant(SplitDirections):
         if reversed_pair is not None:
             out[b] = float(reversed_pair[0].epsilon(delta))
             return out
-        h = self.spacing(eps_scale, tol * _COARSE, [b])
-        if self._chernoff_cells(b, h, log_eta) > _WEIGH_CELLS:
+        h = self._weighing_lattice(b, self.spacing(eps_scale, tol * _COARSE, [b]), log_eta)
+        if h is None:
             return None
         out[b] = self._chernoff_epsilon(b, h, log_eta, delta)
         return out
+
+    def _weighing_lattice(self, d: int, h: float, log_eta: float) -> float | None:
+        """The spacing of direction d's Chernoff bound that weighs it (:meth:`_weighed`): the
+        coarse lattice h, doubled while its laws span more than _WEIGH_CHEAP cells (None
+        where h spans more than _WEIGH_CELLS). Only the order of the two bounds is used, and
+        a lattice twice as coarse moves each by about a cell."""
+        if self._chernoff_cells(d, h, log_eta) > _WEIGH_CELLS:
+            return None
+        while self._chernoff_cells(d, h, log_eta) > _WEIGH_CHEAP:
+            h *= 2.0
+        return h
 
     def _coarse_may_settle(self, d: int, first: int, h: float, log_eta: float, delta: float, tol: float) -> bool:
         """Whether a coarse pass may settle direction d below direction ``first``: their Chernoff
