@@ -16,6 +16,7 @@ from scipy import stats
 
 from autoacct import risk
 from autoacct.dpsgd import dpsgd
+from autoacct.pld.compose import LAW_REL
 from autoacct.zoo import ZCDP, Composition, Gaussian, Laplace, RandomizedResponse
 
 FPR = np.concatenate(([0.0], np.geomspace(1e-9, 1.0, 120), np.linspace(0.0, 1.0, 41)))
@@ -180,7 +181,10 @@ def test_pld_export_of_a_gaussian_composition():
                    - math.exp(d.error_log_scale_lower - d.error_rate_lower * eps))
             assert low <= truth <= up
             # Accurate to the tolerance on the eps scale, and never below the mechanism's answer.
-            assert up <= gaussian_delta_closed(1.0, eps * (1 - d.tol)) * (1 + 1e-9) + 1e-15
+            # At eps = 0 that is delta itself: one step (the four Gaussians merge) is exported
+            # with its masses scaled up by LAW_REL, whose sum then rounds by a few ulps more
+            # (3e-15 relatively on an AVX-512 machine, where the bound had no room for it).
+            assert up <= gaussian_delta_closed(1.0, eps * (1 - d.tol)) * (1 + LAW_REL) * (1 + 1e-12) + 1e-15
             assert float(m.delta(eps, via="pld")) <= up * (1 + 1e-9)
 
 
