@@ -84,8 +84,7 @@ def single_profile(laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any, upper: bool)
     attained (``tight``)."""
     vals = []
     for law in laws:
-        val = np.asarray(law.profile(eps), dtype=float)
-        err = np.asarray(law.profile_error(eps), dtype=float)
+        val, err = law.profile_with_error(eps)
         if upper:
             # Below 1e-300 the closed forms' exponentials may underflow (a Gaussian step's
             # profile is positive at every eps): where the loss can still exceed eps the bound
@@ -141,4 +140,5 @@ def _bound(terms: list[float]) -> float:
 def _variation(forward: PrivacyLoss, backward: PrivacyLoss) -> float:
     """The larger of the two laws' profiles at eps = 0, plus their rounding bounds."""
     zero = np.zeros(1)
-    return max(float(law.profile(zero)[0] + law.profile_error(zero)[0]) for law in (forward, backward))
+    pairs = (law.profile_with_error(zero) for law in (forward, backward))
+    return max(float(value[0] + error[0]) for value, error in pairs)

@@ -259,17 +259,22 @@ def mp_laplace_delta(b: float, eps: float) -> mp.mpf:
 
 
 def mp_poisson_gaussian_delta(q: float, sigma: float, eps: float) -> mp.mpf:
-    """One Poisson-subsampled Gaussian step (rate q, P = N(1, s^2), Q = N(0, s^2), M = (1-q)Q + qP).
+    """One Poisson-subsampled Gaussian step (rate q, P = N(1, s^2), Q = N(0, s^2), M = (1-q)Q + qP):
+    the larger of its two directions' deltas (:func:`mp_poisson_gaussian_deltas`)."""
+    return max(*mp_poisson_gaussian_deltas(q, sigma, eps), mp.mpf(0))
+
+
+def mp_poisson_gaussian_deltas(q: float, sigma: float, eps: float) -> tuple[mp.mpf, mp.mpf]:
+    """delta(eps) of one Poisson-subsampled Gaussian step, (removal, addition), each at least 0.
     P/Q(x) = exp((x - 1/2)/s^2) is increasing, so
     removal (M vs Q): M/Q > e^eps iff x > x1 = s^2 log((e^eps - 1 + q)/q) + 1/2, and
       delta = (1-q) Qbar(x1) + q Pbar(x1) - e^eps Qbar(x1);
     addition (Q vs M): Q/M > e^eps iff x < x2 = s^2 log((e^-eps - 1 + q)/q) + 1/2 (empty when
-      e^-eps <= 1 - q), and delta = Q(x < x2) - e^eps ((1-q) Q(x < x2) + q P(x < x2)).
-    The answer is the larger (add/remove)."""
+      e^-eps <= 1 - q), and delta = Q(x < x2) - e^eps ((1-q) Q(x < x2) + q P(x < x2))."""
     with mp.workdps(MP_DPS):
         q, s, eps = mp.mpf(q), mp.mpf(sigma), mp.mpf(eps)
         if q == 0:
-            return mp.mpf(0)
+            return mp.mpf(0), mp.mpf(0)
         ee = mp.exp(eps)
         x1 = s * s * mp.log((ee - 1 + q) / q) + mp.mpf(1) / 2
         qbar, pbar = mp.ncdf(-x1 / s), mp.ncdf(-(x1 - 1) / s)
@@ -279,7 +284,7 @@ def mp_poisson_gaussian_delta(q: float, sigma: float, eps: float) -> mp.mpf:
             x2 = s * s * mp.log((1 / ee - 1 + q) / q) + mp.mpf(1) / 2
             qcdf, pcdf = mp.ncdf(x2 / s), mp.ncdf((x2 - 1) / s)
             add = qcdf - ee * ((1 - q) * qcdf + q * pcdf)
-        return max(remove, add, mp.mpf(0))
+        return max(remove, mp.mpf(0)), max(add, mp.mpf(0))
 
 
 def poisson_gaussian_deltas(q: float, sigma: float, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

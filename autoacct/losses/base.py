@@ -150,6 +150,11 @@ class PrivacyLoss(ABC):
         for laws that answer one run of their pair directly (see ``exact_profile``)."""
         return PROFILE_REL * np.asarray(self.profile(eps), dtype=float)
 
+    def profile_with_error(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`profile` and :meth:`profile_error` at ``eps``, the same values: a law whose
+        error bound evaluates the profile anyway computes it once."""
+        return np.asarray(self.profile(eps), dtype=float), np.asarray(self.profile_error(eps), dtype=float)
+
     @property
     def max_loss(self) -> float:
         """An upper bound on the largest finite loss with positive P-mass (+inf where none is
@@ -325,11 +330,14 @@ class GaussianLoss(ContinuousLoss):
         return gaussian_delta(self.mu, eps)
 
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
+        return self.profile_with_error(eps)[1]
+
+    def profile_with_error(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         value, rel = gaussian_delta_with_error(self.mu, eps)
         # Where the relative bound is infinite the absolute one is 1 (value * rel would be
         # 0 * inf there, NaN with a warning).
         with np.errstate(invalid="ignore", over="ignore"):
-            return np.where(np.isfinite(rel), value * rel, 1.0)
+            return value, np.where(np.isfinite(rel), value * rel, 1.0)
 
     def quantile_range(self, eta: float) -> tuple[float, float]:
         z = -special.ndtri(eta)

@@ -63,6 +63,9 @@ class TwinnedAtomLoss(AtomLoss):
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
         return self.twin.profile_error(eps)
 
+    def profile_with_error(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.twin.profile_with_error(eps)
+
 
 def _value_error(values: np.ndarray, log_q: float) -> float:
     """A bound on the rounding of phi(L) = logaddexp(log(1-q), log q + L) at the atoms: a few

@@ -59,9 +59,11 @@ def base_profile_error(base: PrivacyLoss, x: np.ndarray, log_q: float) -> np.nda
     ok = np.isfinite(x)
     safe = np.where(ok, x, 0.0)
     d = 8.0 * UNIT_ROUNDOFF * (np.abs(safe) + abs(log_q) + 1.0)
-    spread = np.abs(np.asarray(base.profile(safe - d), dtype=float) - np.asarray(base.profile(safe + d), dtype=float))
-    own = np.maximum(np.asarray(base.profile_error(safe - d), dtype=float),
-                     np.asarray(base.profile_error(safe + d), dtype=float))
+    # Both ends in one call (the base's profile is elementwise).
+    n = safe.size
+    value, error = base.profile_with_error(np.concatenate(((safe - d).ravel(), (safe + d).ravel())))
+    spread = np.abs(value[:n] - value[n:]).reshape(safe.shape)
+    own = np.maximum(error[:n], error[n:]).reshape(safe.shape)
     return np.where(ok, spread + own, 0.0)
 
 
@@ -143,7 +145,10 @@ class PoissonRemoveLoss(RepresentedLoss):
         and the value is 1 - e^eps.
         """
         eps = np.asarray(eps, dtype=float)
-        inner = self._phi.inverse(eps)
+        return self._profile_at(eps, self._phi.inverse(eps))
+
+    def _profile_at(self, eps: np.ndarray, inner: np.ndarray) -> np.ndarray:
+        """:meth:`profile` at ``eps``, with ``inner`` = phi^{-1}(eps)."""
         big = np.isfinite(inner) | (inner == np.inf)
         safe = np.where(np.isfinite(inner), inner, 0.0)
         val = self.q * np.asarray(self.base.profile(safe), dtype=float)
@@ -154,10 +159,13 @@ class PoissonRemoveLoss(RepresentedLoss):
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
         """q times the base's error at the transformed point (:func:`base_profile_error`), plus
         a few roundoffs of the value (the product)."""
+        return self.profile_with_error(eps)[1]
+
+    def profile_with_error(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         eps = np.asarray(eps, dtype=float)
         inner = self._phi.inverse(eps)
-        return (self.q * base_profile_error(self.base, inner, self._phi.log_q)
-                + PROFILE_REL * np.asarray(self.profile(eps), dtype=float))
+        value = self._profile_at(eps, inner)
+        return value, self.q * base_profile_error(self.base, inner, self._phi.log_q) + PROFILE_REL * value
 
     def _base_range(self, eta: float) -> tuple[float, float]:
         """An interval holding L under P and under Q up to eta on each side (symmetric base)."""
@@ -273,8 +281,11 @@ class PoissonAddLoss(RepresentedLoss):
         because the base pair is symmetric.
         """
         eps = np.asarray(eps, dtype=float)
+        return self._profile_at(eps, self._phi.inverse(-eps))
+
+    def _profile_at(self, eps: np.ndarray, inner: np.ndarray) -> np.ndarray:
+        """:meth:`profile` at ``eps``, with ``inner`` = phi^{-1}(-eps)."""
         log_c = np.log(-np.expm1(np.minimum(eps + self._phi.c, -1e-300)))
-        inner = self._phi.inverse(-eps)
         alive = (eps + self._phi.c < 0) & np.isfinite(inner)
         arg = np.where(alive, -inner, 0.0)
         val = np.exp(log_c) * np.asarray(self.base.profile(arg), dtype=float)
@@ -283,12 +294,15 @@ class PoissonAddLoss(RepresentedLoss):
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
         """The base's error at the transformed point (:func:`base_profile_error`) times the
         factor (at most 1), plus a few roundoffs of the value."""
+        return self.profile_with_error(eps)[1]
+
+    def profile_with_error(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         eps = np.asarray(eps, dtype=float)
         inner = self._phi.inverse(-eps)
+        value = self._profile_at(eps, inner)
         factor = -np.expm1(np.minimum(eps + self._phi.c, 0.0))
         arg = np.where(eps + self._phi.c < 0, -inner, np.nan)
-        base_err = base_profile_error(self.base, arg, self._phi.log_q)
-        return factor * base_err + PROFILE_REL * np.asarray(self.profile(eps), dtype=float)
+        return value, factor * base_profile_error(self.base, arg, self._phi.log_q) + PROFILE_REL * value
 
     def quantile_range(self, eta: float) -> tuple[float, float]:
         a, b = self.base.quantile_range(eta)
