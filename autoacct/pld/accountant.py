@@ -441,8 +441,8 @@ class FFTAccountant(SplitDirections):
         return up < max(others, default=-math.inf)
 
     def _larger_first(self, delta: float, eps_scale: float, tol: float, log_eta: float) -> list[int]:
-        """The directions, the one likely to set eps(delta) first: by their Chernoff bounds on
-        the coarse lattice (:meth:`_weighed`) where it spans at most _WEIGH_CELLS cells, else
+        """The directions, the one likely to set eps(delta) first: by their Chernoff bounds
+        (:meth:`_weighed`) where the coarse lattice spans at most _WEIGH_CELLS cells, else
         by the normal approximation. On the 24 cases of benchmarks/sweep.py whose two
         directions both needed the fine grid, the Chernoff bounds put the larger first on all
         24; the normal approximation, within 0.5% for both, put the smaller first on 17."""
@@ -455,9 +455,10 @@ class FFTAccountant(SplitDirections):
 
     def _weighed(self, delta: float, eps_scale: float, tol: float, log_eta: float, a: int) -> list[float] | None:
         """Both directions' Chernoff bounds on eps(delta) for :meth:`_larger_first`, direction
-        ``a``'s from its laws on its coarse lattice; the other's from a's PLDs there where its
-        laws reverse a's (:mod:`reversal`), else from its own laws on its coarse lattice. None
-        where a lattice asked for would span more than _WEIGH_CELLS cells."""
+        ``a``'s from its laws on its weighing lattice (:meth:`_weighing_lattice` of its coarse
+        one); the other's from a's PLDs there where its laws reverse a's (:mod:`reversal`), else
+        from its own laws on its weighing lattice. None where a coarse lattice would span more
+        than _WEIGH_CELLS cells."""
         h = self._weighing_lattice(a, self.spacing(eps_scale, tol * _COARSE, [a]), log_eta)
         if h is None:
             return None
