@@ -8,8 +8,10 @@ noise multiplier), gives a step that dominates it; composing the moved steps, of
 few hundred are distinct, bounds the schedule from above (dominance is kept under composition,
 as tradeoff functions compose monotonically: Dong, Roth and Su 2022). Moving them the other way gives
 steps it dominates, whose certified lower ends bound the schedule from below. The bracket is
-as wide as the grid is coarse, so this serves where the exact composition exceeds the budget
-(the PLD route, :func:`grouped_pair`), with an accuracy warning that says so.
+as wide as the grid is coarse. The PLD route (:func:`grouped_pair`) bounds a schedule of many
+distinct steps this way first; where that misses tol it composes the steps themselves if that
+is predicted to fit the time budget left, and takes the intersection of the two brackets, and
+otherwise warns that the bracket comes from the grid and what budget the exact one needs.
 """
 
 from __future__ import annotations
@@ -97,19 +99,23 @@ class Grouped(NamedTuple):
     ratio: float
     distinct: int
 
-    def warn(self, what: str, met: bool, tol: float) -> None:
-        """Say that the bounds ``what`` come from the grouping, where they miss ``tol``."""
+    def warn(self, what: str, met: bool, tol: float, need: float) -> None:
+        """Say that the bounds ``what`` come from the grouping, where they miss ``tol``, as
+        composing the steps exactly would take about ``need`` predicted seconds, more than
+        the time budget left."""
         if not met:
             warnings.warn(f"{what} may be wider than tol={tol:g}: the {self.distinct} distinct steps were "
                           f"bounded through steps moved onto a parameter grid of ratio {self.ratio:.4g} "
-                          "(dominating ones above, dominated ones below). Fewer distinct steps, or "
-                          "grouping them yourself, gives tighter bounds.", AccuracyWarning, stacklevel=5)
+                          "(dominating ones above, dominated ones below), as composing them exactly, "
+                          f"predicted to take about {need:.2g} s, does not fit the time budget. A larger "
+                          "time budget (autoacct.limits(seconds=...)), fewer distinct steps, or grouping "
+                          "them yourself gives tighter bounds.", AccuracyWarning, stacklevel=5)
 
 
 def grouped_pair(m: Mechanism, distinct: int, runs: int) -> Grouped | None:
     """Where a composition has more than GROUP_ABOVE distinct laws (an exact composition then
-    costs more than the time budget: 3,000 distinct subsampled Gaussians need about 8e6
-    cells), the mechanisms with few distinct parts that dominate it and that it dominates
+    costs more than the default time budget: 3,000 distinct subsampled Gaussians need about
+    8e6 cells, predicted at 25 s), the mechanisms with few distinct parts that dominate it and that it dominates
     (``Mechanism.grouped``); None otherwise. ``distinct`` and ``runs``: its distinct laws and
     its runs in all.
 

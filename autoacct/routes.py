@@ -43,7 +43,7 @@ from autoacct.errors import AccuracyWarning, BudgetExceeded, BudgetWarning, Rout
 from autoacct.exactness import MACHINE_EPSILON, ExactFloat
 from autoacct.grouping import Grouped, grouped_pair
 from autoacct.limits import current as current_limits
-from autoacct.limits import deadline
+from autoacct.limits import deadline, limits, predicted_seconds
 from autoacct.losses import gaussian_delta_with_error
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
@@ -326,10 +326,26 @@ class PldRoute(_LawRoute):
         if m.cached(("variation-up", delta), lambda: variation_up(self._parts(m), stop_above=delta)) <= delta:
             return 0.0, 0.0  # delta(0) <= delta: eps(delta) is 0
         pair = self.grouped(m)
-        if pair is not None:
-            lower, upper = self.epsilon(pair.below, delta, tol)[0], self.epsilon(pair.above, delta, tol)[1]
-            pair.warn(f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}]", _within(lower, upper, tol), tol)
-            return lower, upper
+        if pair is None:
+            return self._composed_epsilon(m, delta, tol)
+        # Bounded through the grouped steps first, and by composing the steps themselves where
+        # that misses tol and is predicted to fit the time budget left; both brackets hold the
+        # truth, and so does their intersection.
+        start = predicted_seconds()
+        lower, upper = self.epsilon(pair.below, delta, tol)[0], self.epsilon(pair.above, delta, tol)[1]
+        need = self._exact_need(m, pair, start, [pair.below, pair.above])
+        ran = not _within(lower, upper, tol) and self._fits(need, start)
+        if ran:
+            with self._exactly(start):
+                e_lo, e_up = self._composed_epsilon(m, delta, tol)
+            lower, upper = max(lower, e_lo), min(upper, e_up)
+        else:
+            # (where the exact composition ran, its own warnings say how it ended)
+            pair.warn(f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}]", _within(lower, upper, tol), tol, need)
+        return lower, upper
+
+    def _composed_epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
+        """eps(delta) bounds from the accountant of m's own steps (and of its attained pairs)."""
         acc = self.accountant(m)
         lower, upper = acc.epsilon(delta, acc.eps_scale(delta), tol)
         below = self.attained(m)
@@ -348,10 +364,22 @@ class PldRoute(_LawRoute):
             # Beyond the largest finite loss only the mass at +inf counts, and there is none.
             return np.zeros(eps.shape), np.zeros(eps.shape)
         pair = self.grouped(m)
-        if pair is not None:
-            lower, upper = self.delta(pair.below, eps, tol)[0], self.delta(pair.above, eps, tol)[1]
-            pair.warn("delta bounds", bool(np.all((upper - lower <= tol * upper) | (upper <= 0.0))), tol)
-            return lower, upper
+        if pair is None:
+            return self._composed_delta(m, eps, tol)
+        start = predicted_seconds()
+        lower, upper = self.delta(pair.below, eps, tol)[0], self.delta(pair.above, eps, tol)[1]  # as in epsilon
+        need = self._exact_need(m, pair, start, [pair.below, pair.above])
+        ran = not _all_within(lower, upper, tol) and self._fits(need, start)
+        if ran:
+            with self._exactly(start):
+                e_lo, e_up = self._composed_delta(m, eps, tol)
+            lower, upper = np.maximum(lower, e_lo), np.minimum(upper, e_up)
+        else:
+            pair.warn("delta bounds", _all_within(lower, upper, tol), tol, need)
+        return lower, upper
+
+    def _composed_delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
+        """delta(eps) bounds from the accountant of m's own steps (and of its attained pairs)."""
         acc = self.accountant(m)
         lower, upper = acc.delta(eps, acc.eps_scale(REFERENCE_DELTA), tol)
         below = self.attained(m)
@@ -367,8 +395,18 @@ class PldRoute(_LawRoute):
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
         pair = self.grouped(m)
-        if pair is not None:
-            return self.tradeoff(pair.above, fpr)
+        if pair is None:
+            return self._composed_tradeoff(m, fpr)
+        start = predicted_seconds()
+        beta = self.tradeoff(pair.above, fpr)
+        need = self._exact_need(m, pair, start, [pair.above])
+        if self._fits(need, start):
+            # Both are below m's tradeoff curve: so is their maximum.
+            with self._exactly(start):
+                beta = np.maximum(beta, self._composed_tradeoff(m, fpr))
+        return beta
+
+    def _composed_tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
         acc = self.accountant(m)
         return acc.tradeoff(fpr, acc.eps_scale(REFERENCE_DELTA))
 
@@ -377,6 +415,33 @@ class PldRoute(_LawRoute):
         parts = self._parts(m)
         return m.cached(("pld-grouped",), lambda: grouped_pair(m, self.accountant(m).distinct,
                                                                 sum(p.times for p in parts)))
+
+    def _exact_need(self, m: Mechanism, pair: Grouped, start: float, grouped: list[Mechanism]) -> float:
+        """Predicted seconds (the budget's measure, :func:`limits.predicted_seconds`) of
+        composing m's steps exactly, from the grouped compositions made since ``start``: an
+        FFT composition's steps (discretising each law, transforming it, raising it to its
+        count) cost about the same per distinct law, so the exact one costs their predicted
+        seconds per distinct law times its own distinct laws. The largest rate seen on m is
+        kept: a later query that finds the grouped laws discretised already predicts less."""
+        made = sum(self.accountant(g).distinct for g in grouped)
+        rate = m.cached(("pld-exact-rate",), lambda: [0.0])
+        rate[0] = max(rate[0], (predicted_seconds() - start) / max(made, 1))
+        return float(rate[0] * pair.distinct)
+
+    @staticmethod
+    def _left(start: float) -> float:
+        """The time budget less the predicted seconds spent since ``start``."""
+        return current_limits().seconds - (predicted_seconds() - start)
+
+    def _fits(self, need: float, start: float) -> bool:
+        """Whether ``need`` predicted seconds fit what is left of the time budget."""
+        left = self._left(start)
+        return left > 0.0 and need <= left
+
+    def _exactly(self, start: float) -> contextlib.AbstractContextManager[Any]:
+        """The time budget of an exact composition that refines grouped bounds: the budget
+        less what the grouped ones took, so that the query as a whole keeps to it."""
+        return limits(seconds=self._left(start))
 
 
 class PhiRoute(_LawRoute):
@@ -573,6 +638,11 @@ def _auto_epsilon(m: Mechanism, delta: float, tol: float) -> Bounds:
 def _within(lo: float, up: float, tol: float) -> bool:
     """Whether a bracket is finite and within relative tolerance ``tol``."""
     return math.isfinite(up) and up - lo <= tol * up
+
+
+def _all_within(lo: np.ndarray, up: np.ndarray, tol: float) -> bool:
+    """Whether every delta bracket is within relative tolerance ``tol`` (or at 0)."""
+    return bool(np.all((up - lo <= tol * up) | (up <= 0.0)))
 
 
 def delta_bounds(m: Mechanism, eps: np.ndarray, via: str, tol: float) -> ArrayBounds:

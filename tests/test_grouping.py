@@ -10,8 +10,10 @@ import warnings
 import numpy as np
 import pytest
 
-from autoacct import AccuracyWarning, grouping, routes
+from autoacct import AccuracyWarning, grouping, limits, routes
 from autoacct.grouping import RATIOS, group, snap_value
+from autoacct.limits import predicted_seconds
+from autoacct.mechanism import Mechanism
 from autoacct.zoo import Composition, Gaussian, Laplace, PoissonSubsample
 
 
@@ -72,27 +74,65 @@ def test_group_merges_equal_moved_steps_within_the_limit() -> None:
     assert group([*children, Laplace(1.0)], [1] * 61, True, 12) is None
 
 
-def test_the_pld_route_brackets_a_long_schedule_through_grouped_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+def _grouped_schedule(monkeypatch: pytest.MonkeyPatch, steps: list[tuple[float, float]]) -> Mechanism:
+    """The schedule ``steps``, with the route's thresholds lowered so that it is grouped."""
+    monkeypatch.setattr(grouping, "GROUP_ABOVE", 20)
+    monkeypatch.setattr(grouping, "GROUPS_MOST", 16)
+    monkeypatch.setattr(grouping, "GROUPS_FEWEST", 8)
+    return Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
+
+
+def _grid_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, AccuracyWarning) and "parameter grid" in str(w.message)]
+
+
+def test_grouped_bounds_are_refined_exactly_where_the_budget_allows(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under the default budget the grouped bracket (wider than tol on a grid of ratio 2) is
+    # intersected with the exact composition's: the answer is the tighter end of each.
     steps = _steps(60)
     exact = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
     e_lo, e_up = routes.epsilon_bounds(exact, 1e-5, "pld", 1e-3)
     eps = np.array([0.5, 1.0, 2.0])
     d_lo, d_up = routes.delta_bounds(exact, eps, "pld", 1e-3)
-    # The same schedule, with the route's thresholds lowered so that it is grouped.
-    monkeypatch.setattr(grouping, "GROUP_ABOVE", 20)
-    monkeypatch.setattr(grouping, "GROUPS_MOST", 16)
-    monkeypatch.setattr(grouping, "GROUPS_FEWEST", 8)
-    m = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        g_lo, g_up = routes.epsilon_bounds(m, 1e-5, "pld", 1e-3)
-        gd_lo, gd_up = routes.delta_bounds(m, eps, "pld", 1e-3)
-    assert any(issubclass(w.category, AccuracyWarning) and "parameter grid" in str(w.message) for w in caught)
-    assert 0.0 < g_lo <= e_lo <= e_up <= g_up < math.inf
-    assert np.all(gd_lo <= d_lo) and np.all(d_up <= gd_up)
+    beta = routes.tradeoff(exact, np.array([1e-3, 0.1]), "pld")
+    m = _grouped_schedule(monkeypatch, steps)
     pair = routes.ROUTES["pld"].grouped(m)  # type: ignore[attr-defined]
     assert pair is not None and pair.distinct == 60
     assert len(pair.above.children) <= 16 and len(pair.below.children) <= 16
+    g_lo = routes.epsilon_bounds(pair.below, 1e-5, "pld", 1e-3)[0]
+    g_up = routes.epsilon_bounds(pair.above, 1e-5, "pld", 1e-3)[1]
+    assert 0.0 < g_lo < e_lo <= e_up < g_up and g_up - g_lo > 1e-3 * g_up
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert routes.epsilon_bounds(m, 1e-5, "pld", 1e-3) == (max(g_lo, e_lo), min(g_up, e_up))
+        gd_lo, gd_up = routes.delta_bounds(m, eps, "pld", 1e-3)
+        assert np.all(gd_lo >= d_lo) and np.all(gd_up <= d_up) and np.all(gd_lo <= gd_up)
+        np.testing.assert_array_equal(routes.tradeoff(m, np.array([1e-3, 0.1]), "pld"), beta)
+    assert not _grid_warnings(caught)
+
+
+def test_grouped_bounds_say_what_budget_the_exact_composition_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The budget's seconds are predicted ones (deterministic): measured here on a fresh
+    # schedule, one budget is set that fits the grouped bounds but not the exact composition.
+    steps = _steps(60)
+    probe = _grouped_schedule(monkeypatch, steps)
+    start = predicted_seconds()
+    routes.epsilon_bounds(probe, 1e-5, "pld", 1e-3)
+    both = predicted_seconds() - start
+    m = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
+    pair = routes.ROUTES["pld"].grouped(m)  # type: ignore[attr-defined]
+    start = predicted_seconds()
+    g_lo = routes.epsilon_bounds(pair.below, 1e-5, "pld", 1e-3)[0]
+    g_up = routes.epsilon_bounds(pair.above, 1e-5, "pld", 1e-3)[1]
+    grouped = predicted_seconds() - start
+    assert 0.0 < grouped < both
+    m = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
+    with warnings.catch_warnings(record=True) as caught, limits(seconds=grouped + 0.5 * (both - grouped)):
+        warnings.simplefilter("always")
+        lo, up = routes.epsilon_bounds(m, 1e-5, "pld", 1e-3)
+    assert (lo, up) == (g_lo, g_up)
+    (msg,) = _grid_warnings(caught)
+    assert "does not fit the time budget" in msg and "autoacct.limits(seconds=...)" in msg
 
 
 def test_moves_past_the_float_range_are_refused() -> None:
