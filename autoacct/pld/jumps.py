@@ -43,7 +43,7 @@ terms and their sum are made by :mod:`terms`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
@@ -131,17 +131,25 @@ def quantiles(loss: PrivacyLoss, mass: float, a: float, b: float) -> tuple[float
     read off the law's cell masses on _QUANTILE_POINTS points of [a, b]: a law's own
     :meth:`~PrivacyLoss.quantile_range` may be far from its quantiles (a subsampled law's
     maps the base's, which does not weigh the sampled part by q)."""
+    return quantiles_at(loss, (mass,), a, b)[0]
+
+
+def quantiles_at(loss: PrivacyLoss, masses: Sequence[float], a: float, b: float) -> list[tuple[float, float]]:
+    """:func:`quantiles` for each of ``masses``, from one reading of the law's cell masses."""
     if not b > a:
-        return a, b
+        return [(a, b) for _ in masses]
     grid = np.linspace(a, b, _QUANTILE_POINTS)
     m_p, _ = loss.cell_masses(np.concatenate(([-np.inf], grid, [np.inf])))
     below = np.cumsum(m_p[:-1])          # P(L <= grid_i)
     above = np.cumsum(m_p[::-1])[::-1][1:]  # P(grid_i < L < inf)
-    # The last point with P(L <= x) <= mass bounds P(L < low); the first point with
-    # P(L > x) <= mass bounds P(L > high).
-    i = int(np.searchsorted(below, mass, side="right")) - 1
-    j = int(np.flatnonzero(above <= mass)[0]) if np.any(above <= mass) else grid.size - 1
-    return (float(grid[i]) if i >= 0 else a), float(grid[j])
+    out = []
+    for mass in masses:
+        # The last point with P(L <= x) <= mass bounds P(L < low); the first point with
+        # P(L > x) <= mass bounds P(L > high).
+        i = int(np.searchsorted(below, mass, side="right")) - 1
+        j = int(np.flatnonzero(above <= mass)[0]) if np.any(above <= mass) else grid.size - 1
+        out.append(((float(grid[i]) if i >= 0 else a), float(grid[j])))
+    return out
 
 
 _QUANTILE_POINTS = 1025
@@ -189,8 +197,8 @@ def tail_side(loss: PrivacyLoss, count: int, eta: float) -> TailSide | None:
     if not b > a:
         return None
     found: TailSide | None = None
-    for rate in (TAIL_RATE, LOOSE_TAIL_RATE):
-        low, high = quantiles(loss, rate / count, a, b)
+    rates = (TAIL_RATE, LOOSE_TAIL_RATE)
+    for rate, (low, high) in zip(rates, quantiles_at(loss, [rate / count for rate in rates], a, b)):
         right, left = (high - a) / (b - a), (b - low) / (b - a)
         side = (TailSide(1, high, right, rate) if right <= LOOSE_BULK_SHARE and right <= left
                 else TailSide(-1, low, left, rate) if left <= LOOSE_BULK_SHARE else None)

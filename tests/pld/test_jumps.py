@@ -890,3 +890,21 @@ def test_moved_compositions_of_two_laws_bracket_each_other():
     for up, low in pairs:
         assert np.all(best_low.delta(eps) <= up.delta(eps))
         assert np.all(low.delta(eps) <= best_up.delta(eps))
+
+
+@pytest.mark.parametrize("q, sigma", [(1e-4, 0.8), (1.0558155429619294e-05, 0.19585239746517644), (0.02, 3.0)])
+def test_quantiles_of_several_masses_are_each_masses_quantiles(q, sigma):
+    # One reading of the cell masses serves every mass (tail_side asks two rates at once):
+    # each pair equals the one asked alone, and bounds the law's tails as promised, read off
+    # the law's own cell masses at the returned points (Gaussian closed forms of its base).
+    loss = _law(q, sigma)
+    a, b = loss.quantile_range(1e-16)
+    masses = [1e-3 / 10_000, 0.5 / 10_000, 1e-2]
+    both = jumps.quantiles_at(loss, masses, a, b)
+    for mass, (low, high) in zip(masses, both):
+        assert (low, high) == jumps.quantiles(loss, mass, a, b)
+        assert a <= low <= high <= b
+        m_p, _ = loss.cell_masses(np.array([-np.inf, low, high, np.inf]))
+        # P(L <= low) and P(high < L < inf), with the summation's rounding.
+        assert m_p[0] <= mass * (1 + 1e-9) and m_p[2] <= mass * (1 + 1e-9)
+    assert jumps.quantiles_at(loss, masses, b, b) == [(b, b)] * 3
