@@ -115,9 +115,9 @@ class Grouped(NamedTuple):
 def grouped_pair(m: Mechanism, distinct: int, runs: int) -> Grouped | None:
     """Where a composition has more than GROUP_ABOVE distinct laws (an exact composition then
     costs more than the default time budget: 3,000 distinct subsampled Gaussians need about
-    8e6 cells, predicted at 25 s), the mechanisms with few distinct parts that dominate it and that it dominates
-    (``Mechanism.grouped``); None otherwise. ``distinct`` and ``runs``: its distinct laws and
-    its runs in all.
+    8e6 cells, predicted at 25 s), the mechanisms with few distinct parts that dominate it
+    and that it dominates (``Mechanism.grouped``); None otherwise. ``distinct`` and ``runs``:
+    its distinct laws and its runs in all.
 
     A composition's FFT work is its distinct laws times its window, which grows like the
     square root of its runs: GROUPS_MOST distinct laws of as many runs in all take 2-3 s, and

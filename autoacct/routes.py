@@ -366,8 +366,9 @@ class PldRoute(_LawRoute):
         pair = self.grouped(m)
         if pair is None:
             return self._composed_delta(m, eps, tol)
+        # As in epsilon: the grouped bracket, refined by the exact one where the budget allows.
         start = predicted_seconds()
-        lower, upper = self.delta(pair.below, eps, tol)[0], self.delta(pair.above, eps, tol)[1]  # as in epsilon
+        lower, upper = self.delta(pair.below, eps, tol)[0], self.delta(pair.above, eps, tol)[1]
         need = self._exact_need(m, pair, start, [pair.below, pair.above])
         ran = not _all_within(lower, upper, tol) and self._fits(need, start)
         if ran:
