@@ -83,7 +83,8 @@ def _grouped_schedule(monkeypatch: pytest.MonkeyPatch, steps: list[tuple[float, 
 
 
 def _grid_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
-    return [str(w.message) for w in caught if issubclass(w.category, AccuracyWarning) and "parameter grid" in str(w.message)]
+    return [str(w.message) for w in caught
+            if issubclass(w.category, AccuracyWarning) and "parameter grid" in str(w.message)]
 
 
 def test_grouped_bounds_are_refined_exactly_where_the_budget_allows(monkeypatch: pytest.MonkeyPatch) -> None:
