@@ -19,9 +19,13 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from autoacct.errors import AccuracyWarning
+import numpy as np
+
+from autoacct.errors import AccuracyWarning, BudgetWarning
+from autoacct.limits import current, limits, predicted_seconds
 
 if TYPE_CHECKING:
     from autoacct.mechanism import Mechanism
@@ -99,33 +103,106 @@ class Grouped(NamedTuple):
     ratio: float
     distinct: int
 
-    def warn(self, what: str, met: bool, tol: float, need: float) -> None:
-        """Say that the bounds ``what`` come from the grouping, where they miss ``tol``, as
-        composing the steps exactly would take about ``need`` predicted seconds, more than
-        the time budget left."""
+    def warn(self, what: str, met: bool, tol: float, why: str) -> None:
+        """Say that the bounds ``what`` come from the grouping, where they miss ``tol``, and
+        ``why`` the steps were not composed exactly."""
         if not met:
             warnings.warn(f"{what} may be wider than tol={tol:g}: the {self.distinct} distinct steps were "
                           f"bounded through steps moved onto a parameter grid of ratio {self.ratio:.4g} "
-                          "(dominating ones above, dominated ones below), as composing them exactly, "
-                          f"predicted to take about {need:.2g} s, does not fit the time budget. A larger "
-                          "time budget (autoacct.limits(seconds=...)), fewer distinct steps, or grouping "
-                          "them yourself gives tighter bounds.", AccuracyWarning, stacklevel=5)
+                          f"(dominating ones above, dominated ones below), as composing them exactly {why}. "
+                          "A larger time budget (autoacct.limits(seconds=...)), fewer distinct steps, or "
+                          "grouping them yourself gives tighter bounds.", AccuracyWarning, stacklevel=7)
 
 
-def grouped_pair(m: Mechanism, distinct: int, runs: int) -> Grouped | None:
+def exact_need(rate: list[float], spent: float, made: int, distinct: int) -> float:
+    """Predicted seconds (the budget's measure, :func:`limits.predicted_seconds`) of composing
+    ``distinct`` distinct laws exactly, from grouped compositions of ``made`` distinct laws
+    that took ``spent``: an FFT composition's steps (discretising each law, transforming it,
+    raising it to its count) cost about the same per distinct law. ``rate`` keeps the
+    largest rate per law seen (a later query that finds the grouped laws discretised
+    already spends less)."""
+    rate[0] = max(rate[0], spent / max(made, 1))
+    return rate[0] * distinct
+
+
+def budget_left(start: float) -> float:
+    """The time budget less the predicted seconds spent since ``start``."""
+    return current().seconds - (predicted_seconds() - start)
+
+
+def fits(need: float, start: float) -> bool:
+    """Whether ``need`` predicted seconds fit what is left of the time budget since ``start``."""
+    left = budget_left(start)
+    return left > 0.0 and need <= left
+
+
+def through_groups(pair: Grouped | None, exact: Callable[[], tuple[Any, Any]],
+                   grouped: Callable[[Grouped], tuple[Any, Any]], met: Callable[[Any, Any], bool],
+                   what: Callable[[Any, Any], str], tol: float, made: Callable[[Grouped], int],
+                   rate: list[float], regroup: Callable[[], Grouped | None]) -> tuple[Any, Any]:
+    """Bounds on a composition from ``exact()`` (its own steps), from ``grouped(pair)`` (its
+    steps moved onto the grid, ``pair``), or both intersected (both brackets hold the truth,
+    so does their intersection). Where ``pair`` is given (more than GROUP_ABOVE distinct
+    laws), the grid's bracket comes first, and the exact one where that misses tol and is
+    predicted (:func:`exact_need`, from ``made(pair)`` distinct laws grouped, and ``rate``) to
+    fit the time budget left. Otherwise the exact one comes first, and where the budget
+    stopped it short of tol, the grid's of ``regroup()``, if any: 2,000 distinct DP-SGD
+    steps, below GROUP_ABOVE, were answered [0, inf]. ``met`` says whether a bracket is within
+    tol; ``what`` names it in a warning."""
+    start = predicted_seconds()
+    if pair is not None:
+        lower, upper = grouped(pair)
+        need = exact_need(rate, predicted_seconds() - start, made(pair), pair.distinct)
+        if met(lower, upper) or not fits(need, start):
+            pair.warn(what(lower, upper), met(lower, upper), tol,
+                      f"is predicted to take about {need:.2g} s, more than the time budget left")
+            return lower, upper
+        # (its own warnings say how the exact composition ended)
+        with within_budget_left(start):
+            return intersect((lower, upper), exact())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lower, upper = exact()
+    if not met(lower, upper) and any(issubclass(w.category, BudgetWarning) for w in caught):
+        pair = regroup()
+    if pair is None:
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return lower, upper
+    lower, upper = intersect((lower, upper), grouped(pair))
+    pair.warn(what(lower, upper), met(lower, upper), tol, "stopped at the time budget")
+    return lower, upper
+
+
+def intersect(a: tuple[Any, Any], b: tuple[Any, Any]) -> tuple[Any, Any]:
+    """The intersection of two brackets (floats or arrays of them) that both hold the truth."""
+    if isinstance(a[0], np.ndarray) or isinstance(b[0], np.ndarray):
+        return np.maximum(a[0], b[0]), np.minimum(a[1], b[1])
+    return max(a[0], b[0]), min(a[1], b[1])
+
+
+def within_budget_left(start: float) -> AbstractContextManager[Any]:
+    """The time budget less what was spent since ``start``: an exact composition that refines
+    grouped bounds runs under it, so that the query as a whole keeps to the budget."""
+    return limits(seconds=budget_left(start))
+
+
+def grouped_pair(m: Mechanism, distinct: int, runs: int, threshold: int | None = None) -> Grouped | None:
     """Where a composition has more than GROUP_ABOVE distinct laws (an exact composition then
     costs more than the default time budget: 3,000 distinct subsampled Gaussians need about
     8e6 cells, predicted at 25 s), the mechanisms with few distinct parts that dominate it
     and that it dominates (``Mechanism.grouped``); None otherwise. ``distinct`` and ``runs``:
-    its distinct laws and its runs in all.
+    its distinct laws and its runs in all. ``threshold`` replaces GROUP_ABOVE (the route groups
+    fewer steps where the budget stopped their exact composition); None also where the
+    grouping would leave as many distinct steps.
 
     A composition's FFT work is its distinct laws times its window, which grows like the
     square root of its runs: GROUPS_MOST distinct laws of as many runs in all take 2-3 s, and
     more runs get proportionally fewer groups (at least GROUPS_FEWEST).
     """
-    if distinct <= GROUP_ABOVE:
-        return None
     most = max(GROUPS_FEWEST, int(GROUPS_MOST * math.sqrt(min(1.0, GROUPS_MOST / runs))))
+    if distinct <= (GROUP_ABOVE if threshold is None else threshold) or distinct <= most:
+        return None
     above, below = m.grouped(True, most), m.grouped(False, most)
     if above is None or below is None:
         return None

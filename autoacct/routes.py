@@ -41,9 +41,9 @@ from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_prof
 from autoacct.converters.rdp import DELTA_FLOOR, rdp_to_delta, rdp_to_epsilon
 from autoacct.errors import AccuracyWarning, BudgetExceeded, BudgetWarning, RouteUnavailableError
 from autoacct.exactness import MACHINE_EPSILON, ExactFloat
-from autoacct.grouping import Grouped, grouped_pair
+from autoacct.grouping import Grouped, exact_need, fits, grouped_pair, through_groups, within_budget_left
 from autoacct.limits import current as current_limits
-from autoacct.limits import deadline, limits, predicted_seconds
+from autoacct.limits import deadline, predicted_seconds
 from autoacct.losses import gaussian_delta_with_error
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
@@ -325,24 +325,10 @@ class PldRoute(_LawRoute):
                     epsilon_from_profile(up, delta, upper=True, vectorised=True))
         if m.cached(("variation-up", delta), lambda: variation_up(self._parts(m), stop_above=delta)) <= delta:
             return 0.0, 0.0  # delta(0) <= delta: eps(delta) is 0
-        pair = self.grouped(m)
-        if pair is None:
-            return self._composed_epsilon(m, delta, tol)
-        # Bounded through the grouped steps first, and by composing the steps themselves where
-        # that misses tol and is predicted to fit the time budget left; both brackets hold the
-        # truth, and so does their intersection.
-        start = predicted_seconds()
-        lower, upper = self.epsilon(pair.below, delta, tol)[0], self.epsilon(pair.above, delta, tol)[1]
-        need = self._exact_need(m, pair, start, [pair.below, pair.above])
-        ran = not _within(lower, upper, tol) and self._fits(need, start)
-        if ran:
-            with self._exactly(start):
-                e_lo, e_up = self._composed_epsilon(m, delta, tol)
-            lower, upper = max(lower, e_lo), min(upper, e_up)
-        else:
-            # (where the exact composition ran, its own warnings say how it ended)
-            pair.warn(f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}]", _within(lower, upper, tol), tol, need)
-        return lower, upper
+        return self._through_groups(
+            m, lambda: self._composed_epsilon(m, delta, tol),
+            lambda p: (self.epsilon(p.below, delta, tol)[0], self.epsilon(p.above, delta, tol)[1]),
+            lambda lo, up: _within(lo, up, tol), lambda lo, up: f"eps({delta:g}) bounds [{lo:.6g}, {up:.6g}]", tol)
 
     def _composed_epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
         """eps(delta) bounds from the accountant of m's own steps (and of its attained pairs)."""
@@ -363,21 +349,10 @@ class PldRoute(_LawRoute):
                                                    for p in parts):
             # Beyond the largest finite loss only the mass at +inf counts, and there is none.
             return np.zeros(eps.shape), np.zeros(eps.shape)
-        pair = self.grouped(m)
-        if pair is None:
-            return self._composed_delta(m, eps, tol)
-        # As in epsilon: the grouped bracket, refined by the exact one where the budget allows.
-        start = predicted_seconds()
-        lower, upper = self.delta(pair.below, eps, tol)[0], self.delta(pair.above, eps, tol)[1]
-        need = self._exact_need(m, pair, start, [pair.below, pair.above])
-        ran = not _all_within(lower, upper, tol) and self._fits(need, start)
-        if ran:
-            with self._exactly(start):
-                e_lo, e_up = self._composed_delta(m, eps, tol)
-            lower, upper = np.maximum(lower, e_lo), np.minimum(upper, e_up)
-        else:
-            pair.warn("delta bounds", _all_within(lower, upper, tol), tol, need)
-        return lower, upper
+        return self._through_groups(
+            m, lambda: self._composed_delta(m, eps, tol),
+            lambda p: (self.delta(p.below, eps, tol)[0], self.delta(p.above, eps, tol)[1]),
+            lambda lo, up: _all_within(lo, up, tol), lambda lo, up: "delta bounds", tol)
 
     def _composed_delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         """delta(eps) bounds from the accountant of m's own steps (and of its attained pairs)."""
@@ -400,10 +375,11 @@ class PldRoute(_LawRoute):
             return self._composed_tradeoff(m, fpr)
         start = predicted_seconds()
         beta = self.tradeoff(pair.above, fpr)
-        need = self._exact_need(m, pair, start, [pair.above])
-        if self._fits(need, start):
+        need = exact_need(self._rate(m), predicted_seconds() - start, self.accountant(pair.above).distinct,
+                          pair.distinct)
+        if fits(need, start):
             # Both are below m's tradeoff curve: so is their maximum.
-            with self._exactly(start):
+            with within_budget_left(start):
                 beta = np.maximum(beta, self._composed_tradeoff(m, fpr))
         return beta
 
@@ -417,32 +393,22 @@ class PldRoute(_LawRoute):
         return m.cached(("pld-grouped",), lambda: grouped_pair(m, self.accountant(m).distinct,
                                                                 sum(p.times for p in parts)))
 
-    def _exact_need(self, m: Mechanism, pair: Grouped, start: float, grouped: list[Mechanism]) -> float:
-        """Predicted seconds (the budget's measure, :func:`limits.predicted_seconds`) of
-        composing m's steps exactly, from the grouped compositions made since ``start``: an
-        FFT composition's steps (discretising each law, transforming it, raising it to its
-        count) cost about the same per distinct law, so the exact one costs their predicted
-        seconds per distinct law times its own distinct laws. The largest rate seen on m is
-        kept: a later query that finds the grouped laws discretised already predicts less."""
-        made = sum(self.accountant(g).distinct for g in grouped)
-        rate = m.cached(("pld-exact-rate",), lambda: [0.0])
-        rate[0] = max(rate[0], (predicted_seconds() - start) / max(made, 1))
-        return float(rate[0] * pair.distinct)
+    def _rate(self, m: Mechanism) -> list[float]:
+        """The predicted seconds per distinct law of m's grouped compositions (see :func:`exact_need`)."""
+        return m.cached(("pld-exact-rate",), lambda: [0.0])
 
-    @staticmethod
-    def _left(start: float) -> float:
-        """The time budget less the predicted seconds spent since ``start``."""
-        return current_limits().seconds - (predicted_seconds() - start)
-
-    def _fits(self, need: float, start: float) -> bool:
-        """Whether ``need`` predicted seconds fit what is left of the time budget."""
-        left = self._left(start)
-        return left > 0.0 and need <= left
-
-    def _exactly(self, start: float) -> contextlib.AbstractContextManager[Any]:
-        """The time budget of an exact composition that refines grouped bounds: the budget
-        less what the grouped ones took, so that the query as a whole keeps to it."""
-        return limits(seconds=self._left(start))
+    def _through_groups(self, m: Mechanism, exact: Callable[[], tuple[Any, Any]],
+                        grouped: Callable[[Grouped], tuple[Any, Any]], met: Callable[[Any, Any], bool],
+                        what: Callable[[Any, Any], str], tol: float) -> tuple[Any, Any]:
+        """:func:`grouping.through_groups` for m (its grouping, and the one made where the
+        budget stopped its exact composition)."""
+        def regroup() -> Grouped | None:
+            parts = self._parts(m)
+            return m.cached(("pld-regrouped",), lambda: grouped_pair(
+                m, self.accountant(m).distinct, sum(p.times for p in parts), threshold=0))
+        return through_groups(self.grouped(m), exact, grouped, met, what, tol,
+                              lambda p: self.accountant(p.below).distinct + self.accountant(p.above).distinct,
+                              self._rate(m), regroup)
 
 
 class PhiRoute(_LawRoute):

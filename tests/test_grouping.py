@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from autoacct import AccuracyWarning, grouping, limits, routes
+from autoacct import AccuracyWarning, BudgetWarning, grouping, limits, routes
 from autoacct.grouping import RATIOS, group, snap_value
 from autoacct.limits import predicted_seconds
 from autoacct.mechanism import Mechanism
@@ -133,7 +133,46 @@ def test_grouped_bounds_say_what_budget_the_exact_composition_needs(monkeypatch:
         lo, up = routes.epsilon_bounds(m, 1e-5, "pld", 1e-3)
     assert (lo, up) == (g_lo, g_up)
     (msg,) = _grid_warnings(caught)
-    assert "does not fit the time budget" in msg and "autoacct.limits(seconds=...)" in msg
+    assert "more than the time budget left" in msg and "autoacct.limits(seconds=...)" in msg
+
+
+def test_a_schedule_whose_exact_composition_the_budget_stops_is_bounded_through_the_grid(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Below GROUP_ABOVE the steps are composed exactly first. Under a budget that stops that
+    # composition (2,000 distinct DP-SGD steps under the default one answered [0, inf]), the
+    # route bounds them through the grid as well and answers the intersection, warning that
+    # the exact composition stopped. The budget is set from predicted seconds measured here.
+    steps = _steps(60)
+    exact = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
+    start = predicted_seconds()
+    e_lo, e_up = routes.epsilon_bounds(exact, 1e-5, "pld", 1e-3)
+    whole = predicted_seconds() - start
+    m = _grouped_schedule(monkeypatch, steps)
+    pair = routes.ROUTES["pld"].grouped(m)  # type: ignore[attr-defined]
+    start = predicted_seconds()
+    g_lo = routes.epsilon_bounds(pair.below, 1e-5, "pld", 1e-3)[0]
+    g_up = routes.epsilon_bounds(pair.above, 1e-5, "pld", 1e-3)[1]
+    each = predicted_seconds() - start
+    assert each < whole / 2
+    monkeypatch.setattr(grouping, "GROUP_ABOVE", 2000)
+    m = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
+    assert routes.ROUTES["pld"].grouped(m) is None  # type: ignore[attr-defined]
+    with warnings.catch_warnings(record=True) as caught, limits(seconds=each):
+        warnings.simplefilter("always")
+        lo, up = routes.epsilon_bounds(m, 1e-5, "pld", 1e-3)
+    # The exact composition stopped with a bracket at least as wide as the grid's; its
+    # BudgetWarning gives way to the grid's warning (the grouped compositions fit).
+    assert g_lo <= lo < e_lo <= e_up < up <= g_up and up - lo <= g_up - g_lo
+    (msg,) = _grid_warnings(caught)
+    assert "stopped at the time budget" in msg
+    assert not any(issubclass(w.category, BudgetWarning) for w in caught)
+    # delta: the same, where each composition's own budget warnings stay.
+    d_lo, d_up = routes.delta_bounds(exact, np.array([1.0]), "pld", 1e-3)
+    with warnings.catch_warnings(record=True) as caught, limits(seconds=each):
+        warnings.simplefilter("always")
+        b_lo, b_up = routes.delta_bounds(m, np.array([1.0]), "pld", 1e-3)
+    assert 0.0 <= b_lo[0] <= d_lo[0] <= d_up[0] <= b_up[0] < 1.0
+    assert any("stopped at the time budget" in msg for msg in _grid_warnings(caught))
 
 
 def test_moves_past_the_float_range_are_refused() -> None:
