@@ -41,9 +41,9 @@ from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_prof
 from autoacct.converters.rdp import DELTA_FLOOR, rdp_to_delta, rdp_to_epsilon
 from autoacct.errors import AccuracyWarning, BudgetExceeded, BudgetWarning, RouteUnavailableError
 from autoacct.exactness import MACHINE_EPSILON, ExactFloat
-from autoacct.grouping import Grouped, exact_need, fits, grouped_pair, through_groups, within_budget_left
+from autoacct.grouping import Grouped, grouped_pair, through_groups
 from autoacct.limits import current as current_limits
-from autoacct.limits import deadline, predicted_seconds
+from autoacct.limits import deadline
 from autoacct.losses import gaussian_delta_with_error
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
@@ -370,18 +370,12 @@ class PldRoute(_LawRoute):
         return lower, np.where(floor, DELTA_FLOOR, upper)
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
-        pair = self.grouped(m)
-        if pair is None:
-            return self._composed_tradeoff(m, fpr)
-        start = predicted_seconds()
-        beta = self.tradeoff(pair.above, fpr)
-        need = exact_need(self._rate(m), predicted_seconds() - start, self.accountant(pair.above).distinct,
-                          pair.distinct)
-        if fits(need, start):
-            # Both are below m's tradeoff curve: so is their maximum.
-            with within_budget_left(start):
-                beta = np.maximum(beta, self._composed_tradeoff(m, fpr))
-        return beta
+        # The exact composition's curve and the dominating grouped steps' (as for eps) are both
+        # below m's tradeoff curve, and so is their maximum: the lower end of their "bracket".
+        beta, _ = self._through_groups(
+            m, lambda: (self._composed_tradeoff(m, fpr),) * 2, lambda p: (self.tradeoff(p.above, fpr),) * 2,
+            lambda lo, up: False, lambda lo, up: "the tradeoff curve", DEFAULT_TOL, below=False)
+        return np.asarray(beta)
 
     def _composed_tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
         acc = self.accountant(m)
@@ -399,15 +393,16 @@ class PldRoute(_LawRoute):
 
     def _through_groups(self, m: Mechanism, exact: Callable[[], tuple[Any, Any]],
                         grouped: Callable[[Grouped], tuple[Any, Any]], met: Callable[[Any, Any], bool],
-                        what: Callable[[Any, Any], str], tol: float) -> tuple[Any, Any]:
+                        what: Callable[[Any, Any], str], tol: float, below: bool = True) -> tuple[Any, Any]:
         """:func:`grouping.through_groups` for m (its grouping, and the one made where the
-        budget stopped its exact composition)."""
+        budget stopped its exact composition); ``below``: whether ``grouped`` composes the
+        dominated steps too, not only the dominating ones."""
         def regroup() -> Grouped | None:
             parts = self._parts(m)
             return m.cached(("pld-regrouped",), lambda: grouped_pair(
                 m, self.accountant(m).distinct, sum(p.times for p in parts), threshold=0))
         return through_groups(self.grouped(m), exact, grouped, met, what, tol,
-                              lambda p: self.accountant(p.below).distinct + self.accountant(p.above).distinct,
+                              lambda p: self.accountant(p.above).distinct * (2 if below else 1),
                               self._rate(m), regroup)
 
 

@@ -180,3 +180,26 @@ def test_moves_past_the_float_range_are_refused() -> None:
     assert Gaussian(1.7e308).snap(1.5, False) is None
     assert Gaussian(1e-300).snap(1.5, True) is None
     assert snap_value(1.7e308, 1.5, True) == math.inf
+
+
+def test_a_tradeoff_curve_the_budget_stops_comes_from_the_dominating_grid(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The dominating grouped steps' curve is below the schedule's: where the budget stops the
+    # exact composition's curve (zero, the trivial lower bound, where no profile was made),
+    # the route answers the larger of the two. The budget is the grid curve's predicted seconds.
+    steps, fpr = _steps(60), np.array([1e-3, 0.1])
+    exact = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
+    beta = routes.tradeoff(exact, fpr, "pld")
+    m = _grouped_schedule(monkeypatch, steps)
+    pair = routes.ROUTES["pld"].grouped(m)  # type: ignore[attr-defined]
+    start = predicted_seconds()
+    grid = routes.tradeoff(pair.above, fpr, "pld")
+    each = predicted_seconds() - start
+    monkeypatch.setattr(grouping, "GROUP_ABOVE", 2000)
+    m = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
+    with warnings.catch_warnings(record=True) as caught, limits(seconds=each * 1.01):
+        warnings.simplefilter("always")
+        got = routes.tradeoff(m, fpr, "pld")
+    assert np.all(0.0 < grid) and np.all(grid <= got) and np.all(got <= beta)
+    (msg,) = _grid_warnings(caught)
+    assert "stopped at the time budget" in msg
+
