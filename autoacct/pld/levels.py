@@ -280,7 +280,12 @@ def coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     if conv is None:
         return None
     ratio = round(coarse / conv.h)
-    up = _coarse_upper(np.maximum(conv.dens[0] + float(conv.err[0]), 0.0), conv, ratio)
+    # The rows are conv's own: each becomes its bound in place (a fresh array of a 38,400-point
+    # window is mapped anew by the allocator, and its pages fault, on every call).
+    top = conv.dens[0]
+    top += float(conv.err[0])
+    np.maximum(top, 0.0, out=top)
+    up = _coarse_upper(top, conv, ratio)
     if up is None:
         return None
     # Missing moment generating function at lam, relative to the composed components' one
@@ -291,7 +296,6 @@ def coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     if conv.dens.shape[0] == 1:
         return Component(up, _no_lower, 1)
     folded = conv.tilted_above(1) + conv.tilted_below(1)
-    # The row is conv's own: it becomes the tilted sub-measure in place.
     sub = conv.dens[1]
     sub -= float(conv.err[1]) + folded
     np.maximum(sub, 0.0, out=sub)
@@ -361,8 +365,10 @@ def _cell_sums_upper(out: np.ndarray, tilted: np.ndarray, pad: int, ratio: int, 
         flat[pad:pad + tilted.size] = tilted
         block = flat.reshape(cells, ratio)
         r = np.arange(ratio) * h
-        out[:-1] += (block * left(r)).sum(axis=1)
-        out[1:] += (block * right(r)).sum(axis=1)
+        # (one product array for both sums: see coarsen on fresh arrays)
+        prod = np.multiply(block, left(r))
+        out[:-1] += prod.sum(axis=1)
+        out[1:] += np.multiply(block, right(r), out=prod).sum(axis=1)
 
 
 def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> DiscretePLD | None:
