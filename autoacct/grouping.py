@@ -146,9 +146,14 @@ def through_groups(pair: Grouped | None, exact: Callable[[], tuple[Any, Any]],
     laws), the grid's bracket comes first, and the exact one where that misses tol and is
     predicted (:func:`exact_need`, from ``made(pair)`` distinct laws grouped, and ``rate``) to
     fit the time budget left. Otherwise the exact one comes first, and where the budget
-    stopped it short of tol, the grid's of ``regroup()``, if any: 2,000 distinct DP-SGD
-    steps, below GROUP_ABOVE, were answered [0, inf]. ``met`` says whether a bracket is within
-    tol; ``what`` names it in a warning."""
+    stopped it short of tol, the grid's of ``regroup()``, if any: the default budget stops
+    the exact composition of 2,000 distinct DP-SGD steps (at GROUP_ABOVE) before it bounds
+    anything. ``met`` says whether a bracket is within tol; ``what`` names it in a warning.
+
+    Budget: each composition keeps to the time budget on its own (the grouped ones, as
+    before, each on its own clock; the exact one after the grid's under what they left),
+    so a query that falls back on the grid after a stopped exact composition may spend up
+    to three budgets of predicted time, within the wall-clock deadline of the public query."""
     start = predicted_seconds()
     if pair is not None:
         lower, upper = grouped(pair)
