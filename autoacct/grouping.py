@@ -150,8 +150,9 @@ def through_groups(pair: Grouped | None, exact: Callable[[], tuple[Any, Any]],
     the exact composition of 2,000 distinct DP-SGD steps (at GROUP_ABOVE) before it bounds
     anything. ``met`` says whether a bracket is within tol; ``what`` names it in a warning.
 
-    Budget: each composition keeps to the time budget on its own (the grouped ones, as
-    before, each on its own clock; the exact one after the grid's under what they left),
+    Budget: each composition keeps to the time budget on its own (the grouped ones each on
+    its own clock, as every accountant query; the exact one after the grid's under what the
+    grid's left),
     so a query that falls back on the grid after a stopped exact composition may spend up
     to three budgets of predicted time, within the wall-clock deadline of the public query."""
     start = predicted_seconds()
