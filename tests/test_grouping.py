@@ -9,6 +9,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autoacct import AccuracyWarning, BudgetWarning, grouping, limits, routes
 from autoacct.grouping import RATIOS, group, snap_value
@@ -203,3 +205,30 @@ def test_a_tradeoff_curve_the_budget_stops_comes_from_the_dominating_grid(monkey
     (msg,) = _grid_warnings(caught)
     assert "stopped at the time budget" in msg
 
+
+
+_EXACT_60: dict[str, tuple[float, float]] = {}
+
+
+@settings(max_examples=8, derandomize=True, deadline=None, database=None)
+@given(seconds=st.floats(-3.0, 0.5).map(lambda x: 10.0 ** x), grid_first=st.booleans())
+def test_bounds_through_groups_hold_the_truth_under_any_budget(seconds: float, grid_first: bool) -> None:
+    # Whatever the budget stops (the grouped compositions, the exact one, both, neither) and
+    # in either order, the answer holds the truth: it meets the certified exact bracket of the
+    # unlimited query, and it is never NaN or inverted.
+    steps = _steps(60)
+    if not _EXACT_60:
+        exact = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
+        _EXACT_60["eps"] = routes.epsilon_bounds(exact, 1e-5, "pld", 1e-3)
+    e_lo, e_up = _EXACT_60["eps"]
+    saved = grouping.GROUP_ABOVE, grouping.GROUPS_MOST, grouping.GROUPS_FEWEST
+    grouping.GROUP_ABOVE, grouping.GROUPS_MOST, grouping.GROUPS_FEWEST = (20 if grid_first else 2000), 16, 8
+    try:
+        m = Composition()([PoissonSubsample(q)(Gaussian(s)) for q, s in steps])
+        with warnings.catch_warnings(), limits(seconds=seconds):
+            warnings.simplefilter("ignore")
+            lo, up = routes.epsilon_bounds(m, 1e-5, "pld", 1e-3)
+    finally:
+        grouping.GROUP_ABOVE, grouping.GROUPS_MOST, grouping.GROUPS_FEWEST = saved
+    assert not (math.isnan(lo) or math.isnan(up))
+    assert 0.0 <= lo <= e_up and e_lo <= up and lo <= up
