@@ -47,11 +47,11 @@ from autoacct.pld.grid import (
     max_cells,
 )
 from autoacct.pld.lawcache import kept_law, round_up_pow2
-from autoacct.pld.made import Composed, Made, Pair, Profile, well_inside
+from autoacct.pld.made import Composed, Made, Pair, Profile, best_curve, well_inside
 from autoacct.pld.mixture import MixtureProfile
 from autoacct.pld.profiles import DiscreteProfile, chernoff_profiles
 from autoacct.pld.query import PldQuery, log_eta_for, shrink, within
-from autoacct.pld.reversal import reversed_chernoff
+from autoacct.pld.reversal import inverse_tradeoff, reversed_chernoff, reverses_law_by_law
 from autoacct.pld.splitting import SplitDirections
 
 #: The query of an untilted composition (a delta curve or a tradeoff).
@@ -676,13 +676,18 @@ class FFTAccountant(SplitDirections):
     def tradeoff(self, alpha: np.ndarray, eps_scale: float, tol: float = DEFAULT_TOL) -> np.ndarray:
         """Lower bound on the tradeoff function: the smaller of the directions' curves. Past the
         resource budget, a direction's best curve from the profiles made so far (0, a lower
-        bound of any tradeoff curve, if none), with a :class:`BudgetWarning`."""
+        bound of any tradeoff curve, if none), with a :class:`BudgetWarning`; where the two
+        directions reverse each other law by law, each also at least the other's inverse
+        (:func:`inverse_tradeoff`): a direction the budget stopped is not left at 0."""
         with query_clock(self.held_bytes):
             try:
                 profs = self.profiles(self.spacing(eps_scale, tol), math.log(1e-18))
                 return np.min([u.tradeoff(alpha) for u, _ in profs], axis=0)
             except BudgetExceeded as exc:
                 warn_budget(exc, "the tradeoff curve", tol)
-                zero = [np.zeros(np.shape(alpha))]
-                return np.min([np.max([u.tradeoff(alpha) for u, _ in made if isinstance(u, DiscreteProfile)]
-                                      or zero, axis=0) for made in self._made], axis=0)
+                a = np.asarray(alpha, dtype=float)
+                best = [best_curve(made, a) for made in self._made]
+                if reverses_law_by_law(self._directions):
+                    best = [np.maximum(best[d], inverse_tradeoff(partial(best_curve, self._made[1 - d]), a))
+                            for d in (0, 1)]
+                return np.min(best, axis=0)

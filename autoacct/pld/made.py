@@ -172,3 +172,11 @@ def well_inside(profs: list[tuple[DiscreteProfile | MixtureProfile, Profile]], e
 
 #: A split law's terms are aimed again when the answer is this far (relatively) from their target.
 AIM = 0.25
+
+
+def best_curve(made: Sequence[Pair], alpha: np.ndarray) -> np.ndarray:
+    """The pointwise largest of the tradeoff curves of the composed upper profiles ``made``,
+    each a lower bound (0, the trivial one, where there are none)."""
+    ups = [u for u, _ in made if isinstance(u, DiscreteProfile)]
+    return np.max([u.tradeoff(alpha) for u in ups] or [np.zeros(np.shape(alpha))], axis=0)
+

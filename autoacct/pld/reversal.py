@@ -40,7 +40,7 @@ The reversed laws' own mass at +inf (Q-mass where P vanishes) is theirs, exactly
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -96,3 +96,37 @@ def reversed_chernoff(forward: Sequence[Component], reversed_laws: Sequence[Priv
                   for c, rev in zip(forward, reversed_laws, strict=True))
     inf_mass = -math.expm1(log_fin)
     return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)
+
+
+def reverses_law_by_law(directions: Sequence[Sequence[tuple[PrivacyLoss, int]]]) -> bool:
+    """Whether there are two directions of (law, count) parts and the second's laws reverse
+    the first's, part by part with the same counts (:meth:`PrivacyLoss.reverses`): the second
+    direction's composed pair is then the first's reversed, (Q, P) for (P, Q)."""
+    if len(directions) != 2 or len(directions[0]) != len(directions[1]):
+        return False
+    return all(k == k2 and rev.reverses(fwd) for (fwd, k), (rev, k2) in zip(*directions, strict=True))
+
+
+def inverse_tradeoff(curve: Callable[[np.ndarray], np.ndarray], alpha: np.ndarray) -> np.ndarray:
+    """A lower bound on the tradeoff curve of the reversed pair (Q, P) at type I errors
+    ``alpha``, from ``curve``, a lower bound g on the curve f of (P, Q).
+
+    The reversed pair's curve is f's inverse, f^-1(a) = inf {x : f(x) <= a} (Dong, Roth and
+    Su 2022, Proposition 2.4: the type II error of the best test of Q against P at level a).
+    Where g(x) > a, f(x) >= g(x) > a at x and, f being non-increasing, left of it: f^-1(a)
+    >= x. So any point found with g(x) > a bounds f^-1(a) from below, whatever g's shape; the
+    largest is sought by halving [0, 1] _HALVINGS times, every a at once; 0 where none is
+    found."""
+    lo, hi = np.zeros(alpha.shape), np.ones(alpha.shape)
+    found = np.zeros(alpha.shape, dtype=bool)
+    for _ in range(_HALVINGS):
+        mid = 0.5 * (lo + hi)
+        above = curve(mid) > alpha
+        found |= above
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    return np.where(found, lo, 0.0)
+
+
+#: Halvings of :func:`inverse_tradeoff`: to 2^-60 of [0, 1].
+_HALVINGS = 60
+

@@ -16,7 +16,7 @@ from autoacct.pld.accountant import FFTAccountant
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import discretize_upper
 from autoacct.pld.grid import index_range
-from autoacct.pld.reversal import reversed_chernoff
+from autoacct.pld.reversal import inverse_tradeoff, reversed_chernoff
 from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss
 
 
@@ -204,3 +204,58 @@ def test_bound_is_never_nan_monotone_and_above_the_one_step_truth(sigma, log_q, 
     assert np.all(np.isfinite(values)) and np.all((values >= 0.0) & (values <= 1.0))
     assert np.all(np.diff(values) <= 0.0)
     assert np.all(values >= np.asarray(rev.profile(eps), dtype=float) * (1 - 1e-12))
+
+
+def _gdp(mu: float):
+    # The mu-GDP curve G_mu(x) = Phi(Phi^-1(1 - x) - mu), its own inverse (Dong, Roth and Su 2022).
+    return lambda x: stats.norm.cdf(stats.norm.isf(np.asarray(x, dtype=float)) - mu)
+
+
+@pytest.mark.parametrize("mu", [0.3, 1.0, 3.0])
+def test_inverse_tradeoff_of_a_gdp_curve_is_the_curve_itself_from_below(mu):
+    # G_mu is symmetric: its inverse is itself. From a lower bound a hair under it, the inverse
+    # found lies below the truth and within the halving's reach of it.
+    a = np.concatenate(([0.0, 1e-12, 1e-6], np.linspace(0.01, 0.99, 50), [1.0]))
+    g = _gdp(mu)
+    got = inverse_tradeoff(lambda x: g(x) - 1e-13, a)
+    assert np.all(got <= g(a))
+    # Where the bound exceeds a, G_mu exceeds a + 1e-13: tight up to that, and the halving.
+    assert np.all(got >= g(np.minimum(a + 1e-13, 1.0)) - 1e-12)
+
+
+def test_inverse_tradeoff_of_an_asymmetric_curve_from_a_non_monotone_bound():
+    # f(x) = (1 - x)^3 has inverse 1 - a^(1/3); the bound f - bump wiggles (not monotone) but
+    # stays under f, and every point it certifies still bounds the inverse from below.
+    a = np.linspace(0.0, 1.0, 101)
+    f = lambda x: (1.0 - x) ** 3  # noqa: E731
+    bump = lambda x: 1e-3 * (1.0 + np.sin(400.0 * x))  # noqa: E731
+    got = inverse_tradeoff(lambda x: np.maximum(f(x) - bump(x), 0.0), a)
+    assert np.all(got <= 1.0 - np.cbrt(a) + 1e-15)
+    # The bound exceeds a wherever f exceeds a + 2e-3, the bump's height.
+    assert np.all(got >= 1.0 - np.cbrt(np.minimum(a + 2e-3, 1.0)) - 1e-12)
+    # A bound that says nothing (0 everywhere) gives 0, the trivial lower bound.
+    assert np.all(inverse_tradeoff(lambda x: np.zeros(np.shape(x)), a) == 0.0)
+
+
+def test_a_tradeoff_curve_the_budget_stopped_takes_the_composed_directions_inverse():
+    # A DP-SGD composition whose budget composes the remove direction only: the add direction
+    # reverses it law by law, so its curve is bounded by the remove curve's inverse instead of 0.
+    import warnings
+
+    from autoacct import BudgetWarning, dpsgd, limits, routes
+    from autoacct.limits import predicted_seconds
+    fpr = np.array([1e-6, 1e-3, 0.1, 0.5])
+    start = predicted_seconds()
+    full = routes.tradeoff(dpsgd(0.001, 0.8, 10_000), fpr, "pld")
+    spent = predicted_seconds() - start
+    m = dpsgd(0.001, 0.8, 10_000)
+    acc = routes.ROUTES["pld"].accountant(m)  # type: ignore[attr-defined]
+    with warnings.catch_warnings(record=True) as caught, limits(seconds=0.6 * spent):
+        warnings.simplefilter("always")
+        got = routes.tradeoff(m, fpr, "pld")
+    assert any(issubclass(w.category, BudgetWarning) for w in caught)
+    assert [len(made) for made in acc._made] == [1, 0]  # the add direction was not composed
+    # Both are lower bounds on the curve: the inverse of the remove direction's curve is as
+    # tight as the add direction's own (without it, the add direction's curve is 0).
+    assert np.all(got > 0.0)
+    np.testing.assert_allclose(got, full, rtol=1e-9)
