@@ -179,4 +179,3 @@ def best_curve(made: Sequence[Pair], alpha: np.ndarray) -> np.ndarray:
     each a lower bound (0, the trivial one, where there are none)."""
     ups = [u for u, _ in made if isinstance(u, DiscreteProfile)]
     return np.max([u.tradeoff(alpha) for u in ups] or [np.zeros(np.shape(alpha))], axis=0)
-

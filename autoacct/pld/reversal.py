@@ -112,7 +112,8 @@ def inverse_tradeoff(curve: Callable[[np.ndarray], np.ndarray], alpha: np.ndarra
     ``alpha``, from ``curve``, a lower bound g on the curve f of (P, Q).
 
     The reversed pair's curve is f's inverse, f^-1(a) = inf {x : f(x) <= a} (Dong, Roth and
-    Su 2022, Proposition 2.4: the type II error of the best test of Q against P at level a).
+    Su 2022, Section 2, with this generalised inverse: the type II error of the best test of
+    Q against P at level a).
     Where g(x) > a, f(x) >= g(x) > a at x and, f being non-increasing, left of it: f^-1(a)
     >= x. So any point found with g(x) > a bounds f^-1(a) from below, whatever g's shape; the
     largest is sought by halving [0, 1] _HALVINGS times, every a at once; 0 where none is
@@ -129,4 +130,3 @@ def inverse_tradeoff(curve: Callable[[np.ndarray], np.ndarray], alpha: np.ndarra
 
 #: Halvings of :func:`inverse_tradeoff`: to 2^-60 of [0, 1].
 _HALVINGS = 60
-
