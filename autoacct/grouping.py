@@ -8,10 +8,12 @@ noise multiplier), gives a step that dominates it; composing the moved steps, of
 few hundred are distinct, bounds the schedule from above (dominance is kept under composition,
 as tradeoff functions compose monotonically: Dong, Roth and Su 2022). Moving them the other way gives
 steps it dominates, whose certified lower ends bound the schedule from below. The bracket is
-as wide as the grid is coarse. The PLD route (:func:`grouped_pair`) bounds a schedule of many
+as wide as the grid is coarse. The PLD route (:func:`through_groups`) bounds a schedule of many
 distinct steps this way first; where that misses tol it composes the steps themselves if that
 is predicted to fit the time budget left, and takes the intersection of the two brackets, and
-otherwise warns that the bracket comes from the grid and what budget the exact one needs.
+otherwise warns that the bracket comes from the grid and what budget the exact one needs. A
+schedule of fewer distinct steps is composed exactly first, and bounded through the grid too
+where the budget stops that composition.
 """
 
 from __future__ import annotations
@@ -84,8 +86,9 @@ def group(children: Sequence[Mechanism], counts: Sequence[int], up: bool, most: 
     return None
 
 
-#: Distinct laws above which the PLD route bounds a composition through grouped steps (2,000:
-#: 3,000 distinct subsampled Gaussians exceed the default time budget), the most distinct
+#: Distinct laws above which the PLD route bounds a composition through grouped steps first
+#: (2,000: from about there on, distinct subsampled Gaussians exceed the default time budget;
+#: below it, grouping follows a stopped exact composition), the most distinct
 #: steps a grouping of GROUPS_MOST runs may have (1,000 distinct subsampled Gaussians take 2-3
 #: s), and the fewest any grouping is allowed.
 GROUP_ABOVE = 2000
