@@ -56,7 +56,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -171,6 +171,15 @@ def afford(nbytes: float, seconds: float, what: str) -> None:
                                  f"(it takes about {seconds:.2g} s after {query.spent:.2g} s of such steps)")
         query.spent += seconds
         _PREDICTED.total = predicted_seconds() + seconds
+
+
+def share_left(share: float) -> AbstractContextManager[Limits]:
+    """The running query's time budget cut to what it has spent plus ``share`` of what it has
+    left (the whole budget outside a query): a first try that may fail runs under it, so that
+    what comes after it still has the rest."""
+    query = _QUERY.get()
+    spent = query.spent if query is not None else 0.0
+    return limits(seconds=spent + share * max(current().seconds - spent, 0.0))
 
 
 #: Predicted seconds of every step started in this thread (see :func:`predicted_seconds`).

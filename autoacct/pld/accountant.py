@@ -46,6 +46,7 @@ from autoacct.pld.grid import (
     index_range,
     max_cells,
 )
+from autoacct.pld.inverted import DeltaThroughEpsilon
 from autoacct.pld.lawcache import kept_law, round_up_pow2
 from autoacct.pld.made import Composed, Made, Pair, Profile, best_curve, well_inside
 from autoacct.pld.mixture import MixtureProfile
@@ -79,7 +80,7 @@ _REVERSED_GAIN = 0.01
 _STALL = 8
 
 
-class FFTAccountant(SplitDirections):
+class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
     """Composed upper and lower PLD profiles of a list of (forward, backward, count) parts."""
 
     def __init__(self, parts: Sequence[tuple[PrivacyLoss, PrivacyLoss, int]]) -> None:
@@ -625,6 +626,9 @@ class FFTAccountant(SplitDirections):
         Accuracy target: the upper bound at eps does not exceed the lower bound
         at eps (1 - tol), i.e. the answer is tol-accurate on the eps scale.
         """
+        through = self._through_epsilon(eps, tol, log_eta)
+        if through is not None:
+            return self._certified_lowers(through[0]), through[1]
         scale = max(eps_scale, float(np.max(eps, initial=0.0)))
         grid_tol = tol
         target = float(eps.ravel()[0]) if eps.size == 1 else None

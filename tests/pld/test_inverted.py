@@ -1,0 +1,173 @@
+"""delta(eps) through eps(delta) queries (autoacct/pld/inverted.py): where a rarely sampled
+law's tail decides delta, a short array of eps is answered from eps(delta) queries aimed at
+each eps, within tol on the eps scale, against independent references."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from closed_forms import poisson_gaussian_lattice_delta, poisson_gaussian_two_step_delta
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import autoacct
+from autoacct.errors import AccuracyWarning, BudgetWarning
+from autoacct.limits import limits, predicted_seconds
+from autoacct.pld import inverted
+from autoacct.pld.accountant import FFTAccountant
+from autoacct.pld.query import PldQuery
+
+TOL = 1e-3
+
+
+def _remove_pair(q: float, sigma: float, k: int) -> FFTAccountant:
+    """k runs of the Poisson-subsampled Gaussian's remove pair alone."""
+    law = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=1).loss_parts()[0].forward
+    return FFTAccountant([(law, law, k)])
+
+
+def _asked(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The deltas of the eps(delta) queries the accountant makes, in order."""
+    asked: list[float] = []
+    real = FFTAccountant._epsilon
+
+    def spy(self, delta, eps_scale, tol):
+        asked.append(delta)
+        return real(self, delta, eps_scale, tol)
+    monkeypatch.setattr(FFTAccountant, "_epsilon", spy)
+    return asked
+
+
+def _met(acc: FFTAccountant, eps: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:
+    """The delta loop's own target: the upper bound at eps at most the lower one at
+    eps (1 - tol), or within tol relatively."""
+    shrunk = acc.best_delta(eps * (1 - TOL))[0]
+    return bool(np.all((upper <= shrunk) | (upper - lower <= TOL * upper)))
+
+
+@pytest.mark.parametrize("q, sigma, eps", [(8.53e-4, 0.82, 0.03144), (4.5e-4, 0.435, 8.81),
+                                           (2.82e-4, 1.14, 0.0804), (3e-5, 0.6, 1.0)])
+def test_two_steps_against_quadrature(monkeypatch, loop, q, sigma, eps):
+    # Two runs of the remove pair, where the law splits: delta(eps) from 1e-14 to 4e-6. The
+    # exact delta, by quadrature (tests/closed_forms.py, accurate to about 1e-6 relatively),
+    # lies inside the bracket, which meets tol on the eps scale; it came from eps(delta)
+    # queries only.
+    asked = _asked(monkeypatch)
+    acc = _remove_pair(q, sigma, 2)
+    at = np.array([eps])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lower, upper = acc.delta(at, acc.eps_scale(1e-5), TOL)
+    truth = poisson_gaussian_two_step_delta(q, sigma, eps)
+    assert lower[0] <= truth * (1 + 1e-6) and truth * (1 - 1e-6) <= upper[0]
+    assert _met(acc, at, lower, upper)
+    assert 1 <= len(asked) <= 3
+    assert not loop
+
+
+@pytest.fixture
+def loop(monkeypatch: pytest.MonkeyPatch) -> list[PldQuery]:
+    """The queries of the delta loop's compositions (those without a delta)."""
+    made: list[PldQuery] = []
+    real = FFTAccountant.profiles
+
+    def spy(self, h, log_eta, query=None, directions=None, lower=True):
+        query = PldQuery() if query is None else query
+        if query.delta is None:
+            made.append(query)
+        return real(self, h, log_eta, query, directions, lower)
+    monkeypatch.setattr(FFTAccountant, "profiles", spy)
+    return made
+
+
+def test_a_spike_law_against_a_lattice_reference(monkeypatch):
+    # q = 1e-5, sigma = 0.6, k = 1e4 (the unsampled losses a spike narrower than a cell, the
+    # answer decided by one or two sampled steps): delta at two eps, 5.9e-10 and 1.0e-10.
+    # The delta loop alone put them in [2.5e-10, 9.3e-10] and [7.3e-14, 2.1e-10] after 2.8 s,
+    # its grid capped at 2^22 points; through eps(delta) queries each is within tol. Against
+    # an independent lattice composition (second order in its spacing, not a bound; its values
+    # at spacings 8e-6, 4e-6 and 2e-6 spread over 1.2e-4 of delta here), with 2e-4 of delta
+    # to spare.
+    asked = _asked(monkeypatch)
+    eps = np.array([0.3, 0.45441])
+    m = autoacct.dpsgd(sample_rate=1e-5, noise_multiplier=0.6, steps=10_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lower, upper = m.delta_bounds(eps)
+    values, left_out = poisson_gaussian_lattice_delta(1e-5, 0.6, 10_000, eps, 4e-6, points=1 << 22)
+    assert left_out < 1e-5 * values.min()
+    assert np.all(lower <= values * (1 + 2e-4)) and np.all(values * (1 - 2e-4) <= upper + left_out)
+    assert np.all(upper - lower <= TOL * upper)
+    assert asked
+
+
+def test_the_delta_loop_alone_is_wider(monkeypatch):
+    # The same query with the eps(delta) queries turned off (no array is short enough): the
+    # delta loop's bounds, certified too, overlap and are wider.
+    acc = _remove_pair(9.04e-5, 0.903, 31782)
+    at = np.array([0.4])
+    lower, upper = acc.delta(at, acc.eps_scale(1e-5), TOL)
+    assert upper[0] - lower[0] <= TOL * upper[0]
+    monkeypatch.setattr(inverted, "THROUGH_POINTS", 0)
+    alone = _remove_pair(9.04e-5, 0.903, 31782)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        lo, up = alone.delta(at, alone.eps_scale(1e-5), TOL)
+    assert lo[0] <= upper[0] and lower[0] <= up[0]
+    assert up[0] - lo[0] > 10 * (upper[0] - lower[0])
+
+
+def test_no_split_no_eps_queries(monkeypatch):
+    # A law that does not split (q = 0.01, sigma = 1, k = 1000) is answered by the delta loop
+    # as before: no eps(delta) query is made.
+    asked = _asked(monkeypatch)
+    m = autoacct.dpsgd(sample_rate=0.01, noise_multiplier=1.0, steps=1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        m.delta_bounds(np.array([1.0, 2.0]))
+    assert not asked
+
+
+def test_a_long_curve_takes_the_delta_loop(monkeypatch):
+    # More than THROUGH_POINTS eps: one eps(delta) query per point would not repay itself.
+    asked = _asked(monkeypatch)
+    acc = _remove_pair(9.04e-5, 0.903, 31782)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        acc.delta(np.linspace(0.2, 0.6, inverted.THROUGH_POINTS + 1), acc.eps_scale(1e-5), TOL)
+    assert not asked
+
+
+def test_a_budget_the_eps_queries_pass_leaves_the_rest_to_the_delta_loop(monkeypatch):
+    # Under a budget too small for the eps(delta) query, its BudgetExceeded stops only that
+    # try: the delta loop goes on with the rest of the budget, and the answer holds the
+    # quadrature's value (with a warning, as the loop's bounds are then loose).
+    q, sigma, eps = 3e-5, 0.6, 1.0
+    asked = _asked(monkeypatch)
+    acc = _remove_pair(q, sigma, 2)
+    start = predicted_seconds()
+    with limits(seconds=1e-3), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lower, upper = acc.delta(np.array([eps]), acc.eps_scale(1e-5), TOL)
+    assert asked
+    assert predicted_seconds() - start <= 1e-3
+    truth = poisson_gaussian_two_step_delta(q, sigma, eps)
+    assert lower[0] <= truth * (1 + 1e-6) and truth * (1 - 1e-6) <= upper[0]
+    assert any(issubclass(w.category, (BudgetWarning, AccuracyWarning)) for w in caught)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(log_q=st.floats(-4.5, -2.5), sigma=st.floats(0.4, 1.2), log_eps=st.floats(-2.0, 1.0))
+def test_two_steps_never_miss_the_quadrature(log_q, sigma, log_eps):
+    # Over small rates and noises: the bracket is never NaN, ordered, and holds the exact
+    # delta (quadrature, 1e-6), whichever way it was made.
+    q, eps = 10.0 ** log_q, 10.0 ** log_eps
+    acc = _remove_pair(q, sigma, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        lower, upper = acc.delta(np.array([eps]), acc.eps_scale(1e-5), TOL)
+    assert not np.isnan(lower[0]) and not np.isnan(upper[0]) and 0.0 <= lower[0] <= upper[0] <= 1.0
+    truth = poisson_gaussian_two_step_delta(q, sigma, eps)
+    assert lower[0] <= truth * (1 + 1e-6) + 1e-300 and truth * (1 - 1e-6) <= upper[0]
