@@ -78,8 +78,8 @@ class DeltaThroughEpsilon:
     def _through_epsilon(self: _Host, eps: np.ndarray, tol: float, log_eta: float
                          ) -> tuple[np.ndarray, np.ndarray] | None:
         """(lower, upper) delta(eps) from the profiles that eps(delta) queries aimed at each eps
-        make, where ``eps`` has at most THROUGH_POINTS points and a direction's law splits at
-        each; None elsewhere, or where a point is left wider than tol on the eps scale and than
+        make, where ``eps`` has at most THROUGH_POINTS points, all positive, and a direction's
+        law splits at each; None elsewhere, or where a point is left wider than tol on the eps scale and than
         the delta loop's floor 1e3 e^log_eta (that loop then goes on, reading these profiles
         too). The eps(delta) queries run under a share _SHARE of the time budget left, and where
 they pass it the delta loop goes on with the rest.
@@ -89,7 +89,8 @@ they pass it the delta loop goes on with the rest.
         delta = 1e-22, 1.2 to 2.5 s and wider than tol in three of five DP-SGD cases whose
         queries at 1e-18 took 0.01-0.08 s)."""
         least, floor = math.exp(log_eta), 1e3 * math.exp(log_eta)
-        if eps.size > THROUGH_POINTS:
+        # (eps(delta) is 0 for every delta from delta(0) on: it aims nothing at eps = 0)
+        if eps.size > THROUGH_POINTS or not np.all(eps > 0.0):
             return None
         aims = [self._aim(float(e)) for e in eps.ravel()]
         if not all(least <= d < 1.0 and self._splits_at(d, tol) for d in aims):

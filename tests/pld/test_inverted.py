@@ -130,6 +130,15 @@ def test_no_split_no_eps_queries(monkeypatch):
     assert not asked
 
 
+def test_eps_zero_takes_the_delta_loop(monkeypatch):
+    # eps(delta) is 0 for every delta from delta(0) on, so it aims nothing at eps = 0 (the
+    # advantage calibrator's query): delta(0) is left to the delta loop.
+    asked = _asked(monkeypatch)
+    acc = _remove_pair(1e-5, 0.6, 10_000)
+    acc.delta(np.array([0.0]), acc.eps_scale(1e-5), TOL)
+    assert not asked
+
+
 def test_a_long_curve_takes_the_delta_loop(monkeypatch):
     # More than THROUGH_POINTS eps: one eps(delta) query per point would not repay itself.
     asked = _asked(monkeypatch)
