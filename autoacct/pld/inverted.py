@@ -79,25 +79,27 @@ class DeltaThroughEpsilon:
                          ) -> tuple[np.ndarray, np.ndarray] | None:
         """(lower, upper) delta(eps) from the profiles that eps(delta) queries aimed at each eps
         make, where ``eps`` has at most THROUGH_POINTS points, all positive, and a direction's
-        law splits at each; None elsewhere, or where a point is left wider than tol on the eps scale and than
-        the delta loop's floor 1e3 e^log_eta (that loop then goes on, reading these profiles
-        too). The eps(delta) queries run under a share _SHARE of the time budget left, and where
-they pass it the delta loop goes on with the rest.
+        law splits at each (but those whose delta, by :meth:`_aim`, is below e^log_eta); None
+        elsewhere, or where a point is left wider than tol on the eps scale and than the delta
+        loop's floor 1e3 e^log_eta (that loop then goes on, reading these profiles too). The
+        eps(delta) queries run under a share _SHARE of the time budget left, and where they
+        pass it the delta loop goes on with the rest.
 
         No aim below e^log_eta, the tail mass the delta loop's windows leave out, is taken: the
-        floor meets such a delta, and an eps(delta) query there can be slow and wide (at
-        delta = 1e-22, 1.2 to 2.5 s and wider than tol in three of five DP-SGD cases whose
-        queries at 1e-18 took 0.01-0.08 s)."""
+        floor meets such a delta (from the other points' profiles, or else the loop's), and an
+        eps(delta) query there can be slow and wide (at delta = 1e-22, 1.2 to 2.5 s and wider
+        than tol in three of five DP-SGD cases whose queries at 1e-18 took 0.01-0.08 s)."""
         least, floor = math.exp(log_eta), 1e3 * math.exp(log_eta)
         # (eps(delta) is 0 for every delta from delta(0) on: it aims nothing at eps = 0)
         if eps.size > THROUGH_POINTS or not np.all(eps > 0.0):
             return None
         aims = [self._aim(float(e)) for e in eps.ravel()]
-        if not all(least <= d < 1.0 and self._splits_at(d, tol) for d in aims):
+        taken = [least <= d < 1.0 for d in aims]
+        if not any(taken) or not all(d < least or (t and self._splits_at(d, tol)) for d, t in zip(aims, taken)):
             return None
         try:
             with share_left(_SHARE):
-                for e, d in zip(eps.ravel(), aims):
+                for e, d in zip(eps.ravel()[taken], np.array(aims)[taken]):
                     at = np.array([e])
                     for _ in range(_ROUNDS):
                         if self._delta_met(at, tol, floor)[0]:
@@ -105,7 +107,7 @@ they pass it the delta loop goes on with the rest.
                         # (its own warnings say nothing of delta's bracket, which is judged here)
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore", AccuracyWarning)
-                            self._epsilon(d, self.eps_scale(d), tol)
+                            self._epsilon(float(d), self.eps_scale(float(d)), tol)
                         d = float(self._best_delta(at)[1][0])
                         if not least <= d < 1.0:
                             break

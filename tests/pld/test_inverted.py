@@ -130,6 +130,21 @@ def test_no_split_no_eps_queries(monkeypatch):
     assert not asked
 
 
+def test_a_delta_below_the_floor_is_not_asked(monkeypatch):
+    # q = 1.28e-5, sigma = 0.562, k = 24793 at eps 1.49, 2.99 and 5.97: delta about 2.9e-11,
+    # 4.1e-14 and 1e-20. The last is not asked (an eps(1e-20) query can be slow and wide)
+    # but met by the floor from the others' profiles. The delta loop alone took 2.3 s and
+    # answered [2.77e-11, 2.97e-11] at the first, with a warning.
+    asked = _asked(monkeypatch)
+    eps = np.array([1.49267573, 2.98535145, 5.97070291])
+    m = autoacct.dpsgd(sample_rate=1.2816268563814204e-05, noise_multiplier=0.5621466171358818, steps=24793)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lower, upper = m.delta_bounds(eps)
+    assert asked and min(asked) >= 1e-18
+    assert upper[2] <= 1e-15 and np.all(upper[:2] - lower[:2] <= TOL * upper[:2])
+
+
 def test_eps_zero_takes_the_delta_loop(monkeypatch):
     # eps(delta) is 0 for every delta from delta(0) on, so it aims nothing at eps = 0 (the
     # advantage calibrator's query): delta(0) is left to the delta loop.
