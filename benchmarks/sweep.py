@@ -19,6 +19,13 @@ process, as above). Not run in CI.
     python benchmarks/sweep.py --cases 10 --no-named --json sweep.json
     python benchmarks/sweep.py --reuse-others sweep.json   # dp_accounting's rows from an earlier run
     python benchmarks/sweep.py --reuse-others sweep.json --equal   # and at equal accuracy
+    python benchmarks/sweep.py --delta sweep.json --json d.json    # delta(eps) at sweep.json's eps
+
+``--delta FILE`` asks each case's delta(eps) instead, of both accountants (autoacct's
+``delta_bounds``, dp_accounting's ``get_delta``), at the eps that FILE's autoacct row bounds
+from above (so delta(eps) is at most the case's delta, and near it): their times, ratio,
+autoacct's bracket and whether it meets tol on the eps scale, and whether dp_accounting's
+value lies inside it.
 """
 
 from __future__ import annotations
@@ -66,6 +73,34 @@ def _autoacct(q: float, sigma: float, k: int, delta: float) -> dict[str, Any]:
             "warned": any(issubclass(w.category, AccuracyWarning) for w in caught)}
 
 
+def _autoacct_delta(q: float, sigma: float, k: int, eps: float) -> dict[str, Any]:
+    """autoacct's certified bracket on delta(eps), whether it warned, and whether it meets
+    tol on the eps scale (the upper end at eps at most the lower end at eps (1 - tol))."""
+    from autoacct import AccuracyWarning, dpsgd
+    t0 = time.process_time()
+    m = dpsgd(q, sigma, k)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AccuracyWarning)
+        lo, up = m.delta_bounds(eps)
+    seconds = time.process_time() - t0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        shrunk = float(m.delta_bounds(eps * (1.0 - TOL))[0])
+    return {"lower": float(lo), "upper": float(up), "seconds": seconds,
+            "warned": any(issubclass(w.category, AccuracyWarning) for w in caught),
+            "met": float(up) <= shrunk or float(up) - float(lo) <= TOL * float(up)}
+
+
+def _dp_accounting_delta(q: float, sigma: float, k: int, eps: float) -> dict[str, Any]:
+    """dp_accounting's PLDAccountant's delta(eps), at its default discretisation interval."""
+    from dp_accounting import dp_event
+    from dp_accounting.pld import PLDAccountant
+    t0 = time.process_time()
+    event = dp_event.SelfComposedDpEvent(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(sigma)), k)
+    delta = PLDAccountant().compose(event).get_delta(eps)
+    return {"delta": float(delta), "seconds": time.process_time() - t0}
+
+
 def _dp_accounting(q: float, sigma: float, k: int, delta: float, interval: float | None = None) -> dict[str, Any]:
     """dp_accounting's PLDAccountant, at its default discretisation interval (1e-4) unless
     ``interval`` is given."""
@@ -86,11 +121,13 @@ WARM_UP = (0.02, 1.3, 20, 1e-5)
 def _worker(name: str, case: tuple, out: Any, warm: bool = True) -> None:
     # "dp_accounting:<interval>" runs dp_accounting at that discretisation interval.
     interval = float(name.split(":")[1]) if name.startswith("dp_accounting:") else None
-    fn = _autoacct if name == "autoacct" else functools.partial(_dp_accounting, interval=interval)
+    fn = {"autoacct": _autoacct, "autoacct-delta": _autoacct_delta,
+          "dp_accounting-delta": _dp_accounting_delta}.get(name) or functools.partial(_dp_accounting,
+                                                                                      interval=interval)
     try:
         if warm:
             # (at the default interval: the warm-up query on a fine one can take minutes)
-            (_autoacct if name == "autoacct" else _dp_accounting)(*WARM_UP)
+            (_autoacct if name.startswith("autoacct") else _dp_accounting)(*WARM_UP)
         out.put(fn(*case))
     except Exception as err:  # a failure is a result of the sweep, reported, not raised
         out.put({"error": f"{type(err).__name__}: {err}"})
@@ -127,6 +164,36 @@ def row(case: tuple, timeout: float, others: bool, reused: dict[tuple, dict[str,
         res["ratio"] = d["seconds"] / max(a["seconds"], 1e-6)
         res["inside"] = a["lower"] <= d["eps"] <= a["upper"]
     return res
+
+
+def delta_row(case: tuple, eps: float, timeout: float, others: bool, warm: bool = True) -> dict[str, Any]:
+    """Both accountants' delta(eps) for one case (its delta is left aside), each in a fresh
+    process as :func:`row`: their times, ratio, autoacct's bracket, and whether
+    dp_accounting's value lies inside it."""
+    q, sigma, k, _ = case
+    res: dict[str, Any] = {"q": q, "sigma": sigma, "k": k, "eps": eps,
+                           "autoacct": run("autoacct-delta", (q, sigma, k, eps), timeout, warm)}
+    if others:
+        res["dp_accounting"] = run("dp_accounting-delta", (q, sigma, k, eps), timeout, warm)
+    a, d = res["autoacct"], res.get("dp_accounting", {})
+    if "upper" in a and "delta" in d:
+        res["ratio"] = d["seconds"] / max(a["seconds"], 1e-6)
+        res["inside"] = a["lower"] <= d["delta"] <= a["upper"]
+    return res
+
+
+def delta_summary(rows: list[dict[str, Any]]) -> str:
+    ratios = [r["ratio"] for r in rows if "ratio" in r]
+    done = [r["autoacct"] for r in rows if "upper" in r["autoacct"]]
+    lines = [f"{len(rows)} delta(eps) cases; autoacct answered {len(done)}, within tol on the eps scale "
+             f"on {sum(1 for a in done if a['met'])}, warned on {sum(1 for a in done if a['warned'])}; "
+             f"autoacct's total {sum(a['seconds'] for a in done):.3g} s"]
+    if ratios:
+        lines.append(f"dp_accounting time / autoacct time: median {statistics.median(ratios):.3g}, "
+                     f"min {min(ratios):.3g}, max {max(ratios):.3g}; slower than dp_accounting on "
+                     f"{sum(1 for x in ratios if x < 1)}; dp_accounting's value inside autoacct's bracket "
+                     f"on {sum(1 for r in rows if r.get('inside'))} of {len(ratios)}")
+    return "\n".join(lines)
 
 
 #: dp_accounting's discretisation intervals tried by ``--equal``, coarsest first (its default
@@ -202,8 +269,13 @@ def main() -> None:
                         "accuracy where its default was faster and off by more than tol")
     parser.add_argument("--cold", action="store_true", help="time the first query of each process "
                         "(imports and set-up included) instead of one after a warm-up query")
+    parser.add_argument("--delta", metavar="FILE", help="ask delta(eps) instead, at each case's eps "
+                        "taken as autoacct's upper end on eps(delta) in this file (written by --json)")
     args = parser.parse_args()
     cases = random_cases(args.cases, args.seed) + ([] if args.no_named else NAMED)
+    if args.delta:
+        delta_sweep(cases, args)
+        return
     reused = None
     if args.reuse_others:
         with open(args.reuse_others) as fh:
@@ -230,6 +302,30 @@ def main() -> None:
             elif e is not None:
                 print("    at autoacct's accuracy: dp_accounting did not reach it", flush=True)
     print(summary(rows))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+def delta_sweep(cases: list[tuple[float, float, int, float]], args: argparse.Namespace) -> None:
+    with open(args.delta) as fh:
+        uppers = {(r["q"], r["sigma"], r["k"], r["delta"]): r["autoacct"]["upper"]
+                  for r in json.load(fh) if "upper" in r["autoacct"]}
+    rows = []
+    for i, case in enumerate(cases):
+        eps = uppers.get(tuple(case))
+        if eps is None or not math.isfinite(eps):
+            continue
+        r = delta_row(case, eps, args.timeout, not args.no_others, not args.cold)
+        rows.append(r)
+        a, d = r["autoacct"], r.get("dp_accounting", {})
+        print(f"{i:3d} q={case[0]:.3g} sigma={case[1]:.3g} k={case[2]} eps={eps:.6g}: "
+              f"autoacct {a.get('lower', float('nan')):.6g}..{a.get('upper', float('nan')):.6g} "
+              f"({a.get('seconds', float('nan')):.3g} s{'' if a.get('met', True) else ', not within tol'}"
+              f"{', warned' if a.get('warned') else ''}{', ' + a['error'] if 'error' in a else ''}) "
+              f"dp_accounting {d.get('delta', float('nan')):.6g} ({d.get('seconds', float('nan')):.3g} s"
+              f"{', ' + d['error'] if 'error' in d else ''})", flush=True)
+    print(delta_summary(rows))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
