@@ -13,9 +13,10 @@ the eps(delta) query, whose split law composes the bulk and the tail's few copie
 :class:`DeltaThroughEpsilon` is a mixin of :class:`~autoacct.pld.accountant.FFTAccountant`:
 for each eps of a short array at which a direction's law splits, it asks eps(d) at an
 estimate d of delta(eps), then where needed again at the upper bound on delta(eps) that the
-profiles made give, and reads delta(eps) off every profile made (each is certified, whatever it was aimed
-at). An eps(d) bracket within tol whose upper end is eps is a delta bracket within tol on the
-eps scale (the delta loop's own target): delta(eps) <= d <= delta(eps (1 - tol)).
+profiles made give, and reads delta(eps) off every profile made (each is certified, whatever
+it was aimed at). An eps(d) bracket [a, eps] with a >= eps (1 - tol) is a delta bracket within
+tol on the eps scale, the delta loop's own target: the upper profile at eps is at most d, and
+the lower one at eps (1 - tol) at least d.
 """
 
 from __future__ import annotations
