@@ -685,7 +685,7 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
         (:func:`inverse_tradeoff`): a direction the budget stopped is not left at 0."""
         with query_clock(self.held_bytes):
             try:
-                profs = self.profiles(self.spacing(eps_scale, tol), math.log(1e-18))
+                profs = self.profiles(self.spacing(eps_scale, tol), math.log(1e-18), lower=False)
                 return np.min([u.tradeoff(alpha) for u, _ in profs], axis=0)
             except BudgetExceeded as exc:
                 warn_budget(exc, "the tradeoff curve", tol)
