@@ -70,6 +70,8 @@ def segment_sums(masses: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 _EPS = MACHINE_EPSILON
+#: log of the smallest positive float (the subnormal 2^-1074).
+_LOG_SMALLEST = math.log(5e-324)
 #: Relative accuracy of the profile of a law flagged ``exact_profile`` (closed forms).
 PROFILE_REL = 1e-12
 #: Roundoffs an atom's mass may carry when it is the exponential of a logarithm of size up
@@ -412,15 +414,19 @@ def gaussian_delta_with_error(mu: float, eps: float | np.ndarray) -> tuple[np.nd
     b = -eps / mu - mu / 2
     la = special.log_ndtr(a)
     lb = special.log_ndtr(b)
-    r = np.minimum(eps + lb - la, 0.0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        r = np.minimum(eps + lb - la, 0.0)
         out = np.exp(la + np.log(-np.expm1(r)))
         # a and b carry the rounding of eps/mu - mu/2 (absolute ~ ulp(eps/mu + mu/2)), which
         # log Phi turns into an absolute error of about |a| (or |b|) times that.
         shift = _EPS * (np.abs(eps) / mu + mu / 2.0 + 1.0) * (np.abs(a) + np.abs(b) + 1.0)
         rel = 16.0 * _EPS * (1.0 + np.abs(la) + (np.abs(la) + np.abs(lb) + eps + 1.0) / np.abs(r)) \
             + 4.0 * shift * (1.0 + 1.0 / np.abs(r))
-    return np.clip(out, 0.0, 1.0), np.where(np.isfinite(rel), rel, np.inf)
+    # delta(eps) <= Phi(a): where that underflows (eps of 1e10 at mu = 1, say) delta is 0 to
+    # within the smallest float, exactly, though r (two logarithms of size 1e19 that cancel)
+    # and so the bound above are lost (at eps = 1e300 both logarithms are -inf and r is NaN).
+    gone = la < _LOG_SMALLEST
+    return np.clip(np.where(gone, 0.0, out), 0.0, 1.0), np.where(gone, 0.0, np.where(np.isfinite(rel), rel, np.inf))
 
 
 def gaussian_delta(mu: float, eps: float | np.ndarray) -> np.ndarray:

@@ -144,7 +144,9 @@ class DeltaThroughEpsilon:
         out = 0.0
         for parts in self._directions:
             cgf = sum(k * np.asarray(loss.sizing_cgf) for loss, k in parts)
-            chernoff = math.exp(min(float(np.min(cgf - SIZING_TILTS * eps)), 0.0))
+            # (an infinite cgf less an infinite term is NaN, which the comparisons below drop)
+            with np.errstate(invalid="ignore", over="ignore"):
+                chernoff = math.exp(min(float(np.min(cgf - SIZING_TILTS * eps)), 0.0))
             jump = sum(k * float(loss.profile(at)[0]) for loss, k in parts)
             mean = sum(k * loss.moments[0] for loss, k in parts)
             var = sum(k * loss.moments[1] for loss, k in parts)

@@ -422,8 +422,9 @@ class DiscreteProfile(SolvedEpsilon):
         at = eps >= (self.start + len(self.tilted)) * self.h
         if at.any() and t.size:
             e = eps[at]
-            log_p = np.min(k[:, None] - t[:, None] * e[None, :], axis=0)
+            # (t eps overflows to inf at eps near 1e308: the bound's exponent is then -inf)
             with np.errstate(over="ignore"):
+                log_p = np.min(k[:, None] - t[:, None] * e[None, :], axis=0)
                 bound = self.inf_mass + np.exp(np.minimum(log_p, 0.0)) + self._err(e)
             out[at] = bound * (1.0 + 8.0 * _EPS) + _UNDERFLOW_MARGIN
         return out
@@ -602,7 +603,9 @@ class ChernoffProfile:
         i = np.arange(self.k.zero + 1, self.k.grid.size)
         log_t = self._log_terms(i)
         theta = self.k.grid[i]
-        best = np.min(log_t[:, None] - theta[:, None] * eps.ravel()[None, :], axis=0).reshape(eps.shape)
+        # (theta eps overflows to inf at eps near 1e308: that term's exponent is then -inf)
+        with np.errstate(over="ignore"):
+            best = np.min(log_t[:, None] - theta[:, None] * eps.ravel()[None, :], axis=0).reshape(eps.shape)
         return np.minimum(np.exp(np.minimum(best, 0.0)) + self.inf_mass, 1.0)
 
     def floor(self, eps: np.ndarray) -> np.ndarray:

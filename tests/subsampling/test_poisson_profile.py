@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from closed_forms import mp_poisson_gaussian_deltas
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import autoacct
 from autoacct import routes
 from autoacct.subsampling.poisson import PoissonRemoveLoss
 from autoacct.zoo import Gaussian, Laplace, PoissonSubsample
@@ -55,3 +57,23 @@ def test_the_rounding_bound_covers_the_error_against_mpmath(log_q, log_sigma, ep
     for law, truth in zip(_laws(q, Gaussian(sigma)), truths, strict=True):
         value, error = law.profile_with_error(np.array([eps]))
         assert abs(float(value[0]) - float(truth)) <= float(error[0]) + 1e-300
+
+
+@pytest.mark.parametrize("q, sigma", [(0.01, 1.0), (1e-5, 0.45), (0.5, 30.0)])
+def test_far_eps_reads_zero_not_nan(q, sigma):
+    # Far out, Phi(-eps/mu + mu/2) underflows and the log-space difference behind the profile
+    # cancels (eps = 1e10: two logarithms of size 1e19) or is inf - inf (eps = 1e300): the
+    # value used to be NaN there, and the single-step answer [NaN, NaN] (or an upper end of q
+    # from an infinite relative bound). delta is below the smallest float there: the value
+    # is 0 with no error, and the public answer keeps the floor 1e-300 as its upper end.
+    far = np.array([1e4, 1e10, 1e100, 1e300])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for law in _laws(q, Gaussian(sigma)):
+            value, error = law.profile_with_error(far)
+            assert np.all(value == 0.0) and np.all(error == 0.0)
+        lower, upper = autoacct.dpsgd(sample_rate=q, noise_multiplier=sigma, steps=1).delta_bounds(far)
+        assert np.all(lower == 0.0) and np.all((1e-300 <= upper) & (upper <= 1.001e-300))
+        assert Gaussian(sigma).delta_bounds(far)[1].max() <= 1.001e-300
+    # (the smallest of them is already past the floor: the 60-digit value)
+    assert max(mp_poisson_gaussian_deltas(q, sigma, 1e4)) < 1e-300
