@@ -646,9 +646,8 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
             ok = within | (gap <= 4.0 * floor + 1e3 * math.exp(log_eta))
             if np.all(ok):
                 if target is None and not np.all(within):
-                    # An untilted curve's floor is absolute: tilt once towards the first eps
-                    # it leaves loose, so that the small deltas beyond get relative accuracy.
-                    self.profiles(h, log_eta, PldQuery(float(np.min(eps[~within]))))
+                    # An untilted curve's floor is absolute: relative accuracy beyond it.
+                    self._beyond_floor(eps, within, h, log_eta)
                     lower, upper = self._best_delta(eps)
                 return self._certified_lowers(lower), upper
             worst = float(np.max(np.where(ok, 0.0, (upper - lower) / np.maximum(upper, 1e-300))))

@@ -4,6 +4,7 @@ each eps, within tol on the eps scale, against independent references."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -195,3 +196,32 @@ def test_two_steps_never_miss_the_quadrature(log_q, sigma, log_eps):
     assert not np.isnan(lower[0]) and not np.isnan(upper[0]) and 0.0 <= lower[0] <= upper[0] <= 1.0
     truth = poisson_gaussian_two_step_delta(q, sigma, eps)
     assert lower[0] <= truth * (1 + 1e-6) + 1e-300 and truth * (1 - 1e-6) <= upper[0]
+
+
+def test_a_negligible_eps_draws_no_tilt(monkeypatch):
+    # delta at eps 0.4 and 50 (q = 0.01, sigma = 1, k = 1000): the delta loop met both, the
+    # second by its absolute floor (delta(50) is below 1e-170), and then tilted a composition
+    # towards eps = 50 for relative accuracy there, on a window of over 2^22 points (0.3-0.5 s
+    # and a capped-grid warning). The tabulated cumulants put delta(50) below the loop's tail
+    # cut, so no composition is aimed at it now: the directions' Chernoff profiles bound it
+    # below 1e-15, and the bounds at 0.4 overlap those of eps 0.4 asked alone, within tol.
+    aims: list[float | None] = []
+    real = FFTAccountant.profiles
+
+    def spy(self, h, log_eta, query=None, directions=None, lower=True):
+        query = PldQuery() if query is None else query
+        aims.append(query.target)
+        return real(self, h, log_eta, query, directions, lower)
+    monkeypatch.setattr(FFTAccountant, "profiles", spy)
+    m = autoacct.dpsgd(sample_rate=0.01, noise_multiplier=1.0, steps=1000)
+    acc = FFTAccountant([(p.forward, p.backward, p.times) for p in m.loss_parts()])
+    assert list(acc._negligible(np.array([0.4, 50.0]), math.log(1e-18))) == [False, True]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lower, upper = acc.delta(np.array([0.4, 50.0]), acc.eps_scale(1e-5), TOL)
+    assert 50.0 not in aims
+    assert upper[1] <= 1e-15 and lower[1] <= upper[1]
+    alone = FFTAccountant([(p.forward, p.backward, p.times) for p in m.loss_parts()])
+    lo, up = alone.delta(np.array([0.4]), alone.eps_scale(1e-5), TOL)
+    assert lower[0] <= up[0] and lo[0] <= upper[0]
+    assert _met(acc, np.array([0.4]), lower[:1], upper[:1])
