@@ -155,13 +155,31 @@ def test_eps_zero_takes_the_delta_loop(monkeypatch):
     assert not asked
 
 
-def test_a_long_curve_takes_the_delta_loop(monkeypatch):
-    # More than THROUGH_POINTS eps: one eps(delta) query per point would not repay itself.
+def test_a_long_curve_is_asked_at_anchors(monkeypatch, loop):
+    # 50 eps from 0.1 to 1 (more than THROUGH_POINTS): asked at THROUGH_POINTS of them spread
+    # over the curve, then at those their profiles leave short. The delta loop alone took
+    # 2.0 s there, answered [0, upper] at some points and warned of a grid capped at 2^22
+    # points; every point now meets tol on the eps scale from a few eps(delta) queries, and
+    # the bounds overlap those of three of its points asked alone.
     asked = _asked(monkeypatch)
     acc = _remove_pair(9.04e-5, 0.903, 31782)
+    eps = np.linspace(0.1, 1.0, 50)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", AccuracyWarning)
-        acc.delta(np.linspace(0.2, 0.6, inverted.THROUGH_POINTS + 1), acc.eps_scale(1e-5), TOL)
+        warnings.simplefilter("error", AccuracyWarning)
+        lower, upper = acc.delta(eps, acc.eps_scale(1e-5), TOL)
+    assert _met(acc, eps, lower, upper)
+    assert 1 <= len(asked) <= 2 * inverted.THROUGH_POINTS and not loop
+    few = _remove_pair(9.04e-5, 0.903, 31782)
+    lo, up = few.delta(eps[[0, 24, 49]], few.eps_scale(1e-5), TOL)
+    assert np.all(lower[[0, 24, 49]] <= up) and np.all(lo <= upper[[0, 24, 49]])
+
+
+def test_a_long_curve_of_a_law_that_does_not_split_takes_the_delta_loop(monkeypatch):
+    # 40 eps at q = 0.01, sigma = 1, k = 1000: no anchor splits, so no eps(delta) query.
+    asked = _asked(monkeypatch)
+    m = autoacct.dpsgd(sample_rate=0.01, noise_multiplier=1.0, steps=1000)
+    acc = FFTAccountant([(p.forward, p.backward, p.times) for p in m.loss_parts()])
+    acc.delta(np.linspace(0.5, 8.0, 40), acc.eps_scale(1e-5), TOL)
     assert not asked
 
 
