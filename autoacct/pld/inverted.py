@@ -103,7 +103,7 @@ class DeltaThroughEpsilon:
         spread over it, then at up to THROUGH_POINTS of the others that those profiles leave
         short: a profile aimed at one eps bounds its neighbours within tol too (at q = 9.0e-5,
         sigma = 0.90, k = 31,782 one eps(1e-12) query, aimed at eps 0.31, bounded delta at 0.2,
-        0.4 and 0.62 within tol), and each query costs what the delta loop's whole curve may.
+        0.4 and 0.62 within tol), and each query may cost as much as the delta loop's whole curve.
 
         No aim below e^log_eta, the tail mass the delta loop's windows leave out, is taken: the
         floor meets such a delta (from the other points' profiles, or else the loop's), and an
