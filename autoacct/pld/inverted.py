@@ -178,12 +178,7 @@ class DeltaThroughEpsilon:
         e^log_eta, the tail mass the delta loop's windows leave out (a sizing estimate: it
         decides which profiles to make, never a bound)."""
         flat = np.ravel(eps)
-        out = np.full(flat.shape, -np.inf)
-        for parts in self._directions:
-            cgf = np.asarray(sum(k * np.asarray(loss.sizing_cgf) for loss, k in parts))
-            with np.errstate(invalid="ignore", over="ignore"):
-                log_c = np.min(cgf[:, None] - np.multiply.outer(SIZING_TILTS, flat), axis=0)
-            out = np.maximum(out, np.where(np.isnan(log_c), 0.0, log_c))
+        out = np.max([log_chernoff(parts, flat) for parts in self._directions], axis=0)
         return np.reshape(out < log_eta, np.shape(eps))
 
     def _aim(self: _Host, eps: float) -> float:
@@ -203,10 +198,7 @@ class DeltaThroughEpsilon:
         at = np.array([eps])
         out = 0.0
         for parts in self._directions:
-            cgf = sum(k * np.asarray(loss.sizing_cgf) for loss, k in parts)
-            # (an infinite cgf less an infinite term is NaN, which the comparisons below drop)
-            with np.errstate(invalid="ignore", over="ignore"):
-                chernoff = math.exp(min(float(np.min(cgf - SIZING_TILTS * eps)), 0.0))
+            chernoff = math.exp(float(log_chernoff(parts, at)[0]))
             jump = sum(k * float(loss.profile(at)[0]) for loss, k in parts)
             mean = sum(k * loss.moments[0] for loss, k in parts)
             var = sum(k * loss.moments[1] for loss, k in parts)
@@ -231,3 +223,15 @@ class DeltaThroughEpsilon:
             if side is not None and self._split_pays(d, side, self.spacing(scale, tol, [d]), log_eta, normal):
                 return True
         return False
+
+
+def log_chernoff(parts: list[tuple[PrivacyLoss, int]], eps: np.ndarray) -> np.ndarray:
+    """log of the Chernoff bound min_t e^{K(t) - t eps} on P(L > eps), at most 0, for the
+    composition of one direction's (law, count) parts at each of a 1-d array of eps, from the
+    laws' cumulants tabulated at SIZING_TILTS (rounded for sizing: an estimate, never a bound
+    returned). delta(eps) = E[(1 - e^{eps - L})_+] lies below it. An infinite cumulant less an
+    infinite term is NaN there, read as no bound (0)."""
+    cgf = np.asarray(sum(k * np.asarray(loss.sizing_cgf) for loss, k in parts))
+    with np.errstate(invalid="ignore", over="ignore"):
+        log_c = np.min(cgf[:, None] - np.multiply.outer(SIZING_TILTS, eps), axis=0)
+    return np.where(np.isnan(log_c), 0.0, np.minimum(log_c, 0.0))

@@ -48,6 +48,21 @@ def _met(acc: FFTAccountant, eps: np.ndarray, lower: np.ndarray, upper: np.ndarr
     return bool(np.all((upper <= shrunk) | (upper - lower <= TOL * upper)))
 
 
+@pytest.fixture
+def loop(monkeypatch: pytest.MonkeyPatch) -> list[PldQuery]:
+    """The queries of the delta loop's compositions (those without a delta)."""
+    made: list[PldQuery] = []
+    real = FFTAccountant.profiles
+
+    def spy(self, h, log_eta, query=None, directions=None, lower=True):
+        query = PldQuery() if query is None else query
+        if query.delta is None:
+            made.append(query)
+        return real(self, h, log_eta, query, directions, lower)
+    monkeypatch.setattr(FFTAccountant, "profiles", spy)
+    return made
+
+
 @pytest.mark.parametrize("q, sigma, eps", [(8.53e-4, 0.82, 0.03144), (4.5e-4, 0.435, 8.81),
                                            (2.82e-4, 1.14, 0.0804), (3e-5, 0.6, 1.0)])
 def test_two_steps_against_quadrature(monkeypatch, loop, q, sigma, eps):
@@ -66,21 +81,6 @@ def test_two_steps_against_quadrature(monkeypatch, loop, q, sigma, eps):
     assert _met(acc, at, lower, upper)
     assert 1 <= len(asked) <= 3
     assert not loop
-
-
-@pytest.fixture
-def loop(monkeypatch: pytest.MonkeyPatch) -> list[PldQuery]:
-    """The queries of the delta loop's compositions (those without a delta)."""
-    made: list[PldQuery] = []
-    real = FFTAccountant.profiles
-
-    def spy(self, h, log_eta, query=None, directions=None, lower=True):
-        query = PldQuery() if query is None else query
-        if query.delta is None:
-            made.append(query)
-        return real(self, h, log_eta, query, directions, lower)
-    monkeypatch.setattr(FFTAccountant, "profiles", spy)
-    return made
 
 
 def test_a_spike_law_against_a_lattice_reference(monkeypatch):
