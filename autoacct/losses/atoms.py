@@ -59,13 +59,13 @@ class AtomLoss(DiscreteLoss):
         False when the atoms only dominate the mechanism's pair (merged by
         :func:`_atoms`): lower bounds computed from them are then not certified
         (see :attr:`autoacct.losses.PrivacyLoss.tight`).
-    rounded_lower, value_error:
-        See :attr:`autoacct.losses.PrivacyLoss.rounded_lower` and ``value_error``.
+    merged_lower, value_error:
+        See :attr:`autoacct.losses.PrivacyLoss.merged_lower` and ``value_error``.
     """
 
     def __init__(self, key: tuple, values: np.ndarray, p_mass: np.ndarray, q_mass: np.ndarray, *,
                  p_inf: float = 0.0, q_ninf: float = 0.0, lattice: float | None = None,
-                 p_inf_truncated: float = 0.0, tight: bool = True, rounded_lower: bool = False,
+                 p_inf_truncated: float = 0.0, tight: bool = True, merged_lower: bool = False,
                  value_error: float | np.ndarray = 0.0) -> None:
         super().__init__(values, p_mass, q_mass, p_inf=min(max(p_inf, 0.0), 1.0),
                          q_ninf=min(max(q_ninf, 0.0), 1.0))
@@ -73,7 +73,7 @@ class AtomLoss(DiscreteLoss):
         # Set after the base class: truncated lattice laws are not treated as purely atomic.
         self.lattice = lattice
         self.tight = tight
-        self.rounded_lower = rounded_lower
+        self.merged_lower = merged_lower
         self.value_error = value_error
         self._key = key
         # _sp[i] = sum_{j >= i} p_j (summed from the small end), _pp[i] = sum_{j < i} p_j.

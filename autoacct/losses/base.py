@@ -104,13 +104,13 @@ class PrivacyLoss(ABC):
     #: Whether :meth:`profile` is a closed form or a finite sum whose rounding at every eps >= 0
     #: :meth:`profile_error` bounds, so that one run of the pair is answered from it exactly.
     exact_profile: bool = False
-    #: Whether the lower discrete PLD rounds every atom down to the grid point at or below it
-    #: (a finite atom law whose atoms stand apart at the grid's scale, such as a subsampled
-    #: discrete law): no lattice law below the profile does better for an isolated atom. The
-    #: lower bound's error is then first order in the spacing, and the grid is sized for that.
-    rounded_lower: bool = False
+    #: Whether the lower discrete PLD merges the atoms onto the grid (a finite atom law whose
+    #: atoms stand apart at the grid's scale, such as a subsampled discrete law; see
+    #: :mod:`autoacct.pld.merged`) rather than bounding cell by cell, which for an isolated
+    #: atom no better than rounding it down.
+    merged_lower: bool = False
     #: An absolute bound on the rounding of the finite loss values, one for all or one per
-    #: value (atoms are rounded down from their value less this).
+    #: value (a lower PLD takes the atoms at their value less this).
     value_error: float | np.ndarray = 0.0
     #: Work of :meth:`cell_masses` per cell relative to a closed-form law's, on which the time
     #: budget's per-cell rate is measured: a mixture of m laws costs the sum of theirs, a law

@@ -135,7 +135,7 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
             shared = SharedCheck(cells, costs) if len(parts) > 1 else None
             comps = []
             for (loss, k), (j_lo, j_hi) in zip(parts, ranges):
-                atoms = loss.atoms if loss.rounded_lower else None
+                atoms = loss.atoms if loss.merged_lower else None
                 if lower is LowerPld.KEPT and len(parts) == 1:
                     comps.append(Component(*discretize_lazy(loss, h, j_lo, j_hi), k, atoms))
                 elif lower is LowerPld.LAZY:

@@ -41,7 +41,7 @@ class Component:
     upper: DiscretePLD
     lower_pld: DiscretePLD | Callable[[], DiscretePLD]
     count: int
-    #: For a law whose atoms are rounded to the grid (``rounded_lower``): its finite loss values
+    #: For a law whose atoms are merged onto the grid (``merged_lower``): its finite loss values
     #: and their P-masses, from which the composed law's largest cell mass is estimated.
     atoms: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False)
 

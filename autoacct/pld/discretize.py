@@ -27,10 +27,11 @@ delta(gamma) = H_gamma(P || Q).
   cells), the values around it are lowered onto their greatest convex minorant,
   which lies below the segments and so below the profile; only where even that
   fails is a cell rounded down (Koskela et al. 2021, Lemma 6: first order, always valid).
-  A finite atom law flagged ``rounded_lower`` (a subsampled discrete law, whose atoms
-  stand apart at the grid's scale) has each atom rounded down instead
-  (:func:`rounded_down`): for an isolated atom no lattice law below the profile does
-  better, and it costs no rounds.
+  A finite atom law flagged ``merged_lower`` (a subsampled discrete law, whose atoms
+  stand apart at the grid's scale) has its atoms merged onto the grid instead
+  (:mod:`merged`): cell by cell, an isolated atom is bounded no better than by
+  rounding it down, a first-order error that k copies multiply, while merging it with
+  a share of its neighbour below costs only where the profile lies between the two.
 
 Why these bounds survive composition: for masses w, w' with delta_w <= delta_w'
 pointwise in gamma, and any other nonnegative masses v,
@@ -52,6 +53,7 @@ from autoacct.losses import DiscreteLoss, PrivacyLoss
 from autoacct.pld.garbling import merged_end
 from autoacct.pld.hull import lower_hull
 from autoacct.pld.lawcache import charge, law_cache
+from autoacct.pld.merged import merged_down
 
 
 @dataclass(frozen=True)
@@ -130,8 +132,9 @@ def _lower_from_cells(loss: PrivacyLoss, h: float, j_lo: int, g: np.ndarray, m_p
                       inner: np.ndarray, halves: tuple[np.ndarray, np.ndarray]) -> DiscretePLD:
     """The lower discrete PLD of :func:`discretize` from its connect-the-dots pieces."""
     n = len(g)
-    if loss.rounded_lower and isinstance(loss, DiscreteLoss):
-        return rounded_down(loss, h, j_lo, n)
+    if loss.merged_lower and isinstance(loss, DiscreteLoss):
+        onto = merged_down(loss, h, j_lo, n)
+        return rounded_down(loss, h, j_lo, n) if onto is None else DiscretePLD(h, j_lo, onto, _attained_inf(loss))
     if loss.purely_atomic and m_p[0] == 0.0 and m_p[-1] == 0.0 and _atoms_on_grid(loss, h):
         # Every atom sits on a grid point: the split is exact and so is the PLD.
         return DiscretePLD(h, j_lo, inner.copy(), _attained_inf(loss))
@@ -152,9 +155,9 @@ def rounded_down(loss: DiscreteLoss, h: float, j_lo: int, n: int) -> DiscretePLD
     to the grid point at or below its value less ``loss.value_error`` (atoms below the grid
     are dropped), with the mass at +inf the law attains.
 
-    Every loss only decreases (Koskela et al. 2021, Lemma 6), so the profile does; for an
-    atom alone in its cell no lattice law below the profile does better, since the profile's
-    kink at the atom lies between grid points."""
+    Every loss only decreases (Koskela et al. 2021, Lemma 6), so the profile does. The
+    mean loss then falls by about h/2 an atom: a first-order error, here only the fallback
+    of :func:`~autoacct.pld.merged.merged_down` where the lattice spans too wide a range."""
     g = (j_lo + np.arange(n)) * h
     idx = np.searchsorted(g, loss.values - loss.value_error, side="right") - 1
     keep = idx >= 0

@@ -63,51 +63,101 @@ def choose_spacing(parts: Sequence[tuple[PrivacyLoss, int]], eps_scale: float, t
     h = math.sqrt(8.0 * share * tol * scale / (k_tot * (1.0 + rate)))
     h = max(min(h, 2.0 * min(step_sds), _MAX_SPACING), _MIN_SPACING)
     h = 2.0 ** (math.floor(4.0 * math.log2(h)) / 4.0)
-    if any(loss.rounded_lower for loss, _ in parts):
+    if any(loss.merged_lower for loss, _ in parts):
         # The atoms' weights are tilted at the rate of the laws' own cumulants, which for
         # subsampled laws is a few times below the normal one.
         cgf = np.asarray(sum(k * loss.sizing_cgf for loss, k in parts))
-        rounded = _rounded_spacing(parts, tol * scale, min(rate, decay_rate(cgf, scale, rate)))
-        if rounded < h:
-            return rounded
+        merged = _merged_spacing(parts, h, tol * scale, min(rate, decay_rate(cgf, scale, rate)))
+        if merged < h:
+            return merged
     return _snap(parts, h)
 
 
-def _rounded_spacing(parts: Sequence[tuple[PrivacyLoss, int]], budget: float, rate: float) -> float:
-    """The coarsest spacing at which rounding the atoms of the ``rounded_lower`` parts down
-    costs the lower bound at most _ROUNDED_SHARE of ``budget`` (tol times the answer's scale).
+def _merged_spacing(parts: Sequence[tuple[PrivacyLoss, int]], h: float, budget: float, rate: float) -> float:
+    """The coarsest spacing, at most h, at which merging the atoms of the ``merged_lower`` parts
+    onto the lattice (:mod:`~autoacct.pld.merged`) costs the lower bound at most
+    _MERGED_SHARE of ``budget`` (tol times the answer's scale).
 
-    Rounding an atom at x down moves it by d = x - h floor(x / h), and K such steps move eps
-    by about K times the mean of d under the law tilted by e^{rate L} (the measure whose
-    shifts move delta near the answer): a first-order term. d averages h/2 over spacings,
-    but the spacings a few per cent apart differ widely for a law of a few heavy atoms, so
-    spacings from 4 times to half the one of that average are tried, coarsest first, on
-    the actual atoms.
+    A lower law whose log moment generating function at the rate lam falls short of the
+    law's by D moves eps by about D / lam a step (delta falls like e^{-lam eps} near the
+    answer). Merging moves an atom at v down to the lattice point g at or below it, by
+    d = v - g, and a share s = p e^{-d} (e^d - 1) / (e^(g - v') - 1) of an atom v' < g up to
+    g (the share that keeps E_P[e^{-L}]; Taylor-expanded, the two moves' first-order terms
+    cancel and D is about lam^2 / 2 times the mean of d (v - v')). Each atom is costed so,
+    as if it started the run that the first atom v' below g closes. For a law of a few
+    heavy atoms the cost changes widely between spacings a few per cent apart, so
+    _MERGED_CANDIDATES spacings from h down to that at which rounding every atom down would
+    meet the budget are tried, on the heaviest atoms.
     """
-    rounded = [(loss, k) for loss, k in parts if loss.rounded_lower]
-    k_r = sum(k for _, k in rounded)
-    target = _ROUNDED_SHARE * budget
-    h0 = target / (0.5 * k_r)
-    h0 = 2.0 ** (math.floor(4.0 * math.log2(max(h0, _MIN_SPACING))) / 4.0)
-    candidates = 4.0 * h0 * 2.0 ** (-3.0 * np.arange(_ROUNDED_CANDIDATES + 1) / _ROUNDED_CANDIDATES)
+    merged = [(loss, k) for loss, k in parts if loss.merged_lower]
+    target = _MERGED_SHARE * budget
+    # Rounding down costs at most the spacing a step: below this no candidate is needed.
+    finest = max(min(h, target / sum(k for _, k in merged)), _MIN_SPACING)
+    candidates = h * (finest / h) ** (np.arange(_MERGED_CANDIDATES + 1) / _MERGED_CANDIDATES)
+    lam = max(min(rate, _MAX_TILT), 1e-6)
     cost = np.zeros(candidates.size)
-    for loss, k in rounded:
-        v, w = loss.atoms
+    for loss, k in merged:
+        v, p = loss.atoms
         if len(v) == 0:
             continue
-        tilt = np.minimum(rate, _MAX_TILT) * (v - float(v.max()))
-        w = w * np.exp(tilt)
-        v = v - loss.value_error
-        if len(v) > _MAX_ROUNDED_ATOMS:
-            heavy = np.argsort(w)[-_MAX_ROUNDED_ATOMS:]
-            v, w = v[heavy], w[heavy]
-        w = w / max(float(w.sum()), 1e-300)
-        r = v[None, :] / candidates[:, None]
-        cost += k * ((r - np.floor(r)) * w[None, :]).sum(axis=1)
-    cost *= candidates
+        v = np.asarray(v, dtype=float) - loss.value_error
+        w = p * np.exp(lam * (v - float(v.max())))
+        if len(v) > _MAX_MERGED_ATOMS:
+            heavy = np.argsort(w)[-_MAX_MERGED_ATOMS:]
+            v, p = v[heavy], p[heavy]
+        order = np.argsort(-v)
+        cost += k * _merge_shortfall(v[order], p[order], candidates[:, None], lam) / lam
     ok = np.flatnonzero(cost <= target)
-    h = float(candidates[ok[0]] if ok.size else candidates[-1])
-    return max(min(h, _MAX_SPACING), _MIN_SPACING)
+    return float(candidates[ok[0]] if ok.size else candidates[-1])
+
+
+def _merge_shortfall(v: np.ndarray, p: np.ndarray, h: np.ndarray, lam: float) -> np.ndarray:
+    """-log of the ratio of the merged law's moment generating function at lam to the law's,
+    per spacing of the column h, for atoms at v (decreasing) with P-masses p; see
+    :func:`_merged_spacing`.
+
+    Atom i, moved down to g by d, needs the moment p_i (1 - e^{-d}) in the variable
+    e^{g - L} - 1 from below g; it takes the atoms below g nearest first (prefix sums give
+    each span's moment and its gain in the moment generating function at lam, and a bisection
+    the span). Each atom takes them as if alone, which for atoms dense in a cell understates
+    how far down their run reaches.
+    """
+    top = float(v[0])
+    g = np.floor(v / h) * h
+    d = v - g
+    n = v.size
+    with np.errstate(over="ignore", invalid="ignore"):
+        e_v = np.exp(lam * (v - top))
+        e_g = np.exp(lam * (g - top))
+        # Prefix sums over atoms 0..j-1: P-mass, Q-mass relative to e^{-top}, and tilted mass.
+        pre_p = np.concatenate(([0.0], np.cumsum(p)))
+        pre_q = np.concatenate(([0.0], np.cumsum(p * np.exp(top - v))))
+        pre_w = np.concatenate(([0.0], np.cumsum(p * e_v)))
+        first = np.searchsorted(-v, -g.ravel(), side="right").reshape(g.shape)
+        need = p[None, :] * -np.expm1(-d)
+        scale = np.exp(g - top)
+
+        def moment(j: np.ndarray) -> np.ndarray:
+            return scale * (pre_q[j] - pre_q[first]) - (pre_p[j] - pre_p[first])
+        lo, hi = first, np.full(g.shape, n)
+        # The smallest j with moment(j) >= need (n where all atoms below g fall short).
+        for _ in range(max(int(n).bit_length(), 1)):
+            mid = (lo + hi) // 2
+            short = moment(mid) < need
+            lo = np.where(short, mid + 1, lo)
+            hi = np.where(short, hi, mid)
+        j = np.minimum(hi, n)
+        whole = np.maximum(j - 1, first)
+        gain = e_g * (pre_p[whole] - pre_p[first]) - (pre_w[whole] - pre_w[first])
+        # The last atom taken gives only the part of its mass the moment still needs.
+        last = np.minimum(whole, n - 1)
+        rest = need - moment(whole)
+        unit = np.expm1(g - v[last])
+        part = np.where((j > first) & (j <= n) & (unit > 0), np.clip(rest / unit, 0.0, p[last]), 0.0)
+        gain = gain + part * (e_g - e_v[last])
+        change = (p[None, :] * (e_v - e_g) - gain).sum(axis=1) / max(float(pre_w[-1]), 1e-300)
+    change = np.where(np.isfinite(change), change, 1.0)
+    return -np.log1p(-np.clip(change, 0.0, 1.0 - 1e-16))
 
 
 def decay_rate(cgf: np.ndarray, eps: float, normal_rate: float) -> float:
@@ -177,12 +227,12 @@ def _snap(parts: Sequence[tuple[PrivacyLoss, int]], h: float) -> float:
     return float(candidates[np.flatnonzero(cost <= best * 1.05 + 1e-300)[0]])
 
 
-#: Share of the tolerance the rounded atoms may take from the lower bound (the upper bound's
+#: Share of the tolerance the merged atoms may take from the lower bound (the upper bound's
 #: error, second order, is far smaller at the spacings this gives).
-_ROUNDED_SHARE = 0.6
-#: Spacings tried for laws whose atoms are rounded down, and the heaviest atoms weighed.
-_ROUNDED_CANDIDATES = 1536
-_MAX_ROUNDED_ATOMS = 1024
+_MERGED_SHARE = 0.6
+#: Spacings tried for laws whose atoms are merged, and the heaviest atoms weighed.
+_MERGED_CANDIDATES = 128
+_MAX_MERGED_ATOMS = 256
 #: Largest tilt applied to the atoms' weights (beyond it the normal rate is not a guide).
 _MAX_TILT = 200.0
 #: Coarsest and finest spacings ever used (the finest only matters for nearly

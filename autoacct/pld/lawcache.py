@@ -194,7 +194,7 @@ def law_key(loss: PrivacyLoss) -> Hashable:
     the discretisers read beyond its cell masses."""
     err = loss.value_error
     return (type(loss).__module__, type(loss).__qualname__, loss.key, loss.p_inf, loss.p_inf_truncated,
-            loss.lattice, loss.has_atoms, loss.purely_atomic, loss.rounded_lower,
+            loss.lattice, loss.has_atoms, loss.purely_atomic, loss.merged_lower,
             np.asarray(err, dtype=float).tobytes())
 
 

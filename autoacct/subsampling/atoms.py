@@ -12,10 +12,10 @@ addition law holds at -inf under its second distribution).
 
 Held so, the PLD accountant reads their cell masses by a search in a few dozen
 atoms instead of inverting phi at every grid edge, and bounds them from below by
-rounding each atom down to the grid (see ``rounded_lower`` of
-:class:`~autoacct.losses.PrivacyLoss`): isolated atoms, which the subsampled law of
-a discrete base has at every scale the accountant uses, are bounded no better
-by any lower construction on a lattice.
+merging the atoms onto the grid (see ``merged_lower`` of
+:class:`~autoacct.losses.PrivacyLoss` and :mod:`autoacct.pld.merged`): the subsampled
+law of a discrete base has isolated atoms at every scale the accountant uses, which
+the cell-by-cell lower construction bounds no better than by rounding them down.
 """
 
 from __future__ import annotations
@@ -107,9 +107,9 @@ def poisson_atom_losses(base: DiscreteLoss, q: float, twins: tuple[PrivacyLoss, 
     err = _value_error(v, phi.log_q)
     removal = TwinnedAtomLoss(twins[0], ("poisson-remove-atoms", q, base.key), x, mixed, qm,
                        p_inf=q * base.p_inf, p_inf_truncated=q * base.p_inf_truncated,
-                       tight=base.tight, rounded_lower=True, value_error=err)
+                       tight=base.tight, merged_lower=True, value_error=err)
     addition = TwinnedAtomLoss(twins[1], ("poisson-add-atoms", q, base.key), -x[::-1], qm[::-1], mixed[::-1],
-                        q_ninf=q * base.p_inf, tight=base.tight, rounded_lower=True, value_error=err)
+                        q_ninf=q * base.p_inf, tight=base.tight, merged_lower=True, value_error=err)
     return removal, addition
 
 
@@ -139,5 +139,5 @@ def symmetrized_atom_loss(half: AtomLoss, twin: PrivacyLoss) -> AtomLoss:
     err = np.full(values.shape, float(np.max(half.value_error)))
     err[len(v)] = 0.0
     return TwinnedAtomLoss(twin, ("symmetrized-atoms", half.key), values, p, q, p_inf=half.p_inf, q_ninf=half.p_inf,
-                    p_inf_truncated=half.p_inf_truncated, tight=half.tight, rounded_lower=True,
+                    p_inf_truncated=half.p_inf_truncated, tight=half.tight, merged_lower=True,
                     value_error=err)

@@ -12,11 +12,13 @@ The certified brackets must contain that truth.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from scipy import optimize, special
 
+from autoacct import AccuracyWarning
 from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement
 from autoacct.zoo import Composition, DiscreteGaussian, DiscreteLaplace
 
@@ -81,7 +83,8 @@ def _discrete_gaussian_truth(sigma: float, q: float, k: int, delta: float) -> fl
 
 
 @pytest.mark.parametrize("t, q, k, delta", [(0.5, 0.01, 100, 1e-6), (1.0, 0.05, 30, 1e-5), (0.25, 0.001, 400, 1e-8),
-                                         (0.25, 0.001, 400, 1e-6)])
+                                         (0.25, 0.001, 400, 1e-6), (3.0, 0.001, 10_000, 1e-8),
+                                         (0.5, 1e-4, 20_000, 1e-10)])
 def test_subsampled_discrete_laplace_bracket_contains_exact_enumeration(t: float, q: float, k: int,
                                                                          delta: float) -> None:
     truth = _discrete_laplace_truth(t, q, k, delta)
@@ -138,3 +141,15 @@ def test_sampled_without_replacement_discrete_gaussian_brackets_symmetrized_pair
     # The upper end is the dominating pair's, within tol of it; the lower end comes from the
     # pair one fixed pair of datasets attains at every step (Lebeda et al. 2024), lower.
     assert lo <= truth <= up <= truth * (1 + TOL)
+
+
+@pytest.mark.parametrize("sigma, sensitivity, q, k", [(50.0, 60, 1e-4, 10_000), (0.8, 1, 1e-3, 1000)])
+def test_subsampled_discrete_gaussian_at_small_rates_is_within_tol(sigma: float, sensitivity: int, q: float,
+                                                                   k: int) -> None:
+    # Rounding the atoms down left [0.0004, 0.0559] and [0.2915, 0.2920] here, with warnings:
+    # k times a first-order shift. Merged onto the grid, the lower PLD meets tol.
+    mech = Composition()([PoissonSubsample(q)(DiscreteGaussian(sigma, sensitivity=sensitivity))], [k])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lo, up = mech.epsilon_bounds(1e-5)
+    assert 0 < lo <= up <= lo * (1 + TOL)

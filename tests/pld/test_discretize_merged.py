@@ -1,9 +1,11 @@
-"""The discretiser on atom laws whose lower PLD rounds atoms down (``rounded_lower``).
+"""The discretiser on atom laws whose lower PLD merges the atoms onto the grid (``merged_lower``).
 
 Truth: the hockey-stick profile sum_i p_i (1 - e^{eps - x_i})_+ + p_inf of the atoms,
 summed here from the pmf of a Poisson-subsampled discrete Gaussian written down with
 numpy (not autoacct). The upper PLD's profile must lie above it, the lower one's below,
-at every eps, and the lower one must move no atom by a cell or more.
+at every eps, and the lower one must move no atom down by a cell or more. Merged, the
+lower PLD keeps the law's Q-mass E_P[e^{-L}] (a mean-preserving contraction in e^{-L}),
+where rounding every atom down adds about h/2 of it.
 """
 
 from __future__ import annotations
@@ -37,10 +39,11 @@ def _subsampled_dg_atoms(sigma: float, q: float) -> tuple[np.ndarray, np.ndarray
     return log_mixed - log_q, np.exp(log_mixed)
 
 
-@pytest.mark.parametrize("sigma, q, h", [(2.0, 0.01, 1e-4), (2.0, 0.01, 3.3e-6), (0.8, 0.1, 1e-3)])
+@pytest.mark.parametrize("sigma, q, h", [(2.0, 0.01, 1e-4), (2.0, 0.01, 3.3e-6), (0.8, 0.1, 1e-3), (0.8, 1e-4, 2e-6),
+                                        (0.8, 1e-4, 3e-7), (5.0, 1e-3, 1e-5)])
 def test_rounded_atom_law_is_bracketed_by_its_discretisations(sigma: float, q: float, h: float) -> None:
     (removal, _, _), = PoissonSubsample(q)(DiscreteGaussian(sigma)).loss_parts()
-    assert removal.rounded_lower
+    assert removal.merged_lower
     j_lo, j_hi = index_range(removal, h, 1e-20)
     upper, lower = discretize(removal, h, j_lo, j_hi)
     x, w = _subsampled_dg_atoms(sigma, q)
@@ -51,8 +54,34 @@ def test_rounded_atom_law_is_bracketed_by_its_discretisations(sigma: float, q: f
     slack = 1e-12 * np.maximum(truth, 1e-300) + 1e-30
     assert np.all(up >= truth - slack)
     assert np.all(low <= truth + slack)
-    # Rounded down by less than a cell: its profile at eps is at least the truth's at eps + h.
-    assert np.all(low >= _profile(x, w, 0.0, eps + h) - slack - 1e-18)
+    # Moved down by less than a cell (but the atoms above the grid, taken at its top): its
+    # profile at eps is at least the truth's at eps + h.
+    above = float(w[x > lower.losses[-1]].sum())
+    assert np.all(low >= _profile(x, w, 0.0, eps + h) - slack - 1e-18 - above)
+
+
+@pytest.mark.parametrize("sigma, q, h", [(0.8, 1e-4, 2e-6), (5.0, 1e-4, 3e-6), (2.0, 0.01, 1e-4)])
+def test_merged_lower_keeps_the_q_mass_that_rounding_down_adds(sigma: float, q: float, h: float) -> None:
+    (removal, _, _), = PoissonSubsample(q)(DiscreteGaussian(sigma)).loss_parts()
+    j_lo, j_hi = index_range(removal, h, 1e-20)
+    _, lower = discretize(removal, h, j_lo, j_hi)
+    rounded = rounded_down(removal, h, j_lo, j_hi - j_lo + 1)
+    x, w = _subsampled_dg_atoms(sigma, q)
+    inside = (x >= lower.losses[0]) & (x <= lower.losses[-1])
+    q_true = float(np.sum(w[inside] * np.exp(-x[inside])))
+
+    def q_mass(pld) -> float:
+        return float(np.sum(pld.masses * np.exp(-pld.losses)))
+    excess_rounded = q_mass(rounded) / q_true - 1.0
+    excess_merged = abs(q_mass(lower) / q_true - 1.0)
+    assert excess_rounded > 0.1 * h
+    # Only the run at the bottom of the support, with no atom below to close it, is rounded
+    # down: at q = 1e-4 the atoms pile up towards log(1 - q) (0.14 of rounding's excess).
+    assert excess_merged < 0.2 * excess_rounded
+    # The mean loss falls by a share of what rounding down takes from it.
+    mean = float(np.sum(w[inside] * x[inside]))
+    merged_fall = mean - float(np.sum(lower.masses * lower.losses))
+    assert merged_fall < 0.2 * (mean - float(np.sum(rounded.masses * rounded.losses)))
 
 
 def test_rounded_down_keeps_atoms_on_grid_points_and_drops_those_below() -> None:

@@ -1,0 +1,108 @@
+"""A lower discrete PLD for a law of isolated atoms: atoms merged onto the lattice, not rounded down.
+
+A lower discrete PLD must be a measure whose profile lies below the law's at every eps
+(see :mod:`discretize`). Two ways to make one for an atom at loss v between the lattice
+points g_j < v < g_(j+1):
+
+* Rounding it down to g_j (Koskela et al. 2021, Lemma 6). Every loss only decreases, so
+  the profile does; but the mean loss falls by v - g_j, about h/2 an atom, and k copies
+  move eps by about k h/2: first order in h, which k multiplies.
+* Merging it with part of the next atom below g_j. Merging outcomes of a pair is
+  post-processing, and a merged outcome has P- and Q-masses the sums of its parts', so
+  its loss lies between theirs (Blackwell 1953: the merged pair is dominated by the
+  pair). With the share of the lower atom chosen so that the merged loss is g_j exactly,
+  the merged measure puts its mass on the lattice and keeps E_P[e^{-L}] (the Q-mass):
+  in the variable X = e^{-L} it is a mean-preserving contraction of the law, whose
+  profile E_P[(1 - e^eps X)_+] lies below the law's at every eps (the integrand is convex
+  in X) and equals it for eps outside (g_j, v). The profile is lowered only between
+  the two atoms, so k copies move eps by about k times the share moved times the
+  atoms' spacing (a variance), not k times a mean shift.
+
+:func:`merged_down` sweeps the atoms from the largest loss down, merging each run into
+the lattice point at or below its first atom's loss with the least share of the next
+atom that brings the run's loss down to that point. Where atoms are dense at the
+lattice's scale a run holds all the atoms of about a cell and the merge moves mass by
+less than a cell: second order in h, as the second-order construction of
+:mod:`discretize` is.
+
+Rounding. Each run's loss is brought to g_j + _MARGIN rather than g_j (the merged loss
+then still lies at or above g_j after the few roundoffs of its sums, so that placing it
+at g_j only lowers it), and every mass is scaled down by 1 - _MASS_ULPS, which covers the
+roundoff of splitting an atom's mass into two shares. Atoms are taken at their values
+less ``value_error`` (a lower loss than the true one); those below the lattice are
+dropped and those above it taken at its top point, both of which only lower losses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autoacct.exactness import MACHINE_EPSILON
+from autoacct.losses import DiscreteLoss
+
+#: A merged run's loss is brought this far above its lattice point (relative to e^{-L}).
+_MARGIN = 1e-12
+#: Relative scaling of every mass down, for the roundoff of splitting atoms.
+_MASS_ULPS = 64.0 * MACHINE_EPSILON
+#: Beyond this spread of the lattice's losses, e^{-L} relative to the top point leaves the
+#: floating-point range and the atoms are rounded down instead.
+_MAX_SPREAD = 600.0
+
+
+def merged_down(loss: DiscreteLoss, h: float, j_lo: int, n: int) -> np.ndarray | None:
+    """P-masses on the lattice points (j_lo + i) h, i < n, of the measure that merges the finite
+    atoms of ``loss`` onto them (module docstring): with the mass at +inf the law attains,
+    its profile lies below the law's. None where the lattice spans more than _MAX_SPREAD
+    in loss."""
+    g = (j_lo + np.arange(n)) * h
+    if n < 1 or float(g[-1] - g[0]) > _MAX_SPREAD:
+        return None
+    v = np.asarray(loss.values, dtype=float) - loss.value_error
+    p = np.asarray(loss.p_mass, dtype=float)
+    keep = (v >= g[0]) & (p > 0) & np.isfinite(v)
+    v, p = np.minimum(v[keep], g[-1]), p[keep]
+    order = np.argsort(-v, kind="stable")
+    v, p = v[order], p[order]
+    # X = e^{g_top - L} >= 1 for atoms and lattice points alike: the lattice point j has t[j].
+    x = np.exp(g[-1] - v)
+    t = np.exp(g[-1] - g)
+    idx = np.searchsorted(g, v, side="right") - 1
+    masses = np.zeros(n)
+    _sweep(p.tolist(), x.tolist(), idx.tolist(), t.tolist(), masses)
+    masses *= 1.0 - _MASS_ULPS
+    return masses
+
+
+def _sweep(p: list[float], x: list[float], idx: list[int], t: list[float], masses: np.ndarray) -> None:
+    """Merge the atoms (P-masses p, X-values x increasing, lattice points idx at or below their
+    losses) into runs, adding each run's P-mass to ``masses`` at its lattice point."""
+    a_run = b_run = 0.0
+    j = -1
+    target = 0.0
+    for i in range(len(p)):
+        pi, xi = p[i], x[i]
+        if a_run > 0.0:
+            if xi <= target:
+                a_run += pi
+                b_run += pi * xi
+                continue
+            # The share s of this atom with (b + s x) / (a + s) = target.
+            share = max(target * a_run - b_run, 0.0) / (xi - target)
+            if share >= pi:
+                a_run += pi
+                b_run += pi * xi
+                continue
+            masses[j] += a_run + share
+            pi -= share
+            a_run = 0.0
+        # A new run from what is left of this atom, aimed at the lattice point at or below it.
+        j = idx[i]
+        target = t[j] * (1.0 - _MARGIN)
+        if xi > target:
+            # The atom sits on its lattice point (within the margin): it is placed there.
+            masses[j] += pi
+            continue
+        a_run, b_run = pi, pi * xi
+    if a_run > 0.0:
+        masses[j] += a_run
+
