@@ -94,7 +94,7 @@ def tpr_bounds(m: Mechanism, fpr: Any, tol: float | None = None) -> tuple[Any, A
         except BudgetExceeded:
             profs = []
         if profs:
-            curve = 1.0 - np.min([up.tradeoff(a) for up, _ in profs], axis=0)
+            curve = np.max([up.power(a) for up, _ in profs], axis=0)
             upper = np.minimum(upper, routes.outward(np.clip(curve, a, 1.0), upper=True, cap=1.0))
             lows = [low for _, low in profs] if _accountant(m).tight else _attained_lows(m, t)
             if lows:

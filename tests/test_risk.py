@@ -17,7 +17,7 @@ from scipy import stats
 from autoacct import risk
 from autoacct.dpsgd import dpsgd
 from autoacct.pld.compose import LAW_REL
-from autoacct.zoo import ZCDP, Composition, Gaussian, Laplace, RandomizedResponse
+from autoacct.zoo import ZCDP, ApproxDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse
 
 FPR = np.concatenate(([0.0], np.geomspace(1e-9, 1.0, 120), np.linspace(0.0, 1.0, 41)))
 
@@ -71,6 +71,22 @@ def test_tpr_bounds_of_a_gaussian_are_exact():
     truth = gaussian_tpr(1.0, FPR)
     assert np.all(lower <= truth) and np.all(truth <= upper)
     np.testing.assert_allclose(lower, upper, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("make, fpr, truth", [
+    # Pure eps-DP and randomized response: the best test reaches TPR = e^eps a exactly at small a.
+    (lambda: PureDP(1.0), 1e-6, math.e * 1e-6),
+    (lambda: RandomizedResponse(0.9), 1e-15, 9.0 * 1e-15),
+    (lambda: Laplace(1.0), 1e-12, math.e * 1e-12),
+    # (eps, delta)-DP: its pair reaches delta + e^eps a.
+    (lambda: ApproxDP(1.0, 1e-20), 1e-300, 1e-20),
+])
+def test_tpr_bounds_upper_end_holds_far_below_the_unit_roundoff(make, fpr: float, truth: float):
+    # 1 - (a tradeoff value within an ulp of 1) cannot resolve a TPR below 1e-16: the upper
+    # end was 1e-300 for ApproxDP(1, 1e-20), and e^1 1e-6 less 5e-17 for PureDP(1).
+    lower, upper = risk.tpr_bounds(make(), fpr)
+    assert lower <= truth <= upper
+    assert upper <= truth * (1 + 1e-6)
 
 
 def _two_point_np_tpr(a: float, b: float, k: int, fpr: np.ndarray) -> np.ndarray:

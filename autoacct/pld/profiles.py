@@ -550,12 +550,22 @@ class DiscreteProfile(SolvedEpsilon):
         return max(eps, 0.0)
 
     def tradeoff(self, alpha: np.ndarray) -> np.ndarray:
-        """sup_gamma [1 - delta(log gamma) - gamma alpha], clipped to [0, 1].
+        """sup_gamma [1 - delta(log gamma) - gamma alpha], clipped to [0, 1]: 1 - :meth:`power`,
+        rounded down. For an upper profile this is a lower bound on the tradeoff function of
+        the pair."""
+        return np.clip(np.nextafter(1.0 - self.power(alpha), -np.inf), 0.0, 1.0)
 
-        For an upper profile this is a lower bound on the tradeoff function of
-        the pair; the supremum is attained at a lattice point, where the
-        piecewise-linear convex function of gamma has slope -B crossing -alpha.
-        The error term is handled by evaluating the monotone grid values.
+    def power(self, alpha: np.ndarray) -> np.ndarray:
+        """inf_gamma [delta(log gamma) + gamma alpha], clipped to [0, 1], rounded up.
+
+        For an upper profile this is an upper bound on the largest power (TPR) of a test of
+        the pair at level alpha. The infimum is attained at a lattice point, where the
+        piecewise-linear convex function of gamma has slope -B crossing -alpha; the error
+        term is handled by evaluating the monotone grid values at the breakpoint and its
+        neighbours (it perturbs convexity slightly). Summed as delta + gamma alpha, without
+        the cancellation of 1 - (1 - delta - gamma alpha), so that a power far below the
+        unit roundoff keeps its relative accuracy: e^{x + log alpha} is off by at most
+        (|x + log alpha| + 2) ulps, and the sum by one more.
         """
         alpha = np.asarray(alpha, dtype=float)
         _, lb = self._suffix
@@ -564,13 +574,15 @@ class DiscreteProfile(SolvedEpsilon):
         nxt = lb[1:]
         i = np.searchsorted(-nxt, -la, side="left")
         i = np.minimum(i, len(self.tilted) - 1)
-        best = np.full(alpha.shape, -np.inf)
-        # Check the breakpoint and its neighbours (the error term perturbs convexity slightly).
+        best = np.full(alpha.shape, np.inf)
         for shift in (-1, 0, 1):
             j = np.clip(i + shift, 0, len(self.tilted) - 1)
-            with np.errstate(over="ignore"):
-                val = 1.0 - self.grid_deltas[j] - np.exp(self.x[j] + la)
-            best = np.maximum(best, np.where(np.isfinite(val), val, -np.inf))
+            arg = self.x[j] + la
+            with np.errstate(over="ignore", invalid="ignore"):
+                term = np.exp(arg)
+                term = np.where(term > 0, term * (1.0 + (np.abs(arg) + 2.0) * MACHINE_EPSILON), 0.0)
+                val = (self.grid_deltas[j] + term) * (1.0 + MACHINE_EPSILON)
+            best = np.minimum(best, np.where(np.isnan(val), np.inf, val))
         return np.clip(best, 0.0, 1.0)
 
 
