@@ -565,7 +565,8 @@ class DiscreteProfile(SolvedEpsilon):
         neighbours (it perturbs convexity slightly). Summed as delta + gamma alpha, without
         the cancellation of 1 - (1 - delta - gamma alpha), so that a power far below the
         unit roundoff keeps its relative accuracy: e^{x + log alpha} is off by at most
-        (|x + log alpha| + 2) ulps, and the sum by one more.
+        (|x| + |log alpha| + 2) ulps (x = j h and the sum rounded, then the exponential),
+        and the sum by one more.
         """
         alpha = np.asarray(alpha, dtype=float)
         _, lb = self._suffix
@@ -580,7 +581,7 @@ class DiscreteProfile(SolvedEpsilon):
             arg = self.x[j] + la
             with np.errstate(over="ignore", invalid="ignore"):
                 term = np.exp(arg)
-                term = np.where(term > 0, term * (1.0 + (np.abs(arg) + 2.0) * MACHINE_EPSILON), 0.0)
+                term = np.where(term > 0, term * (1.0 + (np.abs(self.x[j]) + np.abs(la) + 2.0) * MACHINE_EPSILON), 0.0)
                 val = (self.grid_deltas[j] + term) * (1.0 + MACHINE_EPSILON)
             best = np.minimum(best, np.where(np.isnan(val), np.inf, val))
         return np.clip(best, 0.0, 1.0)
