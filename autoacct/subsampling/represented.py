@@ -209,18 +209,24 @@ class PoissonLossMap:
         self.c = math.log1p(-q)
 
     def forward(self, x: np.ndarray) -> np.ndarray:
-        """phi(x) = logaddexp(log(1-q), log q + x); -inf maps to log(1 - q)."""
+        """phi(x) = logaddexp(log(1-q), log q + x); -inf maps to log(1 - q), and 0 exactly to 0.
+
+        (Rounded, log((1-q) + q) may come out an ulp above 0: an outcome both pairs give
+        equal mass, such as the other buckets of k-ary randomized response, would then count
+        as a positive loss of the removal pair, and its symmetrisation, which needs the mass
+        above 0 of both distributions to total at most 1, fails.)"""
         x = np.asarray(x, dtype=float)
-        return np.logaddexp(self.c, self.log_q + x)
+        return np.where(x == 0.0, 0.0, np.logaddexp(self.c, self.log_q + x))
 
     def inverse(self, y: np.ndarray, increasing: bool = False) -> np.ndarray:
         """phi^{-1}(y) = log((e^y - 1 + q) / q): -inf for y <= log(1-q), +inf at +inf.
 
-        For 0 < y <= 1 as log(expm1(y) + q) - log q (two positive terms, no cancellation
+        For 0 <= y <= 1 as log(expm1(y) + q) - log q (two positive terms, no cancellation
         however small y and q are: with q below an ulp of 1, 1 - (1-q) e^{-y} is 0 in
-        floating point); for y > 1 as y + log1p(-(1-q) e^{-y}) - log q, which does not
-        overflow; for log(1-q) < y <= 0 as log(1-q) + log(expm1(y - log(1-q))) - log q,
-        which keeps its precision right down to the bottom of the range.
+        floating point; and exactly 0 at y = 0, see :meth:`forward`); for y > 1 as
+        y + log1p(-(1-q) e^{-y}) - log q, which does not overflow; for log(1-q) < y < 0 as
+        log(1-q) + log(expm1(y - log(1-q))) - log q, which keeps its precision right down
+        to the bottom of the range.
 
         With ``increasing`` (y non-decreasing, as cell edges are) the three ranges are
         consecutive runs of y, found by bisection and taken as slices: the same values
@@ -232,12 +238,13 @@ class PoissonLossMap:
         small: slice | np.ndarray
         mid: slice | np.ndarray
         if increasing:
-            i_mid, i_small, i_big = (int(i) for i in np.searchsorted(y, (self.c, 0.0, 1.0), side="right"))
+            i_mid, i_big = (int(i) for i in np.searchsorted(y, (self.c, 1.0), side="right"))
+            i_small = int(np.searchsorted(y, 0.0, side="left"))
             big, small, mid = slice(i_big, None), slice(i_small, i_big), slice(i_mid, i_small)
         else:
             big = y > 1.0
-            small = (y > 0.0) & ~big
-            mid = (y > self.c) & (y <= 0.0)
+            small = (y >= 0.0) & ~big
+            mid = (y > self.c) & (y < 0.0)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             yb = y[big]
             out[big] = yb + np.log1p(-(1.0 - self.q) * np.exp(-yb)) - self.log_q

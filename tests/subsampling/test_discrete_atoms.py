@@ -20,7 +20,7 @@ from scipy import optimize, special
 
 from autoacct import AccuracyWarning
 from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement
-from autoacct.zoo import Composition, DiscreteGaussian, DiscreteLaplace
+from autoacct.zoo import Composition, DiscreteGaussian, DiscreteLaplace, KaryRandomizedResponse
 
 TOL = 1e-3
 
@@ -140,6 +140,28 @@ def test_sampled_without_replacement_discrete_gaussian_brackets_symmetrized_pair
     lo, up = Composition()([SampleWithoutReplacement(q)(DiscreteGaussian(sigma))], [2]).epsilon_bounds(delta)
     # The upper end is the dominating pair's, within tol of it; the lower end comes from the
     # pair one fixed pair of datasets attains at every step (Lebeda et al. 2024), lower.
+    assert lo <= truth <= up <= truth * (1 + TOL)
+
+
+@pytest.mark.parametrize("p, buckets, q", [(0.9, 3, 0.1), (0.99, 4, 0.3), (0.9, 10, 1e-3)])
+def test_sampled_without_replacement_k_ary_randomized_response_brackets_symmetrized_pair(
+        p: float, buckets: int, q: float) -> None:
+    """k-ary randomized response sampled without replacement, two steps. Its removal pair
+    puts (1-q) p/k + q (1 - p + p/k) on the input's bucket against p/k, and the same on each
+    other bucket but one (loss exactly 0); the symmetrized pair keeps the positive outcome,
+    its mirror image, and an outcome of loss 0 holding the rest. With the zero-loss outcomes
+    an ulp above 0 (1 - q + q rounded), symmetrizing failed with a ValueError at
+    (0.9, 3, 0.1) and 23 other parameters."""
+    low, high = p / buckets, 1.0 - p + p / buckets
+    first = (1.0 - q) * low + q * high
+    plus = math.log(first / low)
+    values = np.array([plus, 0.0, -plus])
+    masses = np.array([first, 1.0 - first - low, low])
+    total = np.add.outer(values, values).ravel()
+    prob = np.multiply.outer(masses, masses).ravel()
+    delta = 0.5 * _profile(total, prob, 0.0)
+    truth = _epsilon_of(lambda e: _profile(total, prob, e), delta, hi=2.0 * plus + 1.0)
+    lo, up = Composition()([SampleWithoutReplacement(q)(KaryRandomizedResponse(p, buckets))], [2]).epsilon_bounds(delta)
     assert lo <= truth <= up <= truth * (1 + TOL)
 
 
