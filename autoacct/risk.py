@@ -54,6 +54,8 @@ _MU_MAX = 1e3
 _EPS = MACHINE_EPSILON
 #: Relative safety applied to the closed-form GDP profile, well above its floating-point error.
 _GDP_SAFETY = 1e-9
+#: Largest argument of math.exp that does not overflow (with a margin).
+_LOG_MAX = 709.0
 
 
 # ----- tradeoff and ROC ------------------------------------------------------------------------
@@ -127,10 +129,13 @@ def _tradeoff_above(low: Any, alpha: np.ndarray) -> np.ndarray:
     # 1 - L far to the left (e^eps B_0 underflows to 0 there). Tilted: 1 - L(x_0).
     far = float(low.delta(np.array([x[0] - 800.0]))[0]) if low.lam == 0.0 else math.nan
 
+    # (e^{x_0} overflows for a lattice starting far right: the bracket there is -inf)
+    scale = math.exp(float(x[0])) if float(x[0]) < _LOG_MAX else math.inf
+
     def left_of(a: float) -> float:
         if math.isnan(far):
             return 1.0 - float(at_left[0])
-        return max(1.0 - float(at_left[0]) - math.exp(float(x[0])) * a, 1.0 - far)
+        return max(1.0 - float(at_left[0]) - scale * a if a > 0 else 1.0 - float(at_left[0]), 1.0 - far)
 
     flat = alpha.ravel()
     vals = np.empty(flat.shape)

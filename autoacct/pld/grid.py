@@ -203,10 +203,13 @@ def _snap(parts: Sequence[tuple[PrivacyLoss, int]], h: float) -> float:
     distance to the nearest grid point, is chosen: an atom between grid points
     costs the lower bound a first-order term.
     """
-    lattice_parts = [(k, loss.lattice) for loss, k in parts if loss.lattice]
+    # (a lattice far coarser than h, a law whose atoms stand farther apart than floats count
+    # cells, is no help: its divisors are not tried)
+    lattice_parts = [(k, loss.lattice) for loss, k in parts if loss.lattice and loss.lattice / h < _MAX_DIVISOR]
     if lattice_parts:
         _, ell = max(lattice_parts)
-        m0 = math.ceil(ell / h - 1e-9)
+        # (at least 1: a lattice finer than h is itself the coarsest spacing that holds its atoms)
+        m0 = max(math.ceil(ell / h - 1e-9), 1)
         candidates = ell / (m0 + np.arange(min(2 * m0, _MAX_CANDIDATES) + 1))
     else:
         candidates = h * (1.0 - np.arange(0, 120) / 240.0)
@@ -222,7 +225,10 @@ def _snap(parts: Sequence[tuple[PrivacyLoss, int]], h: float) -> float:
     w = np.concatenate(weights)
     r = v[None, :] / candidates[:, None]
     cost = (np.abs(r - np.round(r)) * w[None, :]).sum(axis=1) * candidates
-    best = float(cost.min())
+    best = float(np.min(cost, initial=math.inf, where=np.isfinite(cost)))
+    if not math.isfinite(best):
+        # Atoms whose weights or positions leave the floating-point range: none is near a point.
+        return float(candidates[0])
     # The coarsest candidate within a whisker of the best: coarser grids are cheaper.
     return float(candidates[np.flatnonzero(cost <= best * 1.05 + 1e-300)[0]])
 
@@ -235,6 +241,8 @@ _MERGED_CANDIDATES = 128
 _MAX_MERGED_ATOMS = 256
 #: Largest tilt applied to the atoms' weights (beyond it the normal rate is not a guide).
 _MAX_TILT = 200.0
+#: Lattices at most this many times h are snapped to (a divisor of them is the grid).
+_MAX_DIVISOR = 2.0 ** 40
 #: Coarsest and finest spacings ever used (the finest only matters for nearly
 #: degenerate laws, whose loss barely varies).
 _MAX_SPACING = 0.05

@@ -24,6 +24,8 @@ RDP_TABLE_MAX = 1024
 #: Binomial tail mass below which draws of the differing record are no longer enumerated
 #: (the rest is counted as total disclosure).
 DRAW_TAIL = 1e-30
+#: Largest argument of math.expm1 that does not overflow (with a margin).
+_EXPM1_MAX = 700.0
 
 
 def require_mechanism(mechanism: Any) -> Mechanism:
@@ -225,7 +227,13 @@ class RateSubsampledMechanism(SubsampledMechanism, abstract=True):
         g = self.base.dp_guarantee()
         if g is None:
             return None
-        eps = math.log1p(self.q * math.expm1(g[0])) if np.isfinite(g[0]) else math.inf
+        if not np.isfinite(g[0]):
+            eps = math.inf
+        elif g[0] <= _EXPM1_MAX:
+            eps = math.log1p(self.q * math.expm1(g[0]))
+        else:
+            # log(1 + q (e^eps - 1)) = eps + log q + log1p((1 - q) e^{-eps} / q), where e^eps overflows.
+            eps = g[0] + math.log(self.q) + math.log1p((1.0 - self.q) * math.exp(-g[0]) / self.q)
         slack = 1.0 + 8.0 * UNIT_ROUNDOFF
         return eps * slack, self.q * g[1] * slack
 

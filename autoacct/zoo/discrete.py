@@ -237,6 +237,13 @@ class DiscreteGaussian(Mechanism):
         super().__post_init__()
         self._set(sigma=check.real("sigma", self.sigma, low=0.0, high=1e7, low_open=True),
                   sensitivity=check.bounded_int("sensitivity", self.sensitivity, high=10 ** 6))
+        # Below, the loss Delta^2 / (2 sigma^2) passes 5e11 and the lattice a PLD composes on
+        # would need indices beyond 64 bits (the tradeoff of sigma = 1e-9 overflowed; at
+        # 1e-162, 2 sigma^2 underflowed to 0).
+        if self.sigma < _MIN_SIGMA * self.sensitivity:
+            least = _MIN_SIGMA * self.sensitivity
+            raise ValueError(f"sigma must be at least {_MIN_SIGMA:g} * sensitivity = {least:g}, "
+                             f"got sigma={self.sigma!r}")
 
     def loss_parts(self) -> list[LossPart]:
         loss = self.cached(("loss",), self._loss)
@@ -286,6 +293,8 @@ class DiscreteGaussian(Mechanism):
 
 #: Unit roundoff of doubles.
 _EPS = MACHINE_EPSILON
+#: Smallest sigma per unit of sensitivity a discrete Gaussian may have (see DiscreteGaussian).
+_MIN_SIGMA = 1e-6
 
 
 # ----- discrete Laplace ----------------------------------------------------------------------

@@ -23,6 +23,11 @@ from autoacct.grouping import snap_value
 from autoacct.losses import LaplaceLoss, leaky_rr_loss, randomized_response_loss
 from autoacct.mechanism import LossPart, Mechanism, PairRdp
 
+#: Largest privacy loss a base mechanism's parameter may give (PureDP's and ApproxDP's eps,
+#: Laplace's 1 / b): beyond it the width of a lattice that holds the loss, twice it,
+#: overflows (PureDP(1e308).tradeoff raised from inside the accountant).
+MAX_EPS = 1e100
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Gaussian(Mechanism):
@@ -69,7 +74,9 @@ class Laplace(Mechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._set(b=check.real("b", self.b, low=0.0, low_open=True))
+        # Below 1 / MAX_EPS the loss 1/b leaves the range whose moments and lattices floats
+        # hold (Laplace(1e-250).tradeoff overflowed).
+        self._set(b=check.real("b", self.b, low=1.0 / MAX_EPS))
 
     def loss_parts(self) -> list[LossPart]:
         loss = LaplaceLoss(self.b)
@@ -208,7 +215,8 @@ class PureDP(RandomizedResponsePair):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._set(eps=check.real("eps", self.eps, low=0.0))
+        # (up to MAX_EPS: the range of a lattice that holds its loss must stay finite)
+        self._set(eps=check.real("eps", self.eps, low=0.0, high=MAX_EPS))
 
     @property
     def eps0(self) -> float:
@@ -237,7 +245,7 @@ class ApproxDP(Mechanism):
 
     def __post_init__(self, delta: float) -> None:
         super().__post_init__()
-        self._set(eps=check.real("eps", self.eps, low=0.0),
+        self._set(eps=check.real("eps", self.eps, low=0.0, high=MAX_EPS),
                   delta0=check.real("delta", delta, low=0.0, high=1.0, high_open=True))
 
     @property

@@ -363,6 +363,9 @@ BAD = [
     (lambda: Binomial(10, 0.5, [1, 0]), "shift[1]"),
     (lambda: Binomial(10, 0.5, []), "shift"),
     (lambda: DiscreteGaussian(0.0), "sigma"),
+    # Below 1e-6 per unit of sensitivity the loss passes 5e11 (1e-162 divided by zero).
+    (lambda: DiscreteGaussian(1e-162), "sigma"),
+    (lambda: DiscreteGaussian(5e-6, sensitivity=10), "sigma"),
     (lambda: DiscreteGaussian(1.0, sensitivity=0), "sensitivity"),
     (lambda: DiscreteGaussian(1.0, sensitivity=1.5), "sensitivity"),
     (lambda: DiscreteLaplace(-2.0), "t"),

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from scipy import optimize, special, stats
 from warning_policy import strict_warnings
 
-from autoacct import AccuracyWarning
+from autoacct import AccuracyWarning, risk
 from autoacct.zoo import ZCDP, ApproxDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse
 
 
@@ -438,6 +438,31 @@ BAD_SCALARS = [(-1.0, ValueError), (math.nan, ValueError), (math.inf, ValueError
 def test_constructors_reject_bad_scalars_naming_the_parameter(make, name, value, exc):
     with pytest.raises(exc, match=name):
         make(value)
+
+
+@pytest.mark.parametrize("make, name", [(lambda: Laplace(1e-101), "b"), (lambda: PureDP(1e101), "eps"),
+                                        (lambda: ApproxDP(1e308, 0.1), "eps")])
+def test_constructors_reject_losses_past_max_eps(make, name):
+    # These raised from deep inside the accountant on a tradeoff (overflows, h = inf).
+    with pytest.raises(ValueError, match=name):
+        make()
+
+
+@pytest.mark.parametrize("make", [lambda: Laplace(1e-100), lambda: Laplace(1e100), lambda: PureDP(1e100),
+                                  lambda: ApproxDP(1e100, 1e-3), lambda: Laplace(1e-10),
+                                  lambda: Composition()([Laplace(1e-10), Gaussian(1.0)], [2, 3])])
+def test_extreme_parameters_give_ordered_answers_on_every_view(make):
+    # Laplace(1e100) (a lattice finer than h: spacing ell / 0), a composition with Laplace(1e-10)
+    # (divisors of a lattice 1e10 times h overflowed int64) and tpr_bounds near e^710 raised.
+    m = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lo, up = m.epsilon_bounds(1e-5)
+        f = m.tradeoff(np.array([0.0, 0.1, 0.5, 1.0]))
+        t_lo, t_up = risk.tpr_bounds(m, 0.1)
+    assert 0.0 <= lo <= up
+    assert np.all((0.0 <= f) & (f <= 1.0)) and np.all(np.diff(f) <= 0.0)
+    assert 0.1 * (1 - 1e-15) <= t_lo <= t_up <= 1.0
 
 
 @pytest.mark.parametrize("value", [0.0, np.float64(0.0), np.int64(0)])
