@@ -39,8 +39,9 @@ def real(name: str, value: Any, *, low: float = -math.inf, high: float = math.in
     too_low = x <= low if low_open else x < low
     too_high = x >= high if high_open else x > high
     if too_low or too_high:
-        lo_b = "(" if low_open else "["
-        hi_b = ")" if high_open else "]"
+        # (an infinite end the value may not take is an open end)
+        lo_b = "(" if low_open or (math.isinf(low) and not allow_inf) else "["
+        hi_b = ")" if high_open or (math.isinf(high) and not allow_inf) else "]"
         raise ValueError(f"{name} must lie in {lo_b}{low}, {high}{hi_b}, got {value!r}")
     return x
 
@@ -85,8 +86,8 @@ def real_array(name: str, value: Any, *, low: float = -math.inf, high: float = m
     too_low = arr <= low if low_open else arr < low
     too_high = arr >= high if high_open else arr > high
     if np.any(too_low | too_high):
-        lo_b = "(" if low_open else "["
-        hi_b = ")" if high_open else "]"
+        lo_b = "(" if low_open or (math.isinf(low) and not allow_inf) else "["
+        hi_b = ")" if high_open or (math.isinf(high) and not allow_inf) else "]"
         bad = float(arr[too_low | too_high].ravel()[0])
         raise ValueError(f"{name} must lie in {lo_b}{low}, {high}{hi_b}, got {bad!r}")
     return arr

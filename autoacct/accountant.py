@@ -41,7 +41,7 @@ import numpy as np
 from autoacct import _validation as check
 from autoacct.calibrators.calibrate import calibrate_result
 from autoacct.errors import InfeasibleBudgetError
-from autoacct.mechanism import Mechanism, Neighboring
+from autoacct.mechanism import MIN_DELTA, Mechanism, Neighboring
 from autoacct.subsampling.schemes import scheme
 from autoacct.zoo.transformers import Composition, common_neighboring
 
@@ -247,8 +247,12 @@ class Accountant:
 
     # ----- queries --------------------------------------------------------------------------
     def _empty(self, name: str, value: Any, high: float) -> Any:
-        arr = check.real_array(name, value, low=0.0, high=high, low_open=name == "delta",
-                               high_open=name == "delta", allow_inf=name == "epsilon")
+        # The same ranges as a mechanism's queries (Mechanism.epsilon, Mechanism.delta), so that
+        # a value refused after the first step is refused before it too.
+        if name == "delta":
+            arr = check.real_array(name, value, low=MIN_DELTA, high=high, high_open=True)
+        else:
+            arr = check.real_array(name, value, low=0.0)
         return 0.0 if arr.ndim == 0 else np.zeros_like(arr)
 
     def epsilon(self, delta: Any, via: str = "auto", tol: float | None = None) -> Any:

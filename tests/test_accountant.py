@@ -197,3 +197,15 @@ def test_ledger_asked_often_equals_fresh_compositions_bitwise():
         assert Composition()(mechanisms, counts).epsilon_bounds(1e-5) == bounds
     clear_caches()
     assert Accountant.from_json(acc.to_json()).epsilon_bounds(1e-5) == asked[-1][2]
+
+
+@pytest.mark.parametrize("query, value", [("epsilon", 1e-320), ("epsilon_bounds", 0.0), ("delta", math.inf),
+                                          ("delta_bounds", -1.0)])
+def test_an_empty_ledger_refuses_what_a_ledger_with_steps_refuses(query: str, value: float) -> None:
+    # The empty ledger answered 0 to delta = 1e-320 and epsilon = inf, which one step later
+    # raise ValueError.
+    empty, used = Accountant(), Accountant()
+    used.step(Gaussian(1.0))
+    for acc in (used, empty):
+        with pytest.raises(ValueError, match="delta" if query.startswith("epsilon") else "epsilon"):
+            getattr(acc, query)(value)

@@ -150,3 +150,9 @@ def test_calibration_targets_are_checked(kwargs, name):
         calibrate(_GAUSS, **kwargs)
     with pytest.raises(ValueError, match=re.escape(name)):
         calibrate_dpsgd(sample_rate=0.01, steps=100, **kwargs)
+
+
+def test_an_infinite_end_a_value_may_not_take_reads_open() -> None:
+    # "b must lie in [1e-100, inf]" while inf itself is refused as not finite.
+    with pytest.raises(ValueError, match=r"must lie in \[1e-100, inf\), got 1e-101"):
+        Laplace(1e-101)

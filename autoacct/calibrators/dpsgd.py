@@ -174,8 +174,13 @@ def calibrate_dpsgd_steps(epsilon: float, delta: float, sample_rate: float | Non
     / ``dataset_size``) and noise multiplier ``noise_multiplier`` sigma > 0
     (noise std / clipping norm); ``sampling`` as in :func:`calibrate_dpsgd`.
     k ranges over 1..``max_steps``; k_s is returned with
-    ``dpsgd(q, sigma, k_s).epsilon(delta, tol=tol) <= epsilon`` and
-    ``dpsgd(q, sigma, k_s + 1).epsilon(delta, tol=tol) > epsilon``.
+    ``dpsgd(q, sigma, k_s).epsilon(delta, tol=tol) <= epsilon``, certified within the
+    calibrators' relative gap (:data:`~autoacct.calibrators.result.DEFAULT_RTOL`, 2e-3) of the
+    largest k whose true epsilon(delta) meets the budget (see
+    :func:`~autoacct.calibrators.calibrate.calibrate`). A few more steps may still certify
+    within the budget: the certified epsilon is within tol of the truth, not monotone in k
+    (at epsilon 100, delta 1e-5, q 0.01, sigma 1, k_s = 659106 while 659107 and 659108 also
+    certify at most 100).
 
     Raises
     ------

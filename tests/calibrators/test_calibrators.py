@@ -24,6 +24,7 @@ from autoacct.calibrators import (
     calibrate_gaussian,
     calibrate_result,
 )
+from autoacct.calibrators.result import DEFAULT_RTOL
 from autoacct.zoo import Composition, Gaussian
 
 RTOL = 2e-3
@@ -264,6 +265,17 @@ def test_dpsgd_steps_largest():
     assert isinstance(k, int) and k >= 1
     assert dpsgd_mech(q, sigma, k).epsilon(delta) <= eps
     assert dpsgd_mech(q, sigma, k + 1).epsilon(delta) > eps
+
+
+def test_dpsgd_steps_is_within_the_relative_gap_of_the_largest():
+    # The certified epsilon is not monotone in k within tol: here k + 1 and k + 2 also certify
+    # at most 100, so k is not the largest that certifies, but the largest k whose true
+    # epsilon meets the budget lies below k (1 + rtol): there the lower bound exceeds it.
+    eps, delta, q, sigma = 100.0, 1e-5, 0.01, 1.0
+    k = calibrate_dpsgd_steps(eps, delta, q, sigma)
+    assert dpsgd_mech(q, sigma, k).epsilon(delta) <= eps
+    lo, _ = dpsgd_mech(q, sigma, math.ceil(k * (1 + DEFAULT_RTOL))).epsilon_bounds(delta)
+    assert lo > eps
 
 
 def test_dpsgd_steps_infeasible():
