@@ -113,8 +113,10 @@ class SampledWithReplacementMechanism(SubsampledMechanism):
     the symmetric pair with profile, at eps >= 0, that of the Poisson removal
     pair with rate eta = P(l >= 1) over the disjoint union of the pairs for each l,
     weighted by P(l | l >= 1). Draw counts whose total probability is below 1e-30
-    count as total disclosure. Lower bounds are certified for Gaussian bases only
-    (the group-privacy pair of a pure-DP base need not be attained).
+    count as total disclosure. That pair lets the adversary see l, which no pair of
+    datasets does, so lower bounds come from the pair one fixed pair of datasets attains
+    (:meth:`attained_parts`), for Gaussian bases only (the group-privacy pair of a pure-DP
+    base need not be attained).
 
     Parameters
     ----------
@@ -148,6 +150,26 @@ class SampledWithReplacementMechanism(SubsampledMechanism):
         law = self._law()
         return [LossPart(law, law, 1)]
 
+    def attained_parts(self) -> list[LossPart] | None:
+        """For a Gaussian base, the laws of a pair attained at every run by one fixed pair of
+        datasets (None for a pure-DP base, whose group-privacy pair need not be attained).
+
+        Take D' = (y, ..., y) and D = (x, y, ..., y), n records each, and a query through
+        the count of x, scaled to the sensitivity. A batch of D' always sums to the same
+        value; a batch of D holds x l ~ Binomial(B, 1/n) times, independently at every run.
+        The outputs are then (sum_l Pr(l) N(l mu, 1), N(0, 1)) on (D, D') and the reverse on
+        (D', D): the user-level step of :func:`~autoacct.subsampling.schemes.user_step` with
+        rate 1/n over B examples, whose counts past a tail of 1e-30 are moved down to the
+        last count kept, a pair this one dominates. The dominating pair of
+        :meth:`loss_parts` lets the adversary see l: its lower bounds exceed the mechanism's
+        (at B = 10, n = 1000, sigma = 1, delta(1) is 1.25e-6 for it, 1.24e-8 for this pair).
+        """
+        mu = self.base.exact_gdp_mu()
+        if mu is None or self.dataset_size == 1:
+            return None
+        from autoacct.subsampling.schemes import user_step
+        return user_step(1.0 / self.dataset_size, 1.0 / mu, self.batch_size, dominated=True).loss_parts()
+
     def _seen(self, times: int) -> PrivacyLoss:
         """The pair of the base when the batch holds the differing record ``times`` times.
 
@@ -180,6 +202,11 @@ class SampledWithReplacementMechanism(SubsampledMechanism):
         w_inf = float(sf[l_max]) / eta if l_max < b else 0.0
         w = w * ((1.0 - w_inf) / w.sum())
         mixture = MixtureLoss([self._seen(int(j)) for j in draws], w, w_inf)
+        if len(draws) > 1 or w_inf > 0:
+            # The disjoint union over the draw count l dominates the mechanism's mixture over l
+            # (joint convexity), but no pair of datasets reveals l: no lower bound is read off it
+            # (see attained_parts).
+            mixture.tight = False
         if eta >= 1.0:
             return mixture
         return SymmetrizedLoss(PoissonRemoveLoss(mixture, eta))

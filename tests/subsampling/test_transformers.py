@@ -408,6 +408,23 @@ def test_swr_dominates_achievable_pair():
     assert m.params["SampleWithReplacement.batch_size"] == b_size
 
 
+@pytest.mark.parametrize("b_size, n, sigma", [(10, 1000, 1.0), (3, 10, 1.0), (20, 200, 0.8)])
+def test_swr_lower_end_is_below_the_achievable_pair(b_size: int, n: int, sigma: float):
+    """The lower end must hold for the mechanism, whose outputs do not reveal how many times
+    the differing record was drawn. The achievable pair (sum_l b_l N(l), N(0)) is the worst
+    one of a query through the count of x (the other records fixed); the lower end came from
+    the disjoint union over l, whose delta(1) at B = 10, n = 1000 is 1.25e-6, 100 times this
+    pair's 1.24e-8. Now it comes from this pair, to within its discretisation."""
+    m = SampleWithReplacement(b_size, n)(Gaussian(sigma))
+    w = stats.binom.pmf(np.arange(b_size + 1), b_size, 1 / n)
+    mix = lambda x: sum(w[l] * stats.norm.pdf(x, l, sigma) for l in range(b_size + 1))  # noqa: E741,E731
+    eps = np.array([0.0, 0.5, 1.0, 2.0])
+    lo, up = m.delta_bounds(eps)
+    for e, low in zip(eps, lo):
+        truth = _hockey_stick(mix, lambda x: stats.norm.pdf(x, 0, sigma), float(e), lo=-40, hi=60)
+        assert truth * 0.99 <= low <= truth * (1 + 1e-6) + 1e-15
+
+
 # ----------------------------------------------------------------------------------
 # validation, provenance, purity
 # ----------------------------------------------------------------------------------
