@@ -109,8 +109,10 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
         "poisson" (add/remove relation),
         "without-replacement" (replace-one relation; see
         :class:`~autoacct.subsampling.SampledWithoutReplacementMechanism`) or
-        "balls-in-bins" (add/remove relation; the run composes ceil(steps / t) epochs of
-        t = ceil(1/q) steps, see :class:`~autoacct.subsampling.RandomAllocatedMechanism`).
+        "balls-in-bins" (add/remove relation; the run composes steps // t epochs of
+        t = ceil(1/q) steps, see :class:`~autoacct.subsampling.RandomAllocatedMechanism`, and
+        the first steps mod t steps of one more, see
+        :class:`~autoacct.subsampling.partial_epoch.PartialEpochMechanism`).
     examples_per_user:
         m, a positive integer (default 1, example level). For m > 1 (Poisson
         sampling only) the guarantee is user level: neighbouring datasets differ by
@@ -124,7 +126,8 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
         ``PoissonSubsample(q)(Gaussian(noise_multiplier))`` or
         ``SampleWithoutReplacement(q)(Gaussian(noise_multiplier / 2))`` (the
         replace-one sensitivity of the clipped sum is 2 C), or for balls-in-bins
-        ``RandomAllocation(t)(Gaussian(noise_multiplier))`` composed ceil(steps / t) times; at user level
+        ``RandomAllocation(t)(Gaussian(noise_multiplier))`` composed steps // t times (and a
+        ``PartialEpochMechanism`` of the remaining steps mod t, if any); at user level
         ``MixtureOfGaussians(noise_multiplier, (0, 1, ..., m), Binomial(m, q) pmf)``
         (binomial tails below 1e-30 moved to sensitivity m, which dominates;
         see :func:`~autoacct.subsampling.schemes.user_step`).
@@ -140,7 +143,7 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
     q, k = _run_shape(sample_rate, steps, dataset_size, batch_size, epochs)
     if users != 1:
         return Composition()([user_step(q, sigma, users)], [k])
-    return Composition()([mode.step(q, sigma)], [mode.units(q, k)])
+    return Composition()(*mode.run(q, sigma, k))
 
 
 def dpsgd_lower_run(sample_rate: float, noise_multiplier: float, steps: int, *,
@@ -178,11 +181,14 @@ def dpsgd_lower_run(sample_rate: float, noise_multiplier: float, steps: int, *,
     if mode.name != "balls-in-bins":
         return None  # Poisson's pair is attained; without replacement reads its own lower ends
     step = mode.step(q, sigma)
-    epochs = mode.units(q, k)
-    if epochs == 1 or not isinstance(step, RandomAllocatedMechanism) or step.attained_parts() is not None:
-        # One epoch, or epochs with PLD laws (whose lower laws compose): the run's own lower ends.
+    mechs, counts = mode.run(q, sigma, k)
+    if sum(counts) == 1 or not isinstance(step, RandomAllocatedMechanism) or step.attained_parts() is not None:
+        # One epoch or its first steps, or epochs with PLD laws (whose lower laws compose, with
+        # those of a last partial epoch): the run's own lower ends.
         return None
-    return Composition()([step.summed_step()], [epochs])
+    # The whole epochs' summed outputs; the last partial epoch's (or its one Poisson step itself).
+    below = [m.summed_step() if isinstance(m, RandomAllocatedMechanism) else m.dominated() or m for m in mechs]
+    return Composition()(below, counts)
 
 
 def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
@@ -201,7 +207,7 @@ def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
         sigma_i > 0, steps_i >= 1).
     sampling:
         "poisson", "without-replacement" or "balls-in-bins", as in :func:`dpsgd` (balls-in-bins:
-        each phase is its own ceil(steps_i / t_i) epochs).
+        each phase is its own steps_i // t_i epochs and the first steps_i mod t_i steps of one more).
     examples_per_user:
         m, a positive integer (default 1, example level); for m > 1 (Poisson only) the
         guarantee is user level, every phase's step that of :func:`dpsgd` at that level
@@ -230,6 +236,11 @@ def dpsgd_schedule(phases: Sequence[tuple[float, float, int]], *,
         q = check.real(f"phases[{i}].sample_rate", phase[0], low=0.0, high=1.0, low_open=True)
         sigma = check.real(f"phases[{i}].noise_multiplier", phase[1], low=0.0, low_open=True)
         k = check.positive_int(f"phases[{i}].steps", phase[2])
-        steps_list.append(mode.step(q, sigma) if users == 1 else user_step(q, sigma, users))
-        counts.append(mode.units(q, k))
+        if users == 1:
+            mechs, units = mode.run(q, sigma, k)
+            steps_list.extend(mechs)
+            counts.extend(units)
+        else:
+            steps_list.append(user_step(q, sigma, users))
+            counts.append(k)
     return Composition()(steps_list, counts)

@@ -27,6 +27,7 @@ from autoacct import _validation as check
 from autoacct.losses.mixture import MixtureGaussianLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring
 from autoacct.subsampling.allocation import RandomAllocation
+from autoacct.subsampling.partial_epoch import PartialEpochMechanism
 from autoacct.subsampling.poisson import PoissonSubsample
 from autoacct.subsampling.without_replacement import SampleWithoutReplacement
 from autoacct.zoo.mechanisms import Gaussian
@@ -51,7 +52,11 @@ class SamplingScheme:
     description:
         One line for help texts.
     units:
-        (sample rate q, steps K) -> how many units a run of K steps composes (K by default).
+        (sample rate q, steps K) -> how many whole units a run of K steps composes (K by
+        default).
+    partial:
+        For units of several steps (an epoch): (q, sigma, K) -> the mechanism of the steps
+        a run of K steps takes beyond its whole units, or None when there are none.
     """
 
     name: str
@@ -60,6 +65,17 @@ class SamplingScheme:
     step: Callable[[float, float], Mechanism]
     description: str
     units: Callable[[float, int], int] = field(default=lambda q, k: k)
+    partial: Callable[[float, float, int], Mechanism | None] = field(default=lambda q, sigma, k: None)
+
+    def run(self, q: float, sigma: float, k: int) -> tuple[list[Mechanism], list[int]]:
+        """The mechanisms of a run of k steps at (q, sigma) and their counts: its whole units,
+        then the steps beyond them (balls-in-bins: the first k mod t steps of an epoch)."""
+        whole, rest = self.units(q, k), self.partial(q, sigma, k)
+        mechs, counts = ([self.step(q, sigma)], [whole]) if whole else ([], [])
+        if rest is not None:
+            mechs.append(rest)
+            counts.append(1)
+        return mechs, counts
 
 
 def _poisson_step(q: float, sigma: float) -> Mechanism:
@@ -87,8 +103,18 @@ def _allocation_step(q: float, sigma: float) -> Mechanism:
 
 
 def _allocation_epochs(q: float, k: int) -> int:
-    # A last, partial epoch is counted whole: its outputs are some of a whole epoch's.
-    return -(-k // epoch_steps(q))
+    return k // epoch_steps(q)
+
+
+def _allocation_rest(q: float, sigma: float, k: int) -> Mechanism | None:
+    # A last, partial epoch is dominated by a whole one, but does not attain its lower bounds.
+    # Its first step alone takes each record independently with probability 1/t: exactly a
+    # Poisson-subsampled step.
+    t = epoch_steps(q)
+    r = k % t
+    if r == 0:
+        return None
+    return PoissonSubsample(1.0 / t)(Gaussian(sigma)) if r == 1 else PartialEpochMechanism(sigma, t, r)
 
 
 #: The schemes by name, the default first.
@@ -99,7 +125,7 @@ SCHEMES: dict[str, SamplingScheme] = {s.name: s for s in (
                    "each batch is a uniformly random subset of fixed size q n (replace-one)"),
     SamplingScheme("balls-in-bins", Neighboring.ADD_REMOVE, 1.0, _allocation_step,
                    "each example is used in exactly one of the t = ceil(1/q) steps of each epoch, "
-                   "chosen uniformly and independently (add/remove)", _allocation_epochs),
+                   "chosen uniformly and independently (add/remove)", _allocation_epochs, _allocation_rest),
 )}
 
 

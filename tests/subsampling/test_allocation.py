@@ -27,6 +27,7 @@ from autoacct.subsampling.allocation import (
     lower_tail_log_bound,
     remove_log_moments,
 )
+from autoacct.subsampling.partial_epoch import PartialEpochMechanism
 from autoacct.subsampling.schemes import epoch_steps
 from autoacct.zoo import ComposedMechanism
 
@@ -235,15 +236,52 @@ def test_dpsgd_balls_in_bins_composes_epochs() -> None:
     assert epoch_steps(0.01) == 100
     assert epoch_steps(256 / 60000) == math.ceil(60000 / 256)
     assert epoch_steps(1 / 3) == 3
-    run = dpsgd(0.01, 1.5, 1001, sampling="balls-in-bins")  # 1001 steps: 11 epochs
-    assert isinstance(run, ComposedMechanism) and run.counts == (11,)
-    epoch = run.children[0]
+    run = dpsgd(0.01, 1.5, 1001, sampling="balls-in-bins")  # 1001 steps: 10 epochs and one step
+    assert isinstance(run, ComposedMechanism) and run.counts == (10, 1)
+    epoch, step = run.children
     assert isinstance(epoch, RandomAllocatedMechanism) and epoch.steps == 100 and epoch.sigma == 1.5
+    # The first step of an epoch takes each record with probability 1/t, independently.
+    assert step.params == PoissonSubsample(0.01)(Gaussian(1.5)).params
+    run = dpsgd(0.01, 1.5, 1050, sampling="balls-in-bins")
+    assert run.counts == (10, 1) and isinstance(run.children[1], PartialEpochMechanism)
+    assert (run.children[1].steps, run.children[1].used) == (100, 50)
     by_epochs = dpsgd(noise_multiplier=1.5, dataset_size=60000, batch_size=256, epochs=3,
                       sampling="balls-in-bins")
     assert isinstance(by_epochs, ComposedMechanism) and by_epochs.counts == (3,)
     epoch = by_epochs.children[0]
     assert isinstance(epoch, RandomAllocatedMechanism) and epoch.steps == 235 and epoch.sigma == 1.5
+
+
+@pytest.mark.parametrize("steps, reference", [
+    # One step of an epoch of 100 is exactly the Poisson-subsampled Gaussian at q = 1/100.
+    (1, lambda: PoissonSubsample(0.01)(Gaussian(1.0))),
+    # 101 steps: an epoch, then the first step of the next, independent of it.
+    (101, lambda: Composition()([RandomAllocation(100)(Gaussian(1.0)), PoissonSubsample(0.01)(Gaussian(1.0))],
+                                [1, 1])),
+])
+def test_a_partial_last_epoch_gives_no_whole_epoch_lower_end(steps: int, reference) -> None:
+    # A partial epoch was counted whole, its lower ends too: the lower end of eps(1e-5) was
+    # 0.62069 at one step (truth 0.19945) and 0.80382 at 101 (truth at most 0.62450).
+    lo, up = dpsgd(0.01, 1.0, steps, sampling="balls-in-bins").epsilon_bounds(1e-5)
+    r_lo, r_up = reference().epsilon_bounds(1e-5)
+    assert lo <= r_up and r_lo <= up
+    assert up - lo <= 1e-3 * up
+
+
+def test_a_partial_epoch_reads_its_lower_ends_off_its_summed_outputs() -> None:
+    # 50 of 100 steps: dominated by the whole epoch (upper end), dominating the sum of its 50
+    # outputs, PoissonSubsample(1/2)(Gaussian(sqrt(50))) (lower end).
+    part = PartialEpochMechanism(1.0, 100, 50)
+    lo, up = part.epsilon_bounds(1e-5)
+    whole = RandomAllocation(100)(Gaussian(1.0)).epsilon_bounds(1e-5)
+    summed = PoissonSubsample(0.5)(Gaussian(math.sqrt(50.0))).epsilon_bounds(1e-5)
+    assert up == pytest.approx(whole[1], rel=1e-12)
+    assert summed[0] * (1 - 1e-6) <= lo <= summed[1]
+    # Without PLD laws (a small noise multiplier) the lower run sums the partial epoch's outputs too.
+    below = dpsgd_lower_run(0.01, 0.3, 250, sampling="balls-in-bins")
+    assert isinstance(below, ComposedMechanism) and below.counts == (2, 1)
+    with pytest.raises(ValueError, match="used"):
+        PartialEpochMechanism(1.0, 100, 100)
 
 
 # ----- bad input -------------------------------------------------------------------------------
