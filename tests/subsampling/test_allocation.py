@@ -29,7 +29,7 @@ from autoacct.subsampling.allocation import (
 )
 from autoacct.subsampling.partial_epoch import PartialEpochMechanism
 from autoacct.subsampling.schemes import epoch_steps
-from autoacct.zoo import ComposedMechanism
+from autoacct.zoo import ComposedMechanism, Group
 
 
 def _epoch(t: int, sigma: float) -> RandomAllocatedMechanism:
@@ -285,6 +285,13 @@ def test_a_partial_epoch_reads_its_lower_ends_off_its_summed_outputs() -> None:
 
 
 # ----- bad input -------------------------------------------------------------------------------
+
+def test_a_group_privacy_base_is_refused() -> None:
+    # Accepted, RandomAllocation(2)(Group(2)(Gaussian(2))) gave eps(1e-5) a lower end of 3.70,
+    # where one record's truth is at most 1.46 (its two records are allocated one by one).
+    with pytest.raises(ValueError, match="mechanism .* protects groups"):
+        RandomAllocation(2)(Group(2)(Gaussian(2.0)))
+
 
 def test_bad_input_names_the_parameter() -> None:
     for bad in (0, -3, 2.5):

@@ -23,7 +23,7 @@ from autoacct.subsampling import PoissonSubsample, SampleWithoutReplacement, Sam
 from autoacct.subsampling.gaussian_rdp import sgm_rdp
 from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss
 from autoacct.subsampling.without_replacement import SymmetrizedLoss
-from autoacct.zoo import ZCDP, ApproxDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse
+from autoacct.zoo import ZCDP, ApproxDP, Composition, Gaussian, Group, Laplace, PureDP, RandomizedResponse
 
 #: Seed 000, Tables 1 and 2: delta(1.0) of the Poisson-subsampled Gaussian,
 #: q = 0.01, sigma = 1.5, k = 10^4, converged value.
@@ -468,6 +468,18 @@ def test_composite_base_is_rejected_with_advice():
 def test_bad_sizes(args, name):
     with pytest.raises(ValueError, match=name):
         SampleWithReplacement(*args)
+
+
+@pytest.mark.parametrize("sampler", [PoissonSubsample(0.01), SampleWithoutReplacement(0.01),
+                                     SampleWithReplacement(10, 1000)], ids=repr)
+def test_samplers_refuse_a_group_privacy_base(sampler):
+    """A sampler draws records one by one; a group's pair (one shift of g sensitivities) has
+    the g records sampled together. Accepted, PoissonSubsample(0.01)(Group(2)(Gaussian(1)))
+    gave eps(1e-5) a lower end of 3.03, where one record's truth is at most 0.20 and a group
+    of two records each sampled on its own reaches 0.47 (the user-level step)."""
+    for base in (Group(2)(Gaussian(1.0)), Composition()([Group(2)(Gaussian(1.0)), Gaussian(2.0)], [1, 1])):
+        with pytest.raises(ValueError, match="mechanism .* protects groups"):
+            sampler(base)
 
 
 def test_swr_needs_a_gaussian_or_pure_dp_base():
