@@ -81,13 +81,12 @@ def _merged_spacing(parts: Sequence[tuple[PrivacyLoss, int]], h: float, budget: 
     A lower law whose log moment generating function at the rate lam falls short of the
     law's by D moves eps by about D / lam a step (delta falls like e^{-lam eps} near the
     answer). Merging moves an atom at v down to the lattice point g at or below it, by
-    d = v - g, and a share s = p e^{-d} (e^d - 1) / (e^(g - v') - 1) of an atom v' < g up to
-    g (the share that keeps E_P[e^{-L}]; Taylor-expanded, the two moves' first-order terms
-    cancel and D is about lam^2 / 2 times the mean of d (v - v')). Each atom is costed so,
-    as if it started the run that the first atom v' below g closes. For a law of a few
-    heavy atoms the cost changes widely between spacings a few per cent apart, so
-    _MERGED_CANDIDATES spacings from h down to that at which rounding every atom down would
-    meet the budget are tried, on the heaviest atoms.
+    d = v - g, and shares of the atoms below g up to g, those that keep E_P[e^{-L}]
+    (Taylor-expanded, the two moves' first-order terms cancel and D is about lam^2 / 2 times
+    the mean of d times the distance the shares move): :func:`_merge_shortfall` costs each
+    atom so. For a law of a few heavy atoms the cost changes widely between spacings a few
+    per cent apart, so _MERGED_CANDIDATES spacings from h down to that at which rounding every
+    atom down would meet the budget are tried, on the heaviest atoms.
     """
     merged = [(loss, k) for loss, k in parts if loss.merged_lower]
     target = _MERGED_SHARE * budget
