@@ -77,6 +77,11 @@ def _encode(value: Any, where: str) -> Any:
                             f"{cls.__module__}): only autoacct's own mechanisms are written to JSON")
         fields = {f.name: _encode(getattr(value, f.name), f"{where}.{f.name}")
                   for f in dataclasses.fields(value) if f.init}
+        # Init-only arguments (dataclasses.InitVar) are no fields: each is written from the
+        # field that stores it (ApproxDP's delta, kept as delta0). Left out, two ApproxDP steps
+        # of different deltas compared equal and merged into one entry of the smaller delta.
+        for arg, stored in getattr(cls, "INIT_ONLY", {}).items():
+            fields[arg] = _encode(getattr(value, stored), f"{where}.{arg}")
         return {"class": f"{cls.__module__}:{cls.__qualname__}", "fields": fields}
     if isinstance(value, Neighboring):
         return {"neighboring": value.value}

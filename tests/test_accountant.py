@@ -209,3 +209,20 @@ def test_an_empty_ledger_refuses_what_a_ledger_with_steps_refuses(query: str, va
     for acc in (used, empty):
         with pytest.raises(ValueError, match="delta" if query.startswith("epsilon") else "epsilon"):
             getattr(acc, query)(value)
+
+
+def test_approx_dp_steps_of_different_deltas_stay_apart() -> None:
+    # ApproxDP keeps its delta as an init-only argument: left out of the ledger's description,
+    # a (1, 1e-3) step merged into a (1, 1e-9) one and epsilon(1e-4) read 1.9998, where no
+    # finite eps holds (the (1, 1e-3) step alone has delta(eps) >= 1e-3 at every eps).
+    from autoacct.zoo import ApproxDP
+    acc = Accountant()
+    acc.step(ApproxDP(1.0, 1e-9))
+    acc.step(ApproxDP(1.0, 1e-3))
+    direct = Composition()([ApproxDP(1.0, 1e-9), ApproxDP(1.0, 1e-3)], [1, 1])
+    for ledger in (acc, Accountant.from_json(acc.to_json())):
+        assert ledger.epsilon(1e-4) == math.inf == direct.epsilon(1e-4)
+        assert ledger.delta(2.0) >= 1e-3
+    one = Accountant()
+    one.step(ApproxDP(1.0, 1e-9))
+    assert one.remaining(3.0, 1e-4, ApproxDP(1.0, 1e-3)) == 0

@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import InitVar, dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import special
@@ -238,6 +238,9 @@ class ApproxDP(Mechanism):
 
     ``delta`` is an init-only argument stored as ``delta0`` (``delta`` is the query method).
     """
+
+    #: Init-only arguments and the fields that store them (for descriptions as plain data).
+    INIT_ONLY: ClassVar[Mapping[str, str]] = MappingProxyType({"delta": "delta0"})
 
     eps: float
     delta: InitVar[float]
