@@ -13,12 +13,20 @@ dp_accounting is an optional dependency: this module imports it when used.
 Conventions, translated rather than guessed:
 
 * Sensitivities and noise multipliers mean what dp_accounting says they mean:
-  a noise multiplier is the noise's scale over the sensitivity under the
-  accountant's neighbouring relation, so ``GaussianDpEvent(s)`` is
-  ``Gaussian(s)`` (a relation-agnostic base) under every relation. A DP-SGD
-  step sampled without replacement, whose clipped sum moves by 2 C when a
-  record is replaced, is ``GaussianDpEvent(sigma / 2)`` there, as in
-  dp_accounting.
+  a noise multiplier is the noise's scale over the sensitivity, so
+  ``GaussianDpEvent(s)`` is ``Gaussian(s)`` under add/remove. Under replace-one
+  dp_accounting's two accountants disagree, and the larger pair is taken: its
+  PLD accountant reads a plain ``GaussianDpEvent(s)`` as the pair (N(-1, s^2),
+  N(1, s^2)), a shift of 2 (the value moves from -1 to 1 when a record is
+  replaced), where its RDP accountant reads N(1, s^2) against N(0, s^2). So a
+  Gaussian or Laplace event (or a discrete Laplace one, its sensitivity doubled)
+  not inside a sampling event is ``Gaussian(s / 2)`` under replace-one, as the
+  PLD accountant that ``AutoacctAccountant`` replaces has it. Inside
+  ``SampledWithoutReplacementDpEvent`` and ``SampledWithReplacementDpEvent``,
+  which only the RDP accountant supports, the noise multiplier is over the
+  replace-one sensitivity, as there: a DP-SGD step sampled without replacement,
+  whose clipped sum moves by 2 C when a record is replaced, is
+  ``GaussianDpEvent(sigma / 2)``.
 * Relations: ``ADD_OR_REMOVE_ONE`` is :attr:`Neighboring.ADD_REMOVE`,
   ``REPLACE_ONE`` is :attr:`Neighboring.REPLACE_ONE`. ``REPLACE_SPECIAL``
   (a record replaced by a special record that contributes nothing, the zero
@@ -220,7 +228,7 @@ def _truncated(event: Any, relation: Neighboring) -> Parts:
 
 def _subsampled(event: Any, relation: Neighboring, special: bool) -> Parts:
     dp = _events()
-    inner = _single(event.event, _translate(event.event, relation, special))
+    inner = _single(event.event, _translate(event.event, relation, special, sampled=True))
     if isinstance(event, dp.PoissonSampledDpEvent):
         if relation is not Neighboring.ADD_REMOVE:
             raise UnsupportedDpEventError(event, "Poisson subsampling is accounted under add/remove "
@@ -239,8 +247,9 @@ def _subsampled(event: Any, relation: Neighboring, special: bool) -> Parts:
     return [(_make(event, lambda: SampleWithReplacement(b, n)(inner)), 1)]
 
 
-def _translate(event: Any, relation: Neighboring, special: bool) -> Parts:
-    """The mechanisms (with counts) whose composition has ``event``'s guarantee."""
+def _translate(event: Any, relation: Neighboring, special: bool, sampled: bool = False) -> Parts:
+    """The mechanisms (with counts) whose composition has ``event``'s guarantee; ``sampled``:
+    inside a fixed-size sampling event (module docstring on replace-one)."""
     dp = _events()
     if isinstance(event, dp.NoOpDpEvent):
         return []
@@ -249,21 +258,24 @@ def _translate(event: Any, relation: Neighboring, special: bool) -> Parts:
     if isinstance(event, dp.SelfComposedDpEvent):
         if not (isinstance(event.count, int) and event.count >= 0):
             raise UnsupportedDpEventError(event, f"count must be a non-negative integer, got {event.count!r}")
-        return [(m, k * event.count) for m, k in _translate(event.event, relation, special) if event.count]
+        return [(m, k * event.count) for m, k in _translate(event.event, relation, special, sampled)
+                if event.count]
     if isinstance(event, dp.ComposedDpEvent):
-        return [part for e in event.events for part in _translate(e, relation, special)]
+        return [part for e in event.events for part in _translate(e, relation, special, sampled)]
+    # A replaced record moves a plain event's value by twice its sensitivity (module docstring).
+    spread = 2 if relation is Neighboring.REPLACE_ONE and not sampled else 1
     if isinstance(event, dp.GaussianDpEvent | dp.LaplaceDpEvent):
         s = event.noise_multiplier
         if s == 0:
             raise NonPrivateEventError(event, "noise_multiplier 0 adds no noise")
         kind = Gaussian if isinstance(event, dp.GaussianDpEvent) else Laplace
-        return [(_make(event, lambda: kind(s)), 1)]
+        return [(_make(event, lambda: kind(s / spread)), 1)]
     if isinstance(event, dp.DiscreteLaplaceDpEvent):
         # dp_accounting's mass e^{-a|x|} tanh(a/2) is autoacct's scale t = 1/a.
         a = event.noise_parameter
         if a == 0:
             raise NonPrivateEventError(event, "noise_parameter 0 adds no noise")
-        return [(_make(event, lambda: DiscreteLaplace(1.0 / a, sensitivity=event.sensitivity)), 1)]
+        return [(_make(event, lambda: DiscreteLaplace(1.0 / a, sensitivity=spread * event.sensitivity)), 1)]
     if isinstance(event, dp.ZCDpEvent):
         if event.rho == 0 and event.xi == 0:
             return []
@@ -280,7 +292,7 @@ def _translate(event: Any, relation: Neighboring, special: bool) -> Parts:
     if isinstance(event, dp.TruncatedSubsampledGaussianDpEvent):
         return _truncated(event, relation)
     if isinstance(event, dp.RepeatAndSelectDpEvent):
-        inner = _single(event.event, _translate(event.event, relation, special))
+        inner = _single(event.event, _translate(event.event, relation, special, sampled))
         return [(_make(event, lambda: RepeatAndSelect(inner, event.mean, event.shape)), 1)]
     if isinstance(event, dp.PoissonSampledDpEvent | dp.SampledWithoutReplacementDpEvent
                   | dp.SampledWithReplacementDpEvent):

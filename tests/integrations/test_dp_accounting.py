@@ -104,6 +104,15 @@ def test_self_composed_randomized_response_is_exact() -> None:
         assert lo <= rr_eps_closed(math.log(3.0), 20, delta) <= up
 
 
+def test_a_replace_one_gaussian_event_is_the_pld_accountants_pair() -> None:
+    # It was Gaussian(s), below dp_accounting's PLD accountant (4.37718 at s = 2, delta 1e-5)
+    # that AutoacctAccountant stands in for: eps 1.99309. Found by a probe.
+    event = ev.SelfComposedDpEvent(ev.GaussianDpEvent(2.0), 5)
+    theirs = PLDAccountant(REPLACE, value_discretization_interval=1e-5).compose(event).get_epsilon(1e-5)
+    lo, up = AutoacctAccountant(REPLACE).compose(event).epsilon_bounds(1e-5)
+    assert lo <= theirs and abs(up - theirs) <= 1e-6 * theirs
+
+
 def test_translations_are_the_mechanisms_they_name() -> None:
     """Each event becomes the autoacct mechanism with dp_accounting's stated semantics."""
     q, s = 0.01, 1.1
@@ -118,6 +127,11 @@ def test_translations_are_the_mechanisms_they_name() -> None:
          SampleWithoutReplacement(0.01)(Gaussian(s))),
         (ev.SampledWithReplacementDpEvent(1000, 10, ev.GaussianDpEvent(s)), REPLACE,
          SampleWithReplacement(10, 1000)(Gaussian(s))),
+        # Under replace-one a plain event's value moves by twice its sensitivity, as
+        # dp_accounting's PLD accountant has it (its RDP accountant reads a shift of 1).
+        (ev.GaussianDpEvent(s), REPLACE, Gaussian(s / 2)),
+        (ev.LaplaceDpEvent(s), REPLACE, Laplace(s / 2)),
+        (ev.DiscreteLaplaceDpEvent(0.5, 2), REPLACE, DiscreteLaplace(2.0, sensitivity=4)),
         (ev.ZCDpEvent(0.05), ADD, ZCDP(0.05)),
         (ev.ZCDpEvent(0.05, 0.2), ADD, ZCDP(0.05, 0.2)),
         (ev.RandomizedResponseDpEvent(0.3, 5), REPLACE, KaryRandomizedResponse(0.3, 5)),
