@@ -43,6 +43,7 @@ from autoacct._cli_words import (
     positive_float,
 )
 from autoacct.errors import RouteUnavailableError
+from autoacct.exactness import bound_text
 from autoacct.mechanism import Mechanism
 from autoacct.subsampling.schemes import SCHEMES
 
@@ -439,10 +440,10 @@ def _cmd_epsilon(args: argparse.Namespace, progress: Progress) -> int:
         return 0
     print("\n".join(_run_lines(run, args.noise_multiplier)
                     + _relation_lines(run, args.noise_multiplier)))
-    print(f"epsilon = {upper:.6g} at delta = {args.delta:g}  (certified upper bound; "
-          f"the true epsilon lies in [{lower:.6g}, {upper:.6g}])")
+    print(f"epsilon = {bound_text(upper, True)} at delta = {args.delta:g}  (certified upper bound; "
+          f"the true epsilon lies in [{bound_text(lower, False)}, {bound_text(upper, True)}])")
     if rdp is not None:
-        print(f"RDP conversion: epsilon <= {rdp:.6g}  "
+        print(f"RDP conversion: epsilon <= {bound_text(rdp, True)}  "
               f"({(rdp / upper - 1) * 100 if upper > 0 else 0:+.1f}% vs the tight bound)")
     else:
         print("RDP conversion: not available for this mechanism")
@@ -475,14 +476,14 @@ def _cmd_delta(args: argparse.Namespace, progress: Progress) -> int:
         return 0
     print("\n".join(_run_lines(run, args.noise_multiplier)
                     + _relation_lines(run, args.noise_multiplier)))
-    print(f"delta = {upper:.6g} at epsilon = {args.epsilon:g}  (certified upper bound; "
-          f"the true delta lies in [{lower:.6g}, {upper:.6g}])")
+    print(f"delta = {bound_text(upper, True)} at epsilon = {args.epsilon:g}  (certified upper bound; "
+          f"the true delta lies in [{bound_text(lower, False)}, {bound_text(upper, True)}])")
     if rdp is None:
         print("RDP conversion: not available for this mechanism")
     elif upper > 0:
-        print(f"RDP conversion: delta <= {rdp:.6g}  ({rdp / upper:.3g}x the tight bound)")
+        print(f"RDP conversion: delta <= {bound_text(rdp, True)}  ({rdp / upper:.3g}x the tight bound)")
     else:
-        print(f"RDP conversion: delta <= {rdp:.6g}")
+        print(f"RDP conversion: delta <= {bound_text(rdp, True)}")
     if SCHEMES[run.sampling].sensitivity_factor != 1.0:
         progress.stage("computing the Poisson (add/remove) delta for comparison")
         poisson = Run(run.sample_rate, run.steps, "poisson", run.rate_rule, run.steps_rule)
@@ -510,15 +511,16 @@ def _cmd_calibrate(args: argparse.Namespace, progress: Progress) -> int:
         print(json.dumps(out))
         return 0
     print("\n".join(_run_lines(run, None) + _relation_lines(run, None)))
-    print(f"noise multiplier = {res.value:.6g}  for epsilon <= {args.epsilon:g} at "
+    # (rounded up: a larger noise multiplier meets the budget too)
+    print(f"noise multiplier = {bound_text(res.value, True)}  for epsilon <= {args.epsilon:g} at "
           f"delta = {args.delta:g}")
     if math.isfinite(res.optimality_gap):
         where = (f"within {res.optimality_gap * 100:.2g}% of the smallest noise multiplier "
                  "meeting the budget" + (" for the accounted pair" if below is not None else ""))
     else:
         where = "optimality not certified"
-    print(f"achieved epsilon = {res.epsilon:.6g}  (certified upper bound; lower bound "
-          f"{lower:.6g}); {where}")
+    print(f"achieved epsilon = {bound_text(res.epsilon, True)}  (certified upper bound; lower bound "
+          f"{bound_text(lower, False)}); {where}")
     return 0
 
 

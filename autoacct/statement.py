@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from autoacct import _validation as check
+from autoacct.exactness import bound_text
 from autoacct.subsampling.schemes import SCHEMES, scheme
 
 if TYPE_CHECKING:
@@ -188,11 +189,12 @@ def statement(*, noise_multiplier: float, delta: float, dataset_size: int | None
     lines = ["Privacy statement (autoacct)"]
     lines += _run_lines(run, sigma) + _relation_lines(run, sigma)
     unit = "one example" if m is None else f"one user (at most {m} examples)"
-    lines.append(f"guarantee: ({upper:.6g}, {d:g})-differential privacy for {unit}, "
+    lines.append(f"guarantee: ({bound_text(upper, True)}, {d:g})-differential privacy for {unit}, "
                  f"{mode.relation.value} neighbouring")
-    lines.append(f"  certified: the true epsilon({d:g}) lies in [{lower:.6g}, {upper:.6g}]")
+    lines.append(f"  certified: the true epsilon({d:g}) lies in [{bound_text(lower, False)}, "
+                 f"{bound_text(upper, True)}]")
     if rdp is not None:
-        lines.append(f"  an RDP accountant reports epsilon <= {rdp:.6g} for the same run "
+        lines.append(f"  an RDP accountant reports epsilon <= {bound_text(rdp, True)} for the same run "
                      f"({(rdp / upper - 1) * 100 if upper > 0 else 0:+.1f}%): also valid, looser")
     lines += _sampling_lines(mode.name)
     lines += _level_lines(m, q, sigma, q_user)

@@ -24,6 +24,7 @@ import autoacct.cli as cli
 from autoacct.calibrators import calibrate_dpsgd, calibrate_gaussian
 from autoacct.cli import main
 from autoacct.dpsgd import dpsgd
+from autoacct.exactness import bound_text
 from autoacct.mechanism import Mechanism
 from autoacct.zoo import Composition, Gaussian, PoissonSubsample
 
@@ -77,7 +78,7 @@ def test_epsilon_text_and_dataset_form(capsys):
     attained = Composition()([PoissonSubsample(0.5)(Gaussian(1.5))], [4]).epsilon_bounds(1e-6)
     assert attained[0] * (1 - 1e-9) <= data["epsilon_lower"] <= attained[1]
     code, out, err = run_main(argv[:-1], capsys)
-    assert code == 0 and f"{mech.epsilon(1e-6):.6g}" in out and "RDP" in out
+    assert code == 0 and bound_text(mech.epsilon(1e-6), True) in out and "RDP" in out
 
 
 TF_PRIVACY = ["--N", "60000", "--batch_size", "256", "--epochs", "2.5", "--noise_multiplier", "1.1",
@@ -186,7 +187,7 @@ def test_delta_subcommand(capsys):
     assert mech.epsilon(data["delta"]) <= 1.0 * (1 + 1e-9)
     code, out, err = run_main(argv, capsys)
     assert code == 0, err
-    assert f"delta = {upper:.6g} at epsilon = 1" in out and "RDP conversion: delta <=" in out
+    assert f"delta = {bound_text(upper, True)} at epsilon = 1" in out and "RDP conversion: delta <=" in out
     code, out, err = run_main(["delta", "--epsilon", "0", "-q", "0.1", "-k", "10", "-s", "2",
                                "--json"], capsys)
     assert code == 0, err  # delta(0) is the total variation distance, a valid question
@@ -208,7 +209,8 @@ def test_statement_text(capsys):
     code, out, _ = run_main(["statement", *SMALL], capsys)
     assert code == 0
     lower, upper = dpsgd(0.1, 2.0, 10).epsilon_bounds(1e-5)
-    assert f"[{lower:.6g}, {upper:.6g}]" in out
+    # Printed outward: the lower end rounded down, the upper one up (to nearest, 1.5159233 was 1.51592).
+    assert f"[{bound_text(lower, False)}, {bound_text(upper, True)}]" in out
     for phrase in ("example-level", "Chua et al. 2024", "RDP accountant"):
         assert phrase in out
 
@@ -261,7 +263,7 @@ def test_calibrate_text(capsys):
                                "--steps", "4"], capsys)
     assert code == 0, err
     assert "noise multiplier" in out
-    assert f"{calibrate_dpsgd(1.0, 1e-5, 1.0, 4):.6g}" in out
+    assert bound_text(calibrate_dpsgd(1.0, 1e-5, 1.0, 4), True) in out
 
 
 def test_plot_writes_png(tmp_path):
