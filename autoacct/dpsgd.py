@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from autoacct import _validation as check
 from autoacct.mechanism import Mechanism
 from autoacct.subsampling.allocation import RandomAllocatedMechanism
+from autoacct.subsampling.base import MAX_MU
 from autoacct.subsampling.schemes import SCHEMES, scheme, user_step, user_step_is_cut
 from autoacct.zoo.transformers import Composition
 
@@ -139,7 +140,8 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
                          f"(user-level accounting is for Poisson sampling), got sampling={sampling!r}")
     if noise_multiplier is None:
         raise ValueError("noise_multiplier must be given")
-    sigma = check.real("noise_multiplier", noise_multiplier, low=0.0, low_open=True)
+    # (a sampled Gaussian's noise multiplier is at least 1 / MAX_MU, see subsampling.base)
+    sigma = check.real("noise_multiplier", noise_multiplier, low=1.0 / MAX_MU)
     q, k = _run_shape(sample_rate, steps, dataset_size, batch_size, epochs)
     if users != 1:
         return Composition()([user_step(q, sigma, users)], [k])

@@ -300,3 +300,14 @@ def test_without_replacement_lower_end_from_the_attained_pair():
     # No separate lower run is needed any more, but for a user-level cut tail.
     assert dpsgd_lower_run(0.002, 1.8, 20_000, sampling="without-replacement") is None
     assert dpsgd_lower_run(0.002, 1.8, 10) is None
+
+
+def test_a_noise_multiplier_below_what_a_sampled_gaussian_takes_is_refused() -> None:
+    # dpsgd(0.01, 1e-99, 10).epsilon(1e-5) raised "cannot convert float NaN to integer" from
+    # inside the grid; 1e-60 overflowed in a shifted law. Found by a probe.
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        dpsgd(0.01, 1e-99, 10)
+    with pytest.raises(ValueError, match="noise multiplier"):
+        PoissonSubsample(0.01)(Gaussian(1e-30))
+    lo, up = dpsgd(0.01, 1e-20, 3).epsilon_bounds(1e-5)
+    assert 0.0 <= lo <= up

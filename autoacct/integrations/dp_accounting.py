@@ -54,6 +54,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from autoacct import _validation as check
 from autoacct.accountant import Accountant
 from autoacct.mechanism import MIN_DELTA, Mechanism, Neighboring
 from autoacct.subsampling import (
@@ -384,6 +385,8 @@ class AutoacctAccountant(_accountant_base()):  # type: ignore[misc]
 
     def get_epsilon(self, target_delta: float) -> float:
         """Certified upper bound on epsilon at ``target_delta`` (inf after a non-private event)."""
+        # (a negative delta was answered inf: a ValueError, as epsilon_bounds gives)
+        target_delta = check.real("target_delta", target_delta, low=0.0)
         if self._non_private:
             return math.inf
         if target_delta >= 1.0 or not self._parts:

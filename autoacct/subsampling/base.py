@@ -26,6 +26,8 @@ RDP_TABLE_MAX = 1024
 DRAW_TAIL = 1e-30
 #: Largest argument of math.expm1 that does not overflow (with a margin).
 _EXPM1_MAX = 700.0
+#: Largest mu = 1/sigma of a Gaussian base a sampler takes (its noise multiplier at least 1e-20).
+MAX_MU = 1e20
 
 
 def require_mechanism(mechanism: Any) -> Mechanism:
@@ -176,6 +178,12 @@ class SubsampledMechanism(Mechanism, abstract=True):
             raise ValueError(f"mechanism {base.name!r} is declared under the {other.value} relation; "
                              f"{self._SAMPLER} needs a mechanism under {self._RELATION.value} (or a "
                              "base mechanism without a declared relation)")
+        mu = base.exact_gdp_mu()
+        if mu is not None and mu > MAX_MU:
+            # Subsampled, the Gaussian's losses (about mu^2 / 2) overflowed the accountant's
+            # moments and shifts past mu = 1e50 (sigma 1e-60, k = 10); at 1e20 every sampler answers.
+            raise ValueError(f"mechanism {base.name!r} has noise multiplier 1/mu = {1.0 / mu:g}; a sampled "
+                             f"Gaussian needs at least {1.0 / MAX_MU:g}")
         if _protects_groups(base):
             # A sampler draws records one by one: the g records of a group are not sampled
             # together, as the group's pair (one shift of g sensitivities) would have them. At

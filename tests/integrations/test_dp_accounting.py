@@ -252,3 +252,11 @@ class TestDpAccountingContract(contract.PrivacyAccountantTest):
 
     def _make_test_accountants(self) -> list:
         return [AutoacctAccountant(), AutoacctAccountant(REPLACE), AutoacctAccountant(NR.REPLACE_SPECIAL)]
+
+
+def test_get_epsilon_refuses_a_negative_delta_as_epsilon_bounds_does() -> None:
+    # It answered inf (a delta below MIN_DELTA read as the max divergence). Found by a probe.
+    acc = AutoacctAccountant().compose(ev.GaussianDpEvent(1.0))
+    for ask in (acc.get_epsilon, acc.epsilon_bounds):
+        with pytest.raises(ValueError, match="delta"):
+            ask(-0.1)
