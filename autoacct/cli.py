@@ -61,7 +61,8 @@ conventions:
                                   by up to twice the clipping norm.
   --sampling balls-in-bins        each example is used in exactly one of the t = ceil(1/q)
                                   steps of each epoch, chosen uniformly (add/remove);
-                                  K steps are ceil(K / t) epochs. Certified by Renyi DP.
+                                  K steps are K // t epochs and the first K mod t steps
+                                  of one more. Certified by the epochs' PLDs.
   --examples-per-user M          user level (Poisson only): neighbouring datasets differ
                                   in one user's at most M examples, each sampled
                                   independently; a step is exactly the mixture of

@@ -17,8 +17,10 @@ and Honkela 2020), given by the sampling scheme
   one of the t = ceil(1/q) steps of each epoch (1/q itself when it is an integer; with
   q = B / N, the ceil(N / B) batches of a data loader), chosen uniformly and independently
   (random allocation; Chua et al. 2025, Feldman and Shenfeld 2025). The unit composed is
-  the epoch, ``RandomAllocation(t)(Gaussian(noise_multiplier))``, ceil(K / t) times for K
-  steps (a last, partial epoch counted whole). Its bounds come from the epoch's certified
+  the epoch, ``RandomAllocation(t)(Gaussian(noise_multiplier))``, K // t times for K
+  steps, then the first K mod t steps of one more
+  (:class:`~autoacct.subsampling.partial_epoch.PartialEpochMechanism`: a whole epoch's upper
+  bounds, its steps' summed outputs' lower bounds). Its bounds come from the epoch's certified
   PLD laws, or where the epoch has none (a small noise multiplier, a very long epoch) from
   Renyi DP (see :mod:`autoacct.subsampling.allocation`).
 
