@@ -229,13 +229,13 @@ def _truncated(event: Any, relation: Neighboring) -> Parts:
 
 def _subsampled(event: Any, relation: Neighboring, special: bool) -> Parts:
     dp = _events()
+    if isinstance(event, dp.PoissonSampledDpEvent) and event.sampling_probability == 0.0:
+        return []  # the record is never sampled, whatever the event (a non-private one too)
     inner = _single(event.event, _translate(event.event, relation, special, sampled=True))
     if isinstance(event, dp.PoissonSampledDpEvent):
         if relation is not Neighboring.ADD_REMOVE:
             raise UnsupportedDpEventError(event, "Poisson subsampling is accounted under add/remove "
                                           "(ADD_OR_REMOVE_ONE or REPLACE_SPECIAL), not replace-one")
-        if event.sampling_probability == 0.0:
-            return []
         return [(_make(event, lambda: PoissonSubsample(event.sampling_probability)(inner)), 1)]
     if relation is not Neighboring.REPLACE_ONE:
         raise UnsupportedDpEventError(event, "sampling a fixed-size batch is accounted under replace-one "
@@ -259,8 +259,9 @@ def _translate(event: Any, relation: Neighboring, special: bool, sampled: bool =
     if isinstance(event, dp.SelfComposedDpEvent):
         if not (isinstance(event.count, int) and event.count >= 0):
             raise UnsupportedDpEventError(event, f"count must be a non-negative integer, got {event.count!r}")
-        return [(m, k * event.count) for m, k in _translate(event.event, relation, special, sampled)
-                if event.count]
+        if event.count == 0:
+            return []  # never run, whatever the event (a non-private one too)
+        return [(m, k * event.count) for m, k in _translate(event.event, relation, special, sampled)]
     if isinstance(event, dp.ComposedDpEvent):
         return [part for e in event.events for part in _translate(e, relation, special, sampled)]
     # A replaced record moves a plain event's value by twice its sensitivity (module docstring).

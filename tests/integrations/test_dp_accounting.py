@@ -260,3 +260,13 @@ def test_get_epsilon_refuses_a_negative_delta_as_epsilon_bounds_does() -> None:
     for ask in (acc.get_epsilon, acc.epsilon_bounds):
         with pytest.raises(ValueError, match="delta"):
             ask(-0.1)
+
+
+@pytest.mark.parametrize("event", [ev.SelfComposedDpEvent(ev.GaussianDpEvent(0.0), 0),
+                                   ev.PoissonSampledDpEvent(0.0, ev.GaussianDpEvent(0.0)),
+                                   ev.SelfComposedDpEvent(ev.NonPrivateDpEvent(), 0)], ids=repr)
+def test_an_event_that_never_touches_the_record_is_private_whatever_it_wraps(event) -> None:
+    # As the module docstring says (count 0, sampling probability 0); the wrapped event was
+    # translated first, and its zero noise reported the whole event non-private. Found by a probe.
+    m = from_dp_event(event)
+    assert m.epsilon(1e-5) == 0.0 and m.delta(1.0) == 0.0
