@@ -39,6 +39,7 @@ def require_mechanism(mechanism: Any) -> Mechanism:
 def _protects_groups(m: Mechanism) -> bool:
     """Whether ``m`` is a group-privacy mechanism (:class:`~autoacct.zoo.GroupMechanism`) or
     composes one."""
+    # (imported here: the zoo's transformers import the subsampling package)
     from autoacct.zoo.transformers import ComposedMechanism, GroupMechanism
     if isinstance(m, GroupMechanism):
         return True

@@ -167,7 +167,7 @@ class SampledWithReplacementMechanism(SubsampledMechanism):
         mu = self.base.exact_gdp_mu()
         if mu is None or self.dataset_size == 1:
             return None
-        from autoacct.subsampling.schemes import user_step
+        from autoacct.subsampling.schemes import user_step  # (schemes imports this module)
         return user_step(1.0 / self.dataset_size, 1.0 / mu, self.batch_size, dominated=True).loss_parts()
 
     def _seen(self, times: int) -> PrivacyLoss:
