@@ -16,7 +16,7 @@ from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, RdpFam
 from autoacct.routes import rdp_of
 from autoacct.subsampling.gaussian_rdp import sgm_rdp
 from autoacct.subsampling.gaussian_rdp_family import family_log_moment
-from autoacct.subsampling.numerics import UNIT_ROUNDOFF
+from autoacct.subsampling.numerics import UNIT_ROUNDOFF, log1p_q_expm1_up
 
 #: Integer orders up to which the general subsampled RDP bounds are tabulated;
 #: above it the joint-convexity bound log(1 + q (e^{(a-1) eps(a)} - 1)) / (a - 1) is used.
@@ -24,8 +24,6 @@ RDP_TABLE_MAX = 1024
 #: Binomial tail mass below which draws of the differing record are no longer enumerated
 #: (the rest is counted as total disclosure).
 DRAW_TAIL = 1e-30
-#: Largest argument of math.expm1 that does not overflow (with a margin).
-_EXPM1_MAX = 700.0
 #: Largest mu = 1/sigma of a Gaussian base a sampler takes (its noise multiplier at least 1e-20).
 MAX_MU = 1e20
 
@@ -255,13 +253,7 @@ class RateSubsampledMechanism(SubsampledMechanism, abstract=True):
         g = self.base.dp_guarantee()
         if g is None:
             return None
-        if not np.isfinite(g[0]):
-            eps = math.inf
-        elif g[0] <= _EXPM1_MAX:
-            eps = math.log1p(self.q * math.expm1(g[0]))
-        else:
-            # log(1 + q (e^eps - 1)) = eps + log q + log1p((1 - q) e^{-eps} / q), where e^eps overflows.
-            eps = g[0] + math.log(self.q) + math.log1p((1.0 - self.q) * math.exp(-g[0]) / self.q)
+        eps = log1p_q_expm1_up(self.q, g[0]) if np.isfinite(g[0]) else math.inf
         slack = 1.0 + 8.0 * UNIT_ROUNDOFF
         return eps * slack, self.q * g[1] * slack
 

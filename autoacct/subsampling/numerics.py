@@ -78,6 +78,29 @@ def logaddexp_up(x: float, y: float) -> float:
     return value + err
 
 
+def log1p_q_expm1_up(q: float, x: float) -> float:
+    """An upper bound on log(1 + q (e^x - 1)) for 0 < q <= 1 and 0 <= x <= inf: the loss x of
+    a base after Poisson subsampling at rate q, and the amplified eps-DP of an eps-DP base
+    (for x < 0, 1 + q expm1(x) cancels and the roundoffs below do not bound the error).
+
+    Up to x = 700 as log1p(q expm1(x)), a few roundoffs relative to the result; past it, where
+    e^x overflows, as x + log q + log1p((1 - q) e^{-x} / q), whose two large terms may nearly
+    cancel: a few roundoffs of |x| + |log q|. Each is added (and 1e-300)."""
+    if x <= _EXPM1_MAX:
+        value = math.log1p(q * math.expm1(x))
+        # (and 1e-300 for a product q (e^x - 1) among the subnormals, where roundoffs are absolute)
+        return value + 4.0 * UNIT_ROUNDOFF * abs(value) + 1e-300
+    if math.isinf(x):
+        return x
+    log_q = math.log(q)
+    value = x + log_q + math.log1p((1.0 - q) * math.exp(-x) / q)
+    return value + 4.0 * UNIT_ROUNDOFF * (abs(x) + abs(log_q) + abs(value))
+
+
+#: Largest argument of math.expm1 that does not overflow (with a margin).
+_EXPM1_MAX = 700.0
+
+
 def log1pexp(x: float) -> float:
     """log(1 + e^x), without overflow for large x or loss for very negative x."""
     if x > 0.0:

@@ -29,6 +29,7 @@ from autoacct.subsampling.numerics import (
     convexity_log_moment,
     eval_rdp,
     interpolate_log_moments,
+    log1p_q_expm1_up,
     log1pexp,
     log_binom_table,
     log_expm1,
@@ -120,7 +121,7 @@ class PoissonRemoveLoss(RepresentedLoss):
     def max_loss(self) -> float:
         """log(1 - q + q e^M) for the base's M, phi being increasing (rounded up)."""
         m = self.base.max_loss
-        return _rounded_up(math.log1p(self.q * math.expm1(m))) if m <= 700.0 else math.inf
+        return _rounded_up(log1p_q_expm1_up(self.q, m))
 
     def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         e = np.asarray(edges, dtype=float)
