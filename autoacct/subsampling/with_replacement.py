@@ -168,7 +168,9 @@ class SampledWithReplacementMechanism(SubsampledMechanism):
         if mu is None or self.dataset_size == 1:
             return None
         from autoacct.subsampling.schemes import user_step  # (schemes imports this module)
-        return user_step(1.0 / self.dataset_size, 1.0 / mu, self.batch_size, dominated=True).loss_parts()
+        step = self.cached(("attained",), lambda: user_step(1.0 / self.dataset_size, 1.0 / mu, self.batch_size,
+                                                           dominated=True))
+        return step.loss_parts()
 
     def _seen(self, times: int) -> PrivacyLoss:
         """The pair of the base when the batch holds the differing record ``times`` times.
