@@ -210,7 +210,8 @@ def test_counting_exponential_rdp_is_never_below_the_exact_divergence(log_eps: f
         ly = [-mpmath.log1p(mpmath.exp(e - a)), -mpmath.log1p(mpmath.exp(a - e))]
 
         def div(lp: list, lq: list) -> mpmath.mpf:
-            return mpmath.log1p(sum(mpmath.exp(x) * mpmath.expm1((al - 1) * (x - y)) for x, y in zip(lp, lq))) / (al - 1)
+            terms = (mpmath.exp(x) * mpmath.expm1((al - 1) * (x - y)) for x, y in zip(lp, lq))
+            return mpmath.log1p(sum(terms)) / (al - 1)
         exact = float(max(div(lx, ly), div(ly, lx)))
     got = float(BinaryCountingExponential(eps_tilde, n, m).rdp(alpha))
     assert exact <= got <= exact * (1 + 1e-5) + 1e-300
