@@ -293,6 +293,21 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     return float(lam[choice])
 
 
+def least_rounding(comps: Sequence[Component], eps_target: float) -> float:
+    """log of e^{K(lam*) - lam* eps} k u, lam* the Chernoff-optimal exponent at ``eps_target``
+    (pulled inside the support as :func:`choose_tilt` pulls it): about the least FFT rounding
+    at the target that any tilt of these components' composition gives, choose_tilt's
+    prediction at lam* without its window's factors. Only chooses (see jumps.far_cut)."""
+    comps = as_components(comps)
+    mean = comps.mean
+    target = min(eps_target, mean + 0.8 * (comps.support_top("upper") - mean))
+    k = comps.cumulant("upper")
+    grid = k.grid
+    i = best_index(lambda i: k(i) - grid[i] * target, k.zero, grid.size - 1)
+    k_tot = sum(c.count for c in comps)
+    return float(k(np.array([i]))[0] - grid[i] * target) + math.log(k_tot * 8.0 * _U)
+
+
 #: A tilt off the fractions of lam* in :func:`choose_tilt` is taken where its window has at
 #: most this share of the points of the fractions' choice: a few points fewer are not worth
 #: its larger rounding error (K(lam) - lam eps falls on [0, lam*]).

@@ -101,10 +101,80 @@ def terms_needed(kt: float, budget: float) -> int | None:
     return None
 
 
+#: Where a right tail is split again (:func:`far_cut`), the terms that leaves out may cost
+#: about this share of tol * delta. Their mass is carried to every eps, and a delta loop reads
+#: the profiles made for one delta at smaller ones: at q = 9.04e-5, sigma = 0.903, k = 31782
+#: those of delta = 3.8e-12 bound delta(1) = 1.25e-17 (tests/pld/test_inverted.py), to which
+#: a share of 1e-3 would add 1.9e-18 (and 1e-6 adds 1.9e-21). The far part's mass goes as the
+#: root of the share (:func:`far_omitted`), so a small one still cuts low.
+FAR_SHARE = 1e-6
+#: ... and it is split only where that cuts at least this share off the tail's range, and
+#: leaves the far part more than FAR_GAIN times the mass the tail's window leaves out.
+FAR_CUT_SHARE = 0.25
+FAR_GAIN = 100.0
+
+
+def far_omitted(kt: float, kf: float, terms: int | None) -> float:
+    """A bound on the P-mass of the terms of k copies of a law split into its bulk b, its
+    tail t and its far part f (sub-probability measures, t and f of P-mass at most kt / k and
+    kf / k) that hold a far copy and are not composed: all those of two far copies or more,
+    and of one far copy with more than ``terms`` tail copies (None: every one of those is
+    composed). With b's mass at most 1 and k! / (k - n)! <= k^n, the terms of m far and j tail
+    copies weigh at most (kt)^j (kf)^m / (j! m!): over m >= 2 that sums to
+    e^{kt} (e^{kf} - 1 - kf) <= e^{kt + kf} (kf)^2 / 2, and over m = 1, j > J to kf times the
+    tail of e^{kt}'s series (:func:`omitted_mass`). (Rounded up, with a few of the least
+    subnormals for products that underflow.)"""
+    out = 0.5 * kf * kf * math.exp(kf + kt)
+    if terms is not None:
+        out += kf * omitted_mass(kt, terms)
+    return out * (1.0 + SUM_ULPS) + 4.0 * math.ulp(0.0)
+
+
+def far_terms(kt: float, kf: float, budget: float, count: int) -> int | None:
+    """The fewest tail copies J (None: all count - 1) that the terms of one far copy need
+    for their left-out ones (:func:`far_omitted`) to cost at most ``budget``, beyond what the
+    terms of two far copies cost."""
+    needed = terms_needed(kt, budget / kf) if kf > 0.0 else 0
+    return None if needed is None or needed >= count - 1 else needed
+
+
+def far_cut(loss: PrivacyLoss, tau: float, count: int, budget: float, coarse: float, top: float,
+            least: float, eta: float) -> float | None:
+    """The loss c, a multiple of ``coarse`` in [``least``, top), above which the right tail of
+    ``loss`` (above ``tau``, its range ending at ``top``) is split off as a far part whose
+    terms of two far copies or more (:func:`far_omitted`) cost about half of ``budget``; None
+    where that cuts less than FAR_CUT_SHARE of the tail's range, or leaves the far part at
+    most FAR_GAIN times the mass ``eta`` the tail's window leaves out anyway (its end then
+    barely moves: at q = 1.2e-5, sigma = 0.92, k = 3.6e6, delta = 7.4e-11, a far part of
+    7e-26 above twice the answer cost its terms, 25% of the query, for the same bracket).
+
+    A subsampled Gaussian's tail is heavier than exponential in the loss: at q = 1e-5,
+    sigma = 1.05 its P-mass above L falls at a rate z sigma / L (z the noise's quantile), 2000
+    at L = 0.0035 and 670 at L = 0.012. A term composed with one tilt then has its tilted mass
+    on its window's far end, which caps the tilt far below the rate near the answer, and the
+    FFT's rounding, bounded at e^{K(lam) - lam eps}, stays a few percent of a delta of 1e-13
+    at any spacing (a finer lattice only lengthens the window). Split off at c, above the
+    answer (``least``), the far part's terms need no tilt, and the tail's window ends at c.
+    Only chooses: the terms' bounds hold for any c."""
+    m_p, _ = loss.cell_masses(np.array([tau, math.inf]))
+    kt = count * (float(m_p[0]) + loss.p_inf)
+    kf = math.sqrt(budget * math.exp(-kt))
+    mass = min(kf / count, 0.5 * kt / count) - loss.p_inf
+    if not (mass > 0.0 and top > tau):
+        return None
+    c = math.ceil(max(quantiles(loss, mass, tau, top)[1], least) / coarse) * coarse
+    if not tau < c <= top - FAR_CUT_SHARE * (top - tau):
+        return None
+    m_far, _ = loss.cell_masses(np.array([c, math.inf]))
+    return c if float(m_far[0]) + loss.p_inf > FAR_GAIN * eta else None
+
+
 @dataclass(frozen=True)
 class SplitLaw:
     """A law's bulk discretised on the fine lattice and on the coarse one, and its tail on
-    the coarse one, with the tail's total P-mass (an upper bound on it)."""
+    the coarse one, with the tail's total P-mass (an upper bound on it). A right tail may be
+    split again at a loss c (:func:`far_cut`): ``tail_coarse`` then holds the tail up to c and
+    ``far`` the part above it, on the coarse lattice too."""
 
     bulk_fine: Component
     bulk_coarse: Component
@@ -118,6 +188,9 @@ class SplitLaw:
     #: compose to n copies of the bulk moved by -n d, and a term holding them is read at
     #: eps - n d (see :func:`aligned_bulk`).
     offset: float = 0.0
+    far: Component | None = None
+    #: An upper bound on the far part's P-mass.
+    far_mass: float = 0.0
 
     @cached_property
     def bulk_var(self) -> float:
@@ -280,14 +353,18 @@ def coarse_ratio(count: int) -> int:
 
 
 def split_law(bulk_fine: Component, bulk_coarse: Component, tail_coarse: Component, ratio: int,
-              offset: float = 0.0) -> SplitLaw:
+              offset: float = 0.0, far: Component | None = None) -> SplitLaw:
     """The :class:`SplitLaw` of these discretisations (``bulk_fine`` on the lattice moved by
-    ``offset``); the tail's P-mass is that of its upper PLD (which keeps each cell's P-mass),
-    rounded up, and at least the lower PLD's."""
-    up, low = tail_coarse.upper, tail_coarse.lower
-    mass = max(up.total, low.total)
+    ``offset``); the tail's and the far part's P-masses are those of their upper PLDs (which
+    keep each cell's P-mass), rounded up, and at least the lower PLDs'."""
     bulk = bulk_fine.upper.total * (1.0 + SUM_ULPS)
-    return SplitLaw(bulk_fine, bulk_coarse, tail_coarse, mass * (1.0 + SUM_ULPS), bulk, ratio, offset)
+    return SplitLaw(bulk_fine, bulk_coarse, tail_coarse, _mass(tail_coarse), bulk, ratio, offset, far,
+                    0.0 if far is None else _mass(far))
+
+
+def _mass(comp: Component) -> float:
+    """A component's P-mass: its upper PLD's, rounded up, and at least its lower PLD's."""
+    return max(comp.upper.total, comp.lower.total) * (1.0 + SUM_ULPS)
 
 
 def aligned_bulk(bulk: PrivacyLoss, h: float, count: int, scale: float, allowance: float, eta: float,

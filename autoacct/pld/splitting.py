@@ -19,18 +19,19 @@ import numpy as np
 
 from autoacct.errors import BudgetExceeded
 from autoacct.losses import PrivacyLoss
+from autoacct.losses.restricted import RestrictedLoss
 from autoacct.pld import blocks, jumps, levels, terms
 from autoacct.pld.components import Component, LowerPld
 from autoacct.pld.compose import max_window
 from autoacct.pld.costs import afford_cells, lower_of
-from autoacct.pld.cumulants import Components, Cumulant, chernoff_exponents
+from autoacct.pld.cumulants import Components, Cumulant, chernoff_exponents, least_rounding
 from autoacct.pld.discretize import discretize, discretize_upper
 from autoacct.pld.grid import choose_spacing, index_range
 from autoacct.pld.lawcache import TAILS, law_key, log_mgf, round_up_quarter
 from autoacct.pld.made import Made
 from autoacct.pld.mixture import SUM_ULPS, MixtureProfile
 from autoacct.pld.profiles import ChernoffProfile, DiscreteProfile
-from autoacct.pld.query import PldQuery, within
+from autoacct.pld.query import ROUNDING_SHARE, PldQuery, within
 
 
 class _Host(Protocol):
@@ -342,7 +343,12 @@ class SplitDirections:
             tail_coarse = Component(*discretize(tail, coarse, t_lo, t_hi), k)
             self._memo[key] = jumps.split_law(bulk_fine, bulk_coarse, tail_coarse, ratio, offset)
             self._made.add(d, split_chernoff(self._memo[key], k))
-        return self._memo[key]
+        law = self._memo[key]
+        if side[0] > 0:
+            # (the threshold as the tail was cut at it above)
+            tau = math.ceil(side[1] / (ratio * h)) * (ratio * h)
+            return _far_split(self._memo, key, law, loss, tau, k, scale, omitted, copies, eta)
+        return law
 
     def _split_pays(self: _Host, d: int, side: jumps.TailSide | None, h: float, log_eta: float,
                     normal_scale: float) -> bool:
@@ -376,6 +382,43 @@ class SplitDirections:
         return out
 
 
+def _far_split(memo: dict[tuple, Any], key: tuple, law: jumps.SplitLaw, loss: PrivacyLoss, tau: float,
+               count: int, scale: float, omitted: float, copies: int, eta: float) -> jumps.SplitLaw:
+    """The split law ``law`` (kept in ``memo`` under ``key``) with its right tail (above ``tau``) split again
+    above the answer (:func:`jumps.far_cut`) where its term of one tail copy could not meet
+    its share of the rounding budget at any tilt at the eps ``scale`` (a delta of
+    ``omitted`` / tol; the budget shared as :func:`terms.split_profiles` shares it): ``law``
+    itself otherwise, and where no cut pays. The decision is kept for each scale, the law
+    split again once: a query aimed first far above its answer (two steps at q = 1e-5,
+    sigma = 1.05, delta = 1e-14: at 0.0103 for 0.0039) needs no cut there."""
+    needed = ("far-needed", key, scale, omitted)
+    if needed not in memo:
+        log_budget = math.log(ROUNDING_SHARE * omitted) - math.log(copies + 1.0) - math.log(count)
+        probe = [law.bulk_coarse.recounted(count - 1), law.tail_coarse.recounted(1)]
+        memo[needed] = least_rounding(probe, scale) > log_budget
+    if not memo[needed]:
+        return law
+    far_key = ("far-law", key)
+    if far_key not in memo:
+        memo[far_key] = law
+        coarse = law.tail_coarse.upper.h
+        tail = RestrictedLoss(loss, tau, math.inf)
+        top = index_range(tail, coarse, eta)[1] * coarse
+        # (cut above twice the answer: the far part's terms then sit above it)
+        cut = jumps.far_cut(loss, tau, count, jumps.FAR_SHARE * omitted, coarse, top, 2.0 * scale,
+                             eta)
+        if cut is not None:
+            near, far = RestrictedLoss(loss, tau, cut), RestrictedLoss(loss, cut, math.inf)
+            parts = []
+            for part in (near, far):
+                j_lo, j_hi = index_range(part, coarse, eta)
+                afford_cells(j_hi - j_lo, True, loss.cell_cost)
+                parts.append(Component(*discretize(part, coarse, j_lo, j_hi), count))
+            memo[far_key] = jumps.split_law(law.bulk_fine, law.bulk_coarse, parts[0], law.ratio, law.offset,
+                                            parts[1])
+    return memo[far_key]
+
+
 def _component_on(part: PrivacyLoss, h: float, eta: float, count: int, cost: float) -> Component:
     """``count`` copies of ``part`` discretised (upper and lower PLDs) on hZ up to P-mass eta in
     each tail, its cells asked of the budget at ``cost`` (the whole law's) each."""
@@ -400,13 +443,16 @@ def split_chernoff(law: jumps.SplitLaw, count: int) -> tuple[ChernoffProfile, Ch
     moved = grid * law.offset
     k_bulk, k_tail = log_mgf(bulk, grid) + moved, log_mgf(tail, grid)
     with np.errstate(invalid="ignore"):
+        if law.far is not None:
+            k_far = log_mgf(law.far.upper, grid)
+            k_tail = np.logaddexp(k_tail, k_far) + SUM_ULPS * (np.abs(k_tail) + np.abs(k_far))
         per_copy = np.logaddexp(k_bulk, k_tail)
         # (rounded up: the sum, the move and the logarithm, a few ulps of the parts each)
         per_copy += SUM_ULPS * (np.abs(k_bulk) + np.abs(k_tail) + np.abs(moved))
     values = np.where(np.isnan(per_copy), np.inf, per_copy) * float(count)
     # (a table of the whole law's values: the Chernoff profile reads only them and the grid)
     k = Cumulant(Components([law.bulk_fine]), "upper", bulk.h, values=values, grid=grid)
-    p_inf = bulk.p_inf + tail.p_inf
+    p_inf = bulk.p_inf + tail.p_inf + (0.0 if law.far is None else law.far.upper.p_inf)
     inf_mass = -math.expm1(count * math.log1p(-p_inf)) if p_inf < 1.0 else 1.0
     return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)
 

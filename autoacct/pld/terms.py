@@ -68,12 +68,22 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
     h_fine = law.bulk_fine.upper.h
     h_coarse = law.tail_coarse.upper.h
     fine = Components([law.bulk_fine])
-    share = math.log(terms + 1.0)
-    weights, tilts, budgets = [], [], []
-    for j in range(terms + 1):
-        # C(k, j) exactly as an integer, rounded to the nearest float: within half an ulp.
+    kt, kf = count * law.tail_mass, count * law.far_mass
+    # The terms of one far copy and j < far_js tail copies (none without a far part, see
+    # jumps.far_cut), composed as the others are; they take shares of the rounding budget too.
+    far_js = 0
+    if law.far is not None:
+        needed = jumps.far_terms(kt, kf, omitted_budget, count)
+        far_js = count if needed is None else needed + 1
+    share = math.log(terms + 1.0 + far_js)
+    weights: list[float] = []
+    tilts: list[_Tilt] = []
+    budgets: list[float] = []
+    for j in [*range(terms + 1), *range(far_js)]:
+        # C(k, j) (k C(k - 1, j) for a far term) exactly as an integer, rounded to the nearest
+        # float: within half an ulp.
         try:
-            weight = float(math.comb(count, j))
+            weight = float(math.comb(count, j) if len(weights) <= terms else count * math.comb(count - 1, j))
         except OverflowError:
             return None  # beyond 1e308 (k near 1e9 and j near 40): one lattice then
         budget = log_budget - share - math.log(weight)
@@ -86,7 +96,7 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
         tilts.append(tilt)
         budgets.append(budget)
     jensen = _bulk_shift(law) if groups_share(count, terms, tol) else None
-    made: list[_Term | None] = [None] * (terms + 1)
+    made: list[_Term | None] = [None] * (terms + 1 + far_js)
     short = tol <= 0.0 or law.bulk_fine.lower_short(tol, target)
     made[0] = _term(law, fine, count, 0, h_fine, h_coarse, log_eta, tilts[0], target, budgets[0], short)
     if jensen is None:
@@ -99,6 +109,9 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
                 return None
             for j, m in zip(js, got):
                 made[j] = m
+    for j in range(far_js):
+        i = terms + 1 + j
+        made[i] = _term(law, fine, count, j, h_fine, h_coarse, log_eta, tilts[i], target, budgets[i], short, law.far)
     done = [m for m in made if m is not None]
     if len(done) < len(made):
         return None
@@ -114,11 +127,15 @@ def split_profiles(law: SplitLaw, count: int, log_eta: float, target: float,
     # The bulk's discretised mass may exceed 1 by rounding: (1 - t)^(k - j) <= 1 then needs
     # its k-th power.
     bulk = max(law.bulk_mass, 1.0) ** count
+    caps = [law.tail_mass ** j * bulk * (1.0 + SUM_ULPS) for j in range(terms + 1)]
+    caps += [law.tail_mass ** j * law.far_mass * bulk * (1.0 + SUM_ULPS) for j in range(far_js)]
+    if law.far is not None:
+        # The terms with far copies not composed are left out (their mass added).
+        extra += jumps.far_omitted(kt, kf, far_js - 1 if far_js < count else None) * (1.0 + SUM_ULPS)
     extra *= bulk
-    caps = tuple(law.tail_mass ** j * bulk * (1.0 + SUM_ULPS) for j in range(terms + 1))
-    return (MixtureProfile(tuple(weights_up), tuple(ups), extra, True, caps, target,
+    return (MixtureProfile(tuple(weights_up), tuple(ups), extra, True, tuple(caps), target,
                            moved if any(moved) else ()),
-            MixtureProfile(tuple(weights_low), tuple(lows), 0.0, False, caps, target,
+            MixtureProfile(tuple(weights_low), tuple(lows), 0.0, False, tuple(caps), target,
                            shifts if any(shifts) else ()))
 
 
@@ -168,7 +185,8 @@ def _bulk_shift(law: SplitLaw) -> tuple[float, float] | None:
     its Q-mass over its P-mass; None when the tail's masses leave no such bound.
 
     The law's P-mass is 1 and its finite Q-mass at most 1, so m_P >= 1 - t and
-    m_Q <= 1 - Q(t), with t >= the tail's P-mass (law.tail_mass) and Q(t) >= sum_i w_i e^{-x_i}
+    m_Q <= 1 - Q(t), with t >= the P-mass of all but the bulk (law.tail_mass + law.far_mass)
+    and Q(t) >= sum_i w_i e^{-x_i}
     over the tail's upper PLD (connect-the-dots keeps each cell's Q-mass, moves the mass
     below its grid up to its first point and the mass above it to +inf, both of which lower
     the Q-mass it represents)."""
@@ -177,9 +195,11 @@ def _bulk_shift(law: SplitLaw) -> tuple[float, float] | None:
     # (a tail far below 0 overflows e^{-x}: no bound then)
     with np.errstate(over="ignore"):
         q_tail = float((up.masses[pos] * np.exp(-up.losses[pos])).sum()) * (1.0 - LAW_REL)
-    if not (law.tail_mass < 1.0 and 0.0 <= q_tail < 1.0):
+    # (the bulk's P-mass is 1 less the tail's and the other part's, whose sum rounds up by an ulp)
+    tails = (law.tail_mass + law.far_mass) * (1.0 + SUM_ULPS)
+    if not (tails < 1.0 and 0.0 <= q_tail < 1.0):
         return None
-    log_p = math.log1p(-law.tail_mass)
+    log_p = math.log1p(-tails)
     log_q = math.log1p(-q_tail)
     return log_p * (1.0 + SUM_ULPS), (log_q - log_p) + SUM_ULPS * (abs(log_q) + abs(log_p))
 
@@ -258,44 +278,45 @@ SHARED_PER_TOL = 2.0
 
 
 def _term(law: SplitLaw, fine: Components, count: int, j: int, h_fine: float, h_coarse: float,
-          log_eta: float, tilt: _Tilt, target: float = 0.0, budget: float = math.inf, short: bool = True
-          ) -> _Term | None:
-    """Profiles of b^{*(count - j)} * t^{*j} (not weighted by C(count, j)).
+          log_eta: float, tilt: _Tilt, target: float = 0.0, budget: float = math.inf, short: bool = True,
+          far: Component | None = None) -> _Term | None:
+    """Profiles of b^{*(n)} * t^{*j} (not weighted by C(count, j)), n = count - j, or with a
+    ``far`` copy b^{*(n)} * t^{*j} * f, n = count - j - 1 (not weighted by k C(count - 1, j)).
 
     The bulk's copies are composed in blocks (:mod:`blocks`) where they cost less than
     one fine composition, unless the bulk's lower PLD is ``short`` (see
     :meth:`Component.lower_short`: the blocks would carry its first-order loss through
-    each re-discretisation); for the term j = 0 also unless the blocks' rounding, read at
-    the ``target`` eps, exceeds the term's share e^budget of delta (its own fine
-    composition then). For 0 < j < count, where the bulk's copies are :func:`_narrow`, the
-    lower profile is that of the j tail copies alone by Jensen's inequality (as in
-    :func:`_shared_terms`, giving up all count - j copies)."""
-    if j == 0:
+    each re-discretisation); for the term of the bulk alone also unless the blocks'
+    rounding, read at the ``target`` eps, exceeds the term's share e^budget of delta (its
+    own fine composition then). Where the bulk's n > 0 copies are :func:`_narrow` beside
+    others, the lower profile is that of the others alone by Jensen's inequality (as in
+    :func:`_shared_terms`, giving up all n copies)."""
+    n = count - j - (far is not None)
+    if n == count:
         lam = tilt(fine.recounted(count), h_fine, -count * law.offset)
         return _Term(*bulk_term(fine, count, law.offset, log_eta, lam, target, budget, short), 0.0, 0.0,
                      count, count)
-    if j == count:
-        comps = Components([law.tail_coarse.recounted(count)])
+    others = ([law.tail_coarse.recounted(j)] if j else []) + ([far.recounted(1)] if far is not None else [])
+    if n == 0:
+        comps = Components(others)
         lam = tilt(comps, h_coarse)
         up, low = compose(comps, h_coarse, log_eta, lam)
         assert low is not None
         return _Term(_with_below(up, comps), low, 0.0, 0.0, 0, 0)
-    lam = tilt(_probe(law, count, j), h_coarse)
-    bulk = blocks.on_lattice(fine, count - j, law.ratio, log_eta, lam, not short)
+    lam = tilt(Components([law.bulk_coarse.recounted(n), *others]), h_coarse)
+    bulk = blocks.on_lattice(fine, n, law.ratio, log_eta, lam, not short)
     if bulk is None:
         return None
-    tails = law.tail_coarse.recounted(j)
-    comps = Components([*bulk, tails])
-    jensen = _bulk_shift(law) if _narrow(law, count - j) else None
+    comps = Components([*bulk, *others])
+    jensen = _bulk_shift(law) if _narrow(law, n) else None
     if jensen is not None:
         up, _ = compose(comps, h_coarse, log_eta, lam, lower=False)
-        _, low = compose(Components([tails]), h_coarse, log_eta, lam)
+        _, low = compose(Components(others), h_coarse, log_eta, lam)
         assert low is not None
-        n = count - j
         return _Term(_with_below(up, comps), low, n * jensen[0], n * jensen[1], n, 0)
     up, low = compose(comps, h_coarse, log_eta, lam)
     assert low is not None
-    return _Term(_with_below(up, comps), low, 0.0, 0.0, count - j, count - j)
+    return _Term(_with_below(up, comps), low, 0.0, 0.0, n, n)
 
 
 def bulk_term(fine: Components, count: int, offset: float, log_eta: float, lam: float,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -40,6 +41,21 @@ def test_omitted_mass_bounds_the_binomial_tail(k, t, terms):
     assert bound >= exact
     if k >= 50 * terms:
         assert bound <= exact * math.exp(k * t) * 1.5
+
+
+@settings(max_examples=100, derandomize=True, deadline=None)
+@given(k=st.integers(2, 25), t=st.floats(0.0, 0.05), f=st.floats(0.0, 0.05), terms=st.sampled_from([None, 0, 1, 2]))
+def test_far_omitted_bounds_the_multinomial_sum(k, t, f, terms):
+    # The terms of k copies of b + t + f left out: those of two far copies or more, and those of
+    # one far copy with more than ``terms`` tail copies. Exactly, in fractions, the sum of
+    # k! / (j! m! (k - j - m)!) t^j f^m over them (the bulk's powers taken as 1, their largest
+    # value), at most the bound.
+    tt, ff = Fraction(t), Fraction(f)
+    exact = sum(Fraction(math.factorial(k), math.factorial(j) * math.factorial(m) * math.factorial(k - j - m))
+                * tt ** j * ff ** m
+                for m in range(1, k + 1) for j in range(0, k - m + 1)
+                if m >= 2 or (terms is not None and j > terms))
+    assert Fraction(jumps.far_omitted(k * t, k * f, terms)) >= exact
 
 
 def test_terms_needed_is_the_fewest_within_budget():
