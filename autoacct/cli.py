@@ -263,7 +263,9 @@ def make_run(args: argparse.Namespace) -> Run:
     if args.steps is None and e is None:
         raise UsageError("missing --steps (or --epochs with --dataset-size and --batch-size)")
     users = getattr(args, "examples_per_user", None)
-    if users is not None and users > 1 and args.sampling != "poisson":
+    # (as autoacct.statement refuses it: a user level is stated for Poisson sampling only, even of
+    # one example per user, whose run is the example level's)
+    if users is not None and args.sampling != "poisson":
         raise UsageError(f"--examples-per-user {users} needs --sampling poisson (user-level "
                          f"accounting is for Poisson sampling), got --sampling {args.sampling}")
     if users is not None and n is not None and users > n:

@@ -218,6 +218,7 @@ def test_statement_text(capsys):
 @pytest.mark.parametrize("extra, words", [
     (["--examples-per-user", "0"], ["--examples-per-user", "positive integer"]),
     (["--examples-per-user", "2", "--sampling", "without-replacement"], ["--examples-per-user", "poisson"]),
+    (["--examples-per-user", "1", "--sampling", "without-replacement"], ["--examples-per-user", "poisson"]),
 ])
 @pytest.mark.parametrize("command", ["statement", "epsilon"])
 def test_statement_bad_input_exits_2(command, extra, words, capsys):
