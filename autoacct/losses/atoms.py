@@ -9,6 +9,7 @@ group, which again only raises it (see :func:`atoms`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -24,14 +25,6 @@ MAX_ATOMS = 1 << 17
 #: Outcomes evaluated at once when a large support is merged into groups.
 _CHUNK = 1 << 20
 #: Integer parameters must stay exactly representable as floats.
-
-
-def _log_expm1(y: np.ndarray) -> np.ndarray:
-    """log(e^y - 1) for y >= 0 (-inf at 0), without overflow."""
-    y = np.asarray(y, dtype=float)
-    with np.errstate(divide="ignore"):
-        return y + np.log(-np.expm1(-y))
-
 
 
 class AtomLoss(DiscreteLoss):
@@ -155,8 +148,20 @@ def atoms(lo: int, hi: int, fn: Callable[[np.ndarray], tuple[np.ndarray, np.ndar
 class BoundedRangeEnvelopeLoss(ContinuousLoss):
     """Loss of the pair dominating every ``eps``-bounded-range pair (see :class:`ExponentialMechanism`).
 
-    Under P the loss L has density e^{(eps + l)/2} / (2 (e^eps - 1)) on
-    [-eps, eps]; under Q, e^{(eps - l)/2} / (2 (e^eps - 1)).
+    Under P the loss L has density e^{(eps + l)/2} / (2 (e^eps - 1)) on [-eps, eps]; under Q,
+    e^{(eps - l)/2} / (2 (e^eps - 1)).
+
+    Every mass is a closed form to a few roundoffs (see :meth:`cell_masses`). The
+    discretiser's connect-the-dots split keeps its upper PLD on the safe side only while the
+    ratio of a cell's Q- and P-mass is within RATIO_ULPS roundoffs (see
+    :func:`autoacct.pld.discretize._left_share`), and composed k times a mass's relative
+    error e becomes about k e. Masses taken as exp(log(e^y - 1) - log(e^eps - 1)) and then
+    as differences of distribution functions were off by up to 390 roundoffs at eps = 1e-8
+    (a logarithm near -20 carries 20 roundoffs, and a cell holds 1/65 of the difference's
+    terms): the upper PLD on h = 3.3e-10 had mean -1.6e-16 against the true
+    KL divergence 1.7e-17, and total mass 1 - 4.0e-15, so that 2^51 copies composed to mean
+    -0.37 and mass e^{-9} and delta(0.237) came out at 4.3e-4, below the 0.022 that the
+    composed randomized response with log-odds eps / 2 (eps-bounded-range itself) attains.
     """
 
     #: The pair dominates the class but no eps-BR mechanism attains it, so a
@@ -166,7 +171,10 @@ class BoundedRangeEnvelopeLoss(ContinuousLoss):
 
     def __init__(self, eps: float) -> None:
         self.eps = float(eps)
-        self._log_norm = float(_log_expm1(np.array(self.eps)))
+        # 1 - e^{-eps} and e^eps - 1, each one rounding (expm1 is correctly rounded to within
+        # an ulp or so in every libm numpy uses).
+        self._tail = -math.expm1(-self.eps)
+        self._norm = math.expm1(self.eps)
 
     @property
     def key(self) -> tuple:
@@ -180,21 +188,42 @@ class BoundedRangeEnvelopeLoss(ContinuousLoss):
         return np.clip(np.asarray(x, dtype=float), -self.eps, self.eps)
 
     def _cdf(self, x: np.ndarray, under: str) -> np.ndarray:
+        # P(L <= x) = (e^{(e + x)/2} - 1) / (e^e - 1); Q(L <= x) = (1 - e^{-(e + x)/2}) / (1 - e^{-e}).
         e = self.eps
         x = self._clip(x)
-        log = _log_expm1((e + x) / 2.0) - self._log_norm
-        if under == "Q":
-            log = log + (e - x) / 2.0
-        return np.exp(log)
+        if under == "P":
+            return np.expm1((e + x) / 2.0) / self._norm
+        return -np.expm1(-(e + x) / 2.0) / self._tail
 
     def _sf(self, x: np.ndarray, under: str) -> np.ndarray:
+        # P(L > x) = (1 - e^{-(e - x)/2}) / (1 - e^{-e}); Q(L > x) = (e^{(e - x)/2} - 1) / (e^e - 1).
         e = self.eps
         x = self._clip(x)
-        log = _log_expm1((e - x) / 2.0) - self._log_norm
         if under == "P":
-            log = log + (e + x) / 2.0
-        return np.exp(log)
+            return -np.expm1(-(e - x) / 2.0) / self._tail
+        return np.expm1((e - x) / 2.0) / self._norm
+
+    def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """P- and Q-masses of the cells (a, b], each a product of three factors of one
+        rounding each: with a, b clipped to [-eps, eps],
+
+            P(a, b] = e^{(a - eps)/2} (e^{(b - a)/2} - 1) / (1 - e^{-eps}),
+            Q(a, b] = e^{-(b + eps)/2} (e^{(b - a)/2} - 1) / (1 - e^{-eps}).
+
+        No difference of two masses is taken, so each is within a few roundoffs (plus the
+        rounding of its exponent's argument, a relative u max(|a|, eps)), and the Q- to
+        P-mass ratio e^{-(a + b)/2} the discretiser reads is as accurate. Both exponents are
+        at most 0, and the product of the first two factors is at most 1, so nothing overflows
+        for eps up to 700.
+        """
+        e = self.eps
+        x = self._clip(edges)
+        a, b = x[:-1], x[1:]
+        # (b - a)/2 >= 0; an empty (clipped) cell gives expm1(0) = 0.
+        spread = np.expm1((b - a) / 2.0)
+        m_p = np.exp((a - e) / 2.0) * spread / self._tail
+        m_q = np.exp(-(b + e) / 2.0) * spread / self._tail
+        return m_p, m_q
 
     def quantile_range(self, eta: float) -> tuple[float, float]:
         return -self.eps, self.eps
-
