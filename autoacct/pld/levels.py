@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import PrivacyLoss
 from autoacct.pld.components import Component
 from autoacct.pld.compose import Convolution, convolve, max_window
@@ -320,6 +321,16 @@ def _coarse_upper(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
     the rest to G + H, which keeps its P- and Q-mass, so the cell's split is the one
     :func:`discretize.discretize` makes. Computed on the tilted masses; on a lattice so coarse
     that moving a tilt across a cell overflows, None.
+
+    Rounding. The left share is taken as e^{-r h} (1 - e^{-(H - r h)}) / (1 - e^{-H}) with
+    H - r h = (R - r) h: as a difference of two exponentials near 1 it carried an absolute
+    roundoff, u / H relatively, which made a share and the right one (computed apart) miss
+    their sum 1 by up to 4e-9 on H = 3.2e-8: the envelope's 256 copies at eps = 1.3e-7 lost
+    1.4e-9 of their mass, and the levels of 2^44 copies composed that loss to e^-98 (delta
+    9e-45 against the composed randomized response's 0.025). Every mass is then raised by
+    a bound on its relative rounding (:func:`_rounding_margin`): composed k / B times, a
+    relative error e of each mass moves the profile by up to a factor e^{e k / B}, and only
+    masses rounded up keep the PLD an upper one (profiles are monotone in the masses).
     """
     h, lam = conv.h, conv.lam
     first = conv.j_lo // ratio
@@ -327,48 +338,81 @@ def _coarse_upper(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
     cells = -(-(pad + tilted.size) // ratio)
     coarse = ratio * h
 
-    def left(r: np.ndarray) -> np.ndarray:
-        return (np.exp(-r) - math.exp(-coarse)) / -math.expm1(-coarse) * np.exp(-lam * r)
+    def left(off: np.ndarray) -> np.ndarray:
+        return np.exp(-(1.0 + lam) * off * h) * np.expm1(-(ratio - off) * h) / math.expm1(-coarse)
 
-    def right(r: np.ndarray) -> np.ndarray:
-        return np.expm1(-r) / math.expm1(-coarse) * np.exp(lam * (coarse - r))
+    def right(off: np.ndarray) -> np.ndarray:
+        return np.expm1(-off * h) / math.expm1(-coarse) * np.exp(lam * (ratio - off) * h)
     out = np.zeros(cells + 1)
     # (right's factor e^{lam (H - r)} moves a tilt to the cell's right end: it may overflow for a
     # very coarse lattice, and the PLD is then not made)
     with np.errstate(over="ignore", invalid="ignore"):
-        _cell_sums_upper(out, tilted, pad, ratio, h, left, right)
+        terms = _cell_sums_upper(out, tilted, pad, ratio, left, right)
     if not np.all(np.isfinite(out)):
         return None
+    x = (first + np.arange(cells + 1)) * coarse
+    log_k = float(conv.log_k[0])
     with np.errstate(divide="ignore"):
-        log_w = np.log(out) + float(conv.log_k[0]) - lam * (first + np.arange(cells + 1)) * coarse
+        log_out = np.log(out)
+    log_w = log_out + log_k - lam * x
     # Untilted, a mass may leave the floating-point range either way: below it where the
     # tilt is steep, above it where a capped window's rounding is untilted from far left.
     live = log_w[out > 0]
     if float(live.min(initial=0.0)) < _LOG_FLOOR or float(live.max(initial=0.0)) > -_LOG_FLOOR:
         return None
-    return DiscretePLD(coarse, first, np.exp(log_w), conv.inf_mass(0))
+    with np.errstate(invalid="ignore"):
+        margin = _rounding_margin(terms, lam * coarse, np.where(out > 0, np.abs(log_out), 0.0), abs(log_k),
+                                  np.abs(lam * x))
+    return DiscretePLD(coarse, first, np.exp(log_w) * (1.0 + margin), conv.inf_mass(0))
 
 
-def _cell_sums_upper(out: np.ndarray, tilted: np.ndarray, pad: int, ratio: int, h: float,
-                     left: Callable[[np.ndarray], np.ndarray], right: Callable[[np.ndarray], np.ndarray]) -> None:
+def _rounding_margin(terms: np.ndarray | float, tilt_span: float, log_out: np.ndarray, log_k: float,
+                     tilt: np.ndarray) -> np.ndarray:
+    """Twice a bound on the relative rounding of each coarse upper mass of :func:`_coarse_upper`,
+    in units of 1 (a computed mass w' >= w (1 - e) for e <= 1/2 gives w <= w' (1 + 2 e)).
+
+    Each weight is two or three exponentials (exp, expm1: within an ulp, plus their
+    arguments' rounding, a few ulps of arguments of size at most (1 + lam) H), two quotients
+    or products, and its product with the tilted mass (itself its bound plus the error bound,
+    one rounding): at most 9 + 5 (1 + lam) H roundoffs. A coarse mass adds the weighted
+    points of two cells (``terms``: the roundoffs of those sums, two additions included);
+    then its logarithm (an ulp of |log out|), two additions and a product of the exponents
+    (at most 2 (|log out| + |log K| + |lam x|) and 2 |lam x| roundoffs) and an exponential
+    and the margin's product (2 roundoffs)."""
+    ulps = 13.0 + terms + 5.0 * (1.0 + tilt_span) + 2.0 * (log_out + log_k) + 4.0 * tilt
+    return 2.0 * ulps * MACHINE_EPSILON
+
+
+def _cell_sums_upper(out: np.ndarray, tilted: np.ndarray, pad: int, ratio: int,
+                     left: Callable[[np.ndarray], np.ndarray], right: Callable[[np.ndarray], np.ndarray]
+                     ) -> np.ndarray | float:
     """Add to ``out`` each coarse cell's weighted sums of the points at offsets pad + i (cell
-    c's left weights to out[c], its right weights to out[c + 1])."""
+    c's left weights to out[c], its right weights to out[c + 1]); the weights are functions of
+    the integer offsets. Returns a bound on the roundoffs of each sum relative to itself (the
+    terms are nonnegative): a sum of m terms in order is within m - 1 of them; numpy sums a
+    row along its fast axis pairwise (numpy.sum's notes), eight running sums per block of at
+    most 128 terms and halves above that, within 16 + 7 + 3 + log2(n / 128) of them (rounded
+    up to 26 + log2(n / 128)); a sum of the two sums into ``out`` is within the larger of
+    theirs, and the additions add 2."""
     cells = out.size - 1
     if ratio > SPARSE_RATIO * tilted.size:
         # Far more offsets than points (a split law's bulk coarsened R = 5e10 times): summed
         # over the points themselves, as a padded (cells x R) array would take 410 GB.
         cell, off = np.divmod(pad + np.arange(tilted.size), ratio)
-        out += np.bincount(cell, weights=tilted * left(off * h), minlength=cells + 1)
-        out += np.bincount(cell + 1, weights=tilted * right(off * h), minlength=cells + 1)
-    else:
-        flat = np.zeros(cells * ratio)
-        flat[pad:pad + tilted.size] = tilted
-        block = flat.reshape(cells, ratio)
-        r = np.arange(ratio) * h
-        # (one product array for both sums: see coarsen on fresh arrays)
-        prod = np.multiply(block, left(r))
-        out[:-1] += prod.sum(axis=1)
-        out[1:] += np.multiply(block, right(r), out=prod).sum(axis=1)
+        out += np.bincount(cell, weights=tilted * left(off), minlength=cells + 1)
+        out += np.bincount(cell + 1, weights=tilted * right(off), minlength=cells + 1)
+        counts = np.bincount(cell, minlength=cells + 1).astype(float)
+        counts[1:] += counts[:-1]
+        return counts + 2.0
+    flat = np.zeros(cells * ratio)
+    flat[pad:pad + tilted.size] = tilted
+    block = flat.reshape(cells, ratio)
+    offsets = np.arange(ratio)
+    # (one product array for both sums: see coarsen on fresh arrays)
+    prod = np.multiply(block, left(offsets))
+    out[:-1] += prod.sum(axis=1)
+    out[1:] += np.multiply(block, right(offsets), out=prod).sum(axis=1)
+    return 26.0 + math.log2(max(ratio / 128.0, 1.0)) + 2.0
 
 
 def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> DiscretePLD | None:
