@@ -361,25 +361,27 @@ def _coarse_upper(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
     if float(live.min(initial=0.0)) < _LOG_FLOOR or float(live.max(initial=0.0)) > -_LOG_FLOOR:
         return None
     with np.errstate(invalid="ignore"):
-        margin = _rounding_margin(terms, lam * coarse, np.where(out > 0, np.abs(log_out), 0.0), abs(log_k),
-                                  np.abs(lam * x))
+        margin = _rounding_margin(terms, (1.0 + lam) * coarse, np.where(out > 0, np.abs(log_out), 0.0),
+                                  abs(log_k), np.abs(lam * x))
     return DiscretePLD(coarse, first, np.exp(log_w) * (1.0 + margin), conv.inf_mass(0))
 
 
-def _rounding_margin(terms: np.ndarray | float, tilt_span: float, log_out: np.ndarray, log_k: float,
+def _rounding_margin(terms: np.ndarray | float, span: float, log_out: np.ndarray, log_k: float,
                      tilt: np.ndarray) -> np.ndarray:
     """Twice a bound on the relative rounding of each coarse upper mass of :func:`_coarse_upper`,
     in units of 1 (a computed mass w' >= w (1 - e) for e <= 1/2 gives w <= w' (1 + 2 e)).
 
-    Each weight is two or three exponentials (exp, expm1: within an ulp, plus their
-    arguments' rounding, a few ulps of arguments of size at most (1 + lam) H), two quotients
-    or products, and its product with the tilted mass (itself its bound plus the error bound,
-    one rounding): at most 9 + 5 (1 + lam) H roundoffs. A coarse mass adds the weighted
-    points of two cells (``terms``: the roundoffs of those sums, two additions included);
-    then its logarithm (an ulp of |log out|), two additions and a product of the exponents
-    (at most 2 (|log out| + |log K| + |lam x|) and 2 |lam x| roundoffs) and an exponential
-    and the margin's product (2 roundoffs)."""
-    ulps = 13.0 + terms + 5.0 * (1.0 + tilt_span) + 2.0 * (log_out + log_k) + 4.0 * tilt
+    Each share is two or three exponentials (exp and expm1, each within an ulp; the rounding
+    of an argument y moves exp(y) by u |y| relatively and expm1(y), y < 0, by at most u), at
+    most two quotients or products, and its product with the tilted mass (itself its bound
+    plus the error bound, one rounding): at most 9 + 3 ``span`` roundoffs, ``span`` =
+    (1 + lam) H bounding the exponents' arguments. A coarse mass adds the weighted points of
+    two cells (``terms``: the roundoffs of those sums, see :func:`_cell_sums_upper`); then its
+    logarithm (an ulp of |log out|, and the sums' relative error as it is), the product
+    lam x (2 |lam x|), two additions (|log out| + |log K| + |lam x| each at most), the
+    exponential and the margin's two products: 12 + terms + 3 |log out| + 2 |log K| +
+    3 |lam x| + 3 span, rounded up."""
+    ulps = 13.0 + terms + 5.0 * span + 3.0 * log_out + 2.0 * log_k + 4.0 * tilt
     return 2.0 * ulps * MACHINE_EPSILON
 
 
@@ -401,9 +403,11 @@ def _cell_sums_upper(out: np.ndarray, tilted: np.ndarray, pad: int, ratio: int,
         cell, off = np.divmod(pad + np.arange(tilted.size), ratio)
         out += np.bincount(cell, weights=tilted * left(off), minlength=cells + 1)
         out += np.bincount(cell + 1, weights=tilted * right(off), minlength=cells + 1)
-        counts = np.bincount(cell, minlength=cells + 1).astype(float)
-        counts[1:] += counts[:-1]
-        return counts + 2.0
+        # out[c] sums cell c's points and cell c - 1's, each in order.
+        per_cell = np.bincount(cell, minlength=cells + 1).astype(float)
+        both = per_cell.copy()
+        both[1:] += per_cell[:-1]
+        return both + 2.0
     flat = np.zeros(cells * ratio)
     flat[pad:pad + tilted.size] = tilted
     block = flat.reshape(cells, ratio)
