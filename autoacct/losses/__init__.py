@@ -1,7 +1,9 @@
 """Privacy-loss laws of dominating pairs: the input of the PLD and phi accountants.
 
 * :mod:`~autoacct.losses.base`: the law interface (cell masses under P and Q, exact
-  profile, moments) and the closed-form laws (Gaussian, Laplace, randomized response);
+  profile, moments) and the closed-form laws of the Gaussian and the Laplace;
+* :mod:`~autoacct.losses.binary`: randomized response and the leaky randomized response,
+  their profiles in closed form;
 * :mod:`~autoacct.losses.atoms`: large and infinite discrete supports held atom by atom,
   truncated and merged soundly, and the bounded-range envelope;
 * :mod:`~autoacct.losses.mixture`: a mixture of Gaussians against one Gaussian (monotone loss).
@@ -18,12 +20,17 @@ from autoacct.losses.base import (
     PrivacyLoss,
     gaussian_delta,
     gaussian_delta_with_error,
-    leaky_rr_loss,
-    randomized_response_loss,
     segment_sums,
     sizing_cgf_of,
 )
+from autoacct.losses.binary import (
+    LeakyRandomizedResponseLoss,
+    RandomizedResponseLoss,
+    leaky_rr_loss,
+    randomized_response_loss,
+)
 
 __all__ = ["ATOM_MASS_ULPS", "PROFILE_REL", "SIZING_TILTS", "ContinuousLoss", "DiscreteLoss", "GaussianLoss",
-           "LaplaceLoss", "PrivacyLoss", "gaussian_delta", "gaussian_delta_with_error", "leaky_rr_loss",
-           "randomized_response_loss", "segment_sums", "sizing_cgf_of"]
+           "LaplaceLoss", "LeakyRandomizedResponseLoss", "PrivacyLoss", "RandomizedResponseLoss",
+           "gaussian_delta", "gaussian_delta_with_error", "leaky_rr_loss", "randomized_response_loss",
+           "segment_sums", "sizing_cgf_of"]

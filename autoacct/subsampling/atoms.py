@@ -27,7 +27,7 @@ import numpy as np
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import DiscreteLoss, PrivacyLoss
 from autoacct.losses.atoms import AtomLoss
-from autoacct.losses.base import RandomizedResponseLoss
+from autoacct.losses.binary import RandomizedResponseLoss
 from autoacct.subsampling.represented import PoissonLossMap, check_q
 
 

@@ -18,7 +18,7 @@ from scipy import stats
 import autoacct
 from autoacct.errors import AccuracyWarning
 from autoacct.losses import GaussianLoss
-from autoacct.losses.base import RandomizedResponseLoss
+from autoacct.losses.binary import RandomizedResponseLoss
 from autoacct.losses.shifted import ShiftedLoss
 from autoacct.pld import blocks, jumps, lawcache, levels, mixture, splitting, terms
 from autoacct.pld.accountant import FFTAccountant
