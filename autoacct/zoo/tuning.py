@@ -21,6 +21,7 @@ from scipy import optimize
 
 from autoacct import _validation as check
 from autoacct.converters.rdp import ALPHAS
+from autoacct.exactness import MACHINE_EPSILON
 from autoacct.mechanism import Mechanism, PairRdp
 from autoacct.subsampling.base import require_mechanism, sampler_params
 
@@ -30,38 +31,74 @@ _ORDERS = ALPHAS[ALPHAS > 1.0]
 _FREE_ORDERS = np.concatenate([[1.0], _ORDERS])
 
 
-def _tnb_mean(log_gamma: float, shape: float) -> float:
-    """E[K] of the truncated negative binomial with success probability gamma = e^log_gamma.
+#: Search range of u = log(-log gamma): gamma = e^-t with t = e^u from 4e-322 (a subnormal
+#: float, far below any t a finite mean needs but for a shape near the largest float) to e^7,
+#: where log E[K] > t - log t > 1089 exceeds the log of every finite mean.
+_LOG_T_RANGE = (-740.0, 7.0)
+
+
+def tnb_log_mean(t: float, shape: float) -> tuple[float, float]:
+    """log E[K] of the truncated negative binomial with success probability gamma = e^-t (t > 0),
+    and a bound on its rounding error.
 
     P[K = k] is proportional to (1 - gamma)^k C(k + eta - 1, k) for k >= 1, so
     E[K] = eta (1 - gamma) / (gamma (1 - gamma^eta)), and (1 - gamma) / (gamma log(1/gamma))
-    at eta = 0 (Papernot and Steinke 2022, Section 2).
+    at eta = 0 (Papernot and Steinke 2022, Section 2). Both are
+    log E[K] = log r(t) + t - log r(eta t), r(x) = (1 - e^-x) / x (r(0) = 1), each factor a
+    ratio of two numbers with relative precision: nothing underflows for a mean up to the largest
+    float (gamma then ~1e-311, a subnormal whose 1 / gamma overflowed or divided by zero), and a
+    shape whose eta log gamma underflows keeps r(eta t) = 1 (the form eta / (1 - gamma^eta)
+    divided 0 by 0 at shape 1e-25). The error bound, in units of MACHINE_EPSILON (two roundoffs):
+    each ratio is off by at most 2 (expm1, the division, and for r(eta t) the product eta t,
+    whose relative error r moves by at most as much: |x r'(x) / r(x)| <= 1), so each log by 2
+    plus 1 of itself; where eta t > 1, r(eta t) is (1 - e^-x) / x with log x = log eta + log t,
+    each log 1 of itself; the two sums 1 of each term. 8 of each is ample.
     """
-    one_minus = -math.expm1(log_gamma)
-    if shape == 0.0:
-        return one_minus / (math.exp(log_gamma) * -log_gamma)
-    return shape * one_minus / (math.exp(log_gamma) * -math.expm1(shape * log_gamma))
+    log_r = math.log(-math.expm1(-t) / t)
+    x = shape * t
+    if x <= 1.0:
+        log_rx = math.log(-math.expm1(-x) / x) if x > 0.0 else 0.0
+        logs = 0.0
+    else:
+        # (shape t may overflow: its logarithm is the sum of two finite ones.)
+        log_shape, log_t = math.log(shape), math.log(t)
+        log_rx = math.log(-math.expm1(-x)) - log_shape - log_t
+        logs = abs(log_shape) + abs(log_t)
+    value = log_r + t - log_rx
+    return value, 8.0 * MACHINE_EPSILON * (1.0 + abs(log_r) + t + abs(log_rx) + logs + abs(value))
 
 
 def tnb_log_gamma(shape: float, mean: float) -> float:
     """A lower bound on log gamma of the truncated negative binomial with this mean.
 
     The mean decreases in gamma; a smaller gamma only enlarges Theorem 2's term
-    log(1/gamma), so rounding it down keeps the bound valid.
+    log(1/gamma), so rounding it down keeps the bound valid. Rounded down relatively: the
+    term is multiplied by (1 + eta), so an absolute margin (1e-12 on log gamma, earlier) costs
+    (1 + eta) 1e-12, 1000 nats at eta = 1e15 where the whole bound was 2.54. The t = -log gamma
+    returned is one at which the computed log-mean, less its rounding bound, is at least
+    log(mean) plus that logarithm's own rounding: the true mean there is at least ``mean``, so
+    t is at least the true one.
     """
     if mean == 1.0:
         return 0.0
-    if shape == 1.0:
-        return -math.log(mean)
-    # mean <= 2 (eta + 1) / gamma bounds gamma above; below, step down until the mean exceeds the target.
-    hi = min(-1e-300, math.log(2.0 * (shape + 1.0) / mean))
-    lo = hi - 1.0
-    while _tnb_mean(lo, shape) < mean:
-        lo = 2.0 * lo
-    if _tnb_mean(hi, shape) >= mean:
-        return hi
-    root = optimize.brentq(lambda x: _tnb_mean(x, shape) - mean, lo, hi, xtol=1e-15, rtol=1e-14)
-    return float(root) - 1e-12 * max(1.0, abs(float(root)))
+    target = math.log(mean)
+    need = target + 2.0 * MACHINE_EPSILON * target
+
+    def excess(u: float) -> float:
+        value, err = tnb_log_mean(math.exp(u), shape)
+        return value - err - need
+
+    lo, hi = _LOG_T_RANGE
+    if excess(lo) >= 0.0:
+        return -math.exp(lo)
+    u = float(optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=4.0 * MACHINE_EPSILON))
+    # brentq's point is within its tolerance of the root, on either side: step up until the
+    # check holds at the very float returned.
+    step = 4.0 * MACHINE_EPSILON * max(1.0, abs(u))
+    while excess(u) < 0.0:
+        u += step
+        step *= 2.0
+    return -math.exp(u)
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 
+import mpmath as mp
 import numpy as np
 import pytest
 
 from autoacct import Composition, Gaussian, Laplace, PoissonSubsample
 from autoacct.zoo import RepeatAndSelect
-from autoacct.zoo.tuning import _tnb_mean, tnb_log_gamma
+from autoacct.zoo.tuning import tnb_log_gamma, tnb_log_mean
 
 dp_accounting = pytest.importorskip("dp_accounting")
 from dp_accounting import dp_event as ev  # noqa: E402
@@ -53,10 +54,12 @@ def test_one_run_is_the_base(shape: float) -> None:
 def test_gamma_meets_the_mean_from_the_safe_side(shape: float, mean: float) -> None:
     """The truncated negative binomial's mean at the returned gamma is the target, gamma rounded down."""
     log_gamma = tnb_log_gamma(shape, mean)
-    assert _tnb_mean(log_gamma, shape) == pytest.approx(mean, rel=1e-9)
-    assert _tnb_mean(log_gamma, shape) >= mean * (1 - 1e-15)
+    reached = math.exp(tnb_log_mean(-log_gamma, shape)[0])
+    assert reached == pytest.approx(mean, rel=1e-9)
+    assert reached >= mean * (1 - 1e-15)
     if shape == 1.0:
-        assert log_gamma == -math.log(mean)        # geometric: gamma = 1 / mean
+        # geometric: gamma = 1 / mean, rounded down by a relative margin
+        assert -math.log(mean) * (1 + 1e-12) <= log_gamma <= -math.log(mean)
 
 
 def test_tnb_mean_against_its_series() -> None:
@@ -69,7 +72,56 @@ def test_tnb_mean_against_its_series() -> None:
         else:
             logw = k * math.log1p(-gamma) + gammaln(k + shape) - gammaln(k + 1) - gammaln(shape)
         w = np.exp(logw - logw.max())
-        assert _tnb_mean(math.log(gamma), shape) == pytest.approx(float((k * w).sum() / w.sum()), rel=1e-9)
+        mean = math.exp(tnb_log_mean(-math.log(gamma), shape)[0])
+        assert mean == pytest.approx(float((k * w).sum() / w.sum()), rel=1e-9)
+
+
+def _mp_t(shape: float, mean: float) -> mp.mpf:
+    """t = log(1/gamma) with E[K] = eta (1 - gamma) / (gamma (1 - gamma^eta)) = mean ((1 - gamma) /
+    (gamma log(1/gamma)) at eta = 0), by bisection on log t in mpmath (E[K] increases in t)."""
+    with mp.workdps(60):
+        eta, target = mp.mpf(shape), mp.log(mp.mpf(mean))
+
+        def log_mean(t: mp.mpf) -> mp.mpf:
+            head = mp.log(-mp.expm1(-t)) + t
+            return head - mp.log(t) if eta == 0 else head + mp.log(eta) - mp.log(-mp.expm1(-eta * t))
+        lo, hi = mp.mpf(-800), mp.mpf(10)
+        for _ in range(400):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if log_mean(mp.exp(mid)) < target else (lo, mid)
+        return mp.exp(hi)
+
+
+def _mp_theorem2(sigma: float, shape: float, mean: float, lam: mp.mpf) -> mp.mpf:
+    """Papernot and Steinke (2022), Theorem 2, for the Gaussian (eps(a) = a / (2 sigma^2)) at
+    order lam: eps(lam) + (1 + eta) min over lam-hat >= 1 of [(1 - 1/lam-hat) eps(lam-hat)
+    + log(1/gamma) / lam-hat] + log(mean) / (lam - 1). The bracket is (lam-hat - 1) / (2 sigma^2)
+    + t / lam-hat, least at lam-hat = sqrt(2 sigma^2 t) when that is at least 1, else at 1."""
+    with mp.workdps(60):
+        s2, t = 2 * mp.mpf(sigma) ** 2, _mp_t(shape, mean)
+        hat = max(mp.sqrt(s2 * t), mp.mpf(1))
+        inner = (hat - 1) / s2 + t / hat
+        return lam / s2 + (1 + mp.mpf(shape)) * inner + mp.log(mp.mpf(mean)) / (lam - 1)
+
+
+@pytest.mark.parametrize("mean, shape", [
+    (2.0, 1e15),              # an absolute 1e-12 margin on log gamma, times 1 + eta: 1002.5 for 2.54
+    (1.5, 1e-25),             # eta log gamma underflowed: ZeroDivisionError
+    (1e200, 0.5), (1e200, 0.0), (1e200, 2.0),   # gamma = e^lo underflowed while bracketing
+    (1.7e308, 0.0), (2.0, 1.7e308), (1.0 + 1e-12, 1e300), (10.0, 1.0), (3.0, 0.3),
+])
+def test_theorem2_against_mpmath(mean: float, shape: float) -> None:
+    """The bound at order 2 lies between Theorem 2's least value over orders >= 2 (each order's
+    bound holds at every lower one) and its value at 2 itself, both evaluated in mpmath; and the
+    gamma used is at most the true one, relatively close to it."""
+    t = _mp_t(shape, mean)
+    got_t = -tnb_log_gamma(shape, mean)
+    assert t <= got_t <= t * (1 + 1e-9) + 1e-12
+    ours = mp.mpf(RepeatAndSelect(Gaussian(2.0), mean, shape).rdp(2.0))
+    with mp.workdps(60):
+        # lam / 8 + log(mean) / (lam - 1) is least at lam = 1 + sqrt(8 log(mean)), or at 2.
+        best = max(1 + mp.sqrt(8 * mp.log(mp.mpf(mean))), mp.mpf(2))
+        assert _mp_theorem2(2.0, shape, mean, best) <= ours <= _mp_theorem2(2.0, shape, mean, mp.mpf(2)) * (1 + 1e-9)
 
 
 def test_more_runs_cost_more() -> None:
