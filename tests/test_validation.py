@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
 import pytest
 
 from autoacct import Mechanism, Neighboring, RouteUnavailableError
@@ -156,3 +157,41 @@ def test_an_infinite_end_a_value_may_not_take_reads_open() -> None:
     # "b must lie in [1e-100, inf]" while inf itself is refused as not finite.
     with pytest.raises(ValueError, match=r"must lie in \[1e-100, inf\), got 1e-101"):
         Laplace(1e-101)
+
+
+# ----- booleans among numbers -----------------------------------------------------------------
+
+def _mixture(sens, probs):
+    from autoacct.zoo import MixtureOfGaussians
+    return MixtureOfGaussians(1.0, sens, probs)
+
+
+def _pair(p, q):
+    from autoacct.zoo import DiscretePair
+    return DiscretePair(p, q)
+
+
+@pytest.mark.parametrize("make, name", [
+    # np.asarray((0, True)) is an int array: the dtype check alone read True as 1.0.
+    (lambda: _mixture((0, True), (0.9, 0.1)), "sensitivities"),
+    (lambda: _mixture((0.0, 1.0), (0.9, False)), "probabilities"),
+    (lambda: _mixture([[0.0], [True]], (0.9, 0.1)), "sensitivities"),
+    (lambda: _mixture((0.0, 1.0), [np.array([0.9]), np.array([True])]), "probabilities"),
+    (lambda: _mixture((0, np.True_), (0.9, 0.1)), "sensitivities"),
+    (lambda: _pair((0.5, 0.5), (True, 0)), "q"),
+    (lambda: Gaussian(1.0).delta_bounds([0.5, True]), "epsilon"),
+    (lambda: Gaussian(1.0).epsilon_bounds((1e-5, True)), "delta"),
+    (lambda: Gaussian(1.0).rdp([2, True]), "alpha"),
+    (lambda: Gaussian(1.0).tradeoff([0.1, False]), "fpr"),
+])
+def test_a_boolean_inside_a_sequence_is_a_type_error_naming_the_parameter(make, name):
+    with pytest.raises(TypeError, match=rf"{name} must hold real numbers, not booleans"):
+        make()
+
+
+def test_numbers_of_mixed_kinds_are_still_accepted():
+    # ints, floats and numpy scalars mixed (no boolean) are numbers: the same mechanism as floats.
+    m = _mixture((0, np.float64(1.0)), (np.int64(0), 1.0))
+    assert m.sensitivities == (0.0, 1.0) and m.probabilities == (0.0, 1.0)
+    lower, upper = Gaussian(1.0).delta_bounds(range(3))
+    assert lower.shape == upper.shape == (3,)
