@@ -246,6 +246,11 @@ class Composition(Transformer):
         return ComposedMechanism(tuple(mechanisms), tuple(ks))
 
 
+#: Largest mu a group of an exactly GDP mechanism may have: that of the Gaussian with the
+#: smallest noise multiplier it takes (1e-300), the range the GDP closed forms are kept for.
+MAX_GROUP_MU = 1e300
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class GroupMechanism(Mechanism):
     """``child`` protecting groups of ``g`` records: datasets that differ in at most g records
@@ -277,9 +282,19 @@ class GroupMechanism(Mechanism):
             self._set(neighboring=self.child.neighboring)
         super().__post_init__()
         self._set(g=gg)
-        if self.child.exact_gdp_mu() is None and self._pure_eps() is None:
+        mu = self.child.exact_gdp_mu()
+        if mu is None and self._pure_eps() is None:
             raise ValueError(f"group privacy is only exact for Gaussian-type (exactly GDP) mechanisms, "
                              f"and sound here for pure-DP ones; {self.child.name} is neither")
+        if mu is not None and not gg * mu <= MAX_GROUP_MU:
+            # g mu overflowed to inf for Group(2**52)(Gaussian(1e-300)), which then answered
+            # from an infinite mu with no check.
+            most = int(MAX_GROUP_MU / mu) if math.isfinite(MAX_GROUP_MU / mu) else gg
+            while most > 0 and most * mu > MAX_GROUP_MU:
+                most -= 1
+            raise ValueError(f"g={self.g!r} gives the group mu = g * {mu!r} = {gg * mu!r} for "
+                             f"{self.child.name}: the group's mu overflows the supported range "
+                             f"(at most {MAX_GROUP_MU}, Gaussian(1e-300)'s); g may be at most {most}")
 
     def _pure_eps(self) -> float | None:
         """The child's pure-DP epsilon (delta0 = 0 in its guarantee), else None."""

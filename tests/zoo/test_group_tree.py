@@ -9,6 +9,7 @@ pure DP scaled by g; dp_accounting's RDP accountant on SingleEpochTreeAggregatio
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -70,6 +71,22 @@ def test_group_of_other_mechanisms_is_refused(child):
 def test_group_size_is_validated(g):
     with pytest.raises(ValueError, match="g must"):
         Group(g)
+
+
+def test_a_group_mu_beyond_the_gaussians_range_is_refused_naming_g():
+    # g mu = 2^52 * 1e300 overflowed to inf, and the group answered (1e308, inf) from it.
+    with pytest.raises(ValueError, match=r"g=4503599627370496 gives the group mu = .* = inf .* overflows"):
+        Group(2 ** 52)(Gaussian(1e-300))
+    # The largest g the message names is accepted: its mu, g / sigma (the Gaussian with
+    # sensitivity g), is within Gaussian(1e-300)'s 1e300; one more is refused.
+    sigma = 3e-291
+    with pytest.raises(ValueError, match=r"g may be at most \d+") as info:
+        Group(2 ** 52)(Gaussian(sigma))
+    most = int(re.search(r"at most (\d+)$", str(info.value)).group(1))
+    assert most == math.floor(1e300 * sigma) or most == math.floor(1e300 * sigma) - 1
+    assert Group(most)(Gaussian(sigma)).exact_gdp_mu() == pytest.approx(most / sigma, rel=1e-15)
+    with pytest.raises(ValueError, match="overflows"):
+        Group(most + 1)(Gaussian(sigma))
 
 
 def test_group_rejects_non_mechanisms():
