@@ -239,6 +239,17 @@ def mp_leaky_rr_delta(eps0: float, delta0: float, k: int, eps: float) -> mp.mpf:
         return -mp.expm1(log_keep) + mp.exp(log_keep) * mp_rr_delta(eps0, k, eps)
 
 
+def mp_counting_pair(eps_tilde: float, n: int, m: int, dps: int = MP_DPS) -> tuple[list, list]:
+    """BinaryCountingExponential's pair from the exponential mechanism's definition (Koskela et
+    al. 2021, 6.1): P[M(X) = 0] = 1 / (1 + e^-a), P[M(Y) = 0] = 1 / (1 + e^-(a - eps_tilde)),
+    a = eps_tilde (2m - n); ([P[M(X) = 0], P[M(X) = 1]], [P[M(Y) = 0], P[M(Y) = 1]]) at ``dps``
+    digits (each mass to that relative precision, however small)."""
+    with mp.workdps(dps):
+        e = mp.mpf(eps_tilde)
+        a = e * (2 * m - n)
+        return [1 / (1 + mp.exp(-a)), 1 / (1 + mp.exp(a))], [1 / (1 + mp.exp(e - a)), 1 / (1 + mp.exp(a - e))]
+
+
 def mp_poisson_two_point_delta(q: float, p: tuple, base: tuple, k: int, eps: float) -> mp.mpf:
     """k Poisson-subsampled (rate q) uses of the two-outcome pair (P, Q) = (p, base) under
     add/remove: the larger of the removal pair ((1-q) Q + q P, Q) and the addition pair

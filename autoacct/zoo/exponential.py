@@ -23,6 +23,8 @@ _BR_CLOSED = 1e-3
 _NO_OVERFLOW = 700.0
 #: Roundings of each summand of a sum that may cancel, counted on its magnitude.
 _SUMMAND_ULPS = 8.0 * MACHINE_EPSILON
+#: The smallest normal float: below it a probability has lost relative precision.
+_TINY = float(np.finfo(float).tiny)
 
 
 def bounded_range_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
@@ -252,15 +254,31 @@ class BinaryCountingExponential(Mechanism):
 
     @property
     def losses(self) -> tuple[float, float]:
-        """(s_0, s_1): the privacy losses log(P[M(X) = y] / P[M(Y) = y]) at y = 0 and y = 1."""
-        log_x, log_y = self._log_masses()
-        s = log_x - log_y
-        return float(s[0]), float(s[1])
+        """(s_0, s_1): the privacy losses log(P[M(X) = y] / P[M(Y) = y]) at y = 0 and y = 1.
+
+        Not as differences of the log-masses, which are about a (up to 700 * 2^52) where |a| is
+        large, so that s_0 kept an ulp of a: (512.0, 0.0) for (700, 2^52, 1), whose s_0 is 700.
+        With g = e^eps_tilde - 1, expit(a) / expit(a - eps_tilde) = 1 + g expit(-a) and
+        expit(-a) / expit(eps_tilde - a) = 1 / (1 + g expit(a - eps_tilde)): each a log1p of a
+        product of positive factors with relative precision (where expit underflows, as
+        expit(-800) does while g expit(-800) = e^-400 at eps_tilde = 400 does not, the exponential
+        of the sum of their logarithms), so each loss keeps its own to a few ulps.
+        """
+        e = self.eps_tilde
+        a = e * (2 * self.m - self.n)
+        g = math.expm1(e)
+
+        def log1p_g_expit(z: float) -> float:
+            r = float(special.expit(z))
+            x = g * r if r >= _TINY else math.exp(math.log(g) + float(special.log_expit(z)))
+            return math.log1p(x)
+        return log1p_g_expit(-a), -log1p_g_expit(a - e)
 
     def loss_parts(self) -> list[LossPart]:
         lx, ly = self._log_masses()
-        fwd = DiscreteLoss(lx - ly, np.exp(lx), np.exp(ly))
-        bwd = DiscreteLoss(ly - lx, np.exp(ly), np.exp(lx))
+        s = np.array(self.losses)
+        fwd = DiscreteLoss(s, np.exp(lx), np.exp(ly))
+        bwd = DiscreteLoss(-s, np.exp(ly), np.exp(lx))
         return [LossPart(fwd, bwd, 1)]
 
     def rdp_curve(self) -> PairRdp:

@@ -7,6 +7,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from closed_forms import mp_counting_pair
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
@@ -215,6 +216,37 @@ def test_counting_exponential_rdp_is_never_below_the_exact_divergence(log_eps: f
         exact = float(max(div(lx, ly), div(ly, lx)))
     got = float(BinaryCountingExponential(eps_tilde, n, m).rdp(alpha))
     assert exact <= got <= exact * (1 + 1e-5) + 1e-300
+
+
+def _mp_counting_losses(eps_tilde: float, n: int, m: int) -> tuple[mpmath.mpf, mpmath.mpf]:
+    """(s_0, s_1) = log(P[M(X) = y] / P[M(Y) = y]) from the definition (closed_forms.mp_counting_pair),
+    at enough digits that the ratios' distance from 1 (e^-|a| or so) is kept wherever it is a
+    normal float (|a| < 800)."""
+    with mpmath.workdps(60 + 360):
+        px, py = mp_counting_pair(eps_tilde, n, m, 60 + 360)
+        return mpmath.log(px[0] / py[0]), mpmath.log(px[1] / py[1])
+
+
+@settings(max_examples=80, derandomize=True, deadline=None)
+@given(log_eps=st.floats(math.log(1e-9), math.log(700.0)), n=st.integers(1, 2 ** 52), share=st.floats(0.0, 1.0))
+def test_counting_exponential_losses_against_the_definition(log_eps: float, n: int, share: float) -> None:
+    # The losses were differences of log-masses of size |a|, up to 700 * 2^52: s_0 of
+    # (700, 2^52, 1) was 512.0 (an ulp of a), where it is 700.
+    eps_tilde = min(math.exp(log_eps), 700.0)
+    m = min(n, max(1, round(share * n)))
+    got = BinaryCountingExponential(eps_tilde, n, m).losses
+    a = eps_tilde * (2 * m - n)
+    for ours, truth in zip(got, _mp_counting_losses(eps_tilde, n, m)):
+        # (relative: a few ulps, and a's own rounding in the float product above, which moves
+        # e^-|a| by |a| ulps where it has not underflowed; absolute: below every normal float)
+        assert abs(mpmath.mpf(ours) - truth) <= (1e-14 + 4e-16 * min(abs(a), 800.0)) * abs(truth) + 1e-300
+
+
+def test_counting_exponential_losses_far_out() -> None:
+    for (eps_tilde, n, m) in [(700.0, 2 ** 52, 1), (400.0, 3, 1), (700.0, 2 ** 52, 2 ** 52), (3.0, 2 ** 52, 2 ** 51)]:
+        got = BinaryCountingExponential(eps_tilde, n, m).losses
+        for ours, truth in zip(got, _mp_counting_losses(eps_tilde, n, m)):
+            assert abs(mpmath.mpf(ours) - truth) <= 1e-14 * abs(truth) + 1e-300, (eps_tilde, n, m, got)
 
 
 def test_bounded_range_kl_and_max_divergence() -> None:
