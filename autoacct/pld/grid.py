@@ -281,6 +281,14 @@ def index_range(loss: PrivacyLoss, h: float, eta: float) -> tuple[int, int]:
     with sigma well below 1) would otherwise ask for petabytes. The discretisers count the
     mass outside the range on the safe side (the upper PLD at +inf, the lower one not at
     all), so the bounds stay valid; the accuracy check reports what this costs.
+
+    The centre of the bulk's range is not where its mass is: where the centred window leaves
+    more than ``eta`` of P-mass above it, the window ends at the range's top instead, unless that
+    leaves more below. Mass above goes to +inf in the upper PLD, raising delta at every eps by
+    it; mass below only moves up to the window's first point, which changes delta only below
+    that point. (BinaryCountingExponential(5, 20, 8)'s backward law, atoms at -5 with mass
+    1.4e-11 and at 2e-9 with mass 1 - 1.4e-11, needed 3 cells beyond the cap: the centred
+    window stopped at 0, its upper profile was 1 on all of [-5, 0] and its tradeoff curve 0.)
     """
     a, b = loss.quantile_range(eta)
     j_lo = _to_index(a, h, math.floor) - 1
@@ -289,9 +297,20 @@ def index_range(loss: PrivacyLoss, h: float, eta: float) -> tuple[int, int]:
     if j_hi - j_lo > cap:
         bulk_a, bulk_b = loss.quantile_range(1e-16)
         centre = _to_index(0.5 * (bulk_a + bulk_b), h, math.floor)
-        j_lo = max(j_lo, centre - cap // 2)
-        j_hi = min(j_hi, j_lo + cap)
+        lo_c = max(j_lo, centre - cap // 2)
+        hi_c = min(j_hi, lo_c + cap)
+        if hi_c < j_hi:
+            above = _p_mass_split(loss, hi_c * h)[1]
+            if above > eta and _p_mass_split(loss, (j_hi - cap) * h)[0] < above:
+                return j_hi - cap, j_hi
+        return lo_c, hi_c
     return j_lo, j_hi
+
+
+def _p_mass_split(loss: PrivacyLoss, x: float) -> tuple[float, float]:
+    """The finite part's P-masses at or below ``x`` and above it."""
+    m_p, _ = loss.cell_masses(np.array([-np.inf, x, np.inf]))
+    return float(m_p[0]), float(m_p[1])
 
 
 def _to_index(x: float, h: float, rounding: Callable[[float], float]) -> int:

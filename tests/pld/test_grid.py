@@ -8,17 +8,22 @@ alpha = lam + 1 is the binomial sum sum_j C(alpha, j) (1-q)^{alpha-j} q^j e^{j (
 
 from __future__ import annotations
 
+import itertools
 import math
+import warnings
 
+import mpmath
 import numpy as np
 import pytest
+from closed_forms import mp_counting_pair, neyman_pearson_tradeoff
 from scipy import integrate, special
 
-from autoacct.losses import SIZING_TILTS, GaussianLoss, PrivacyLoss, randomized_response_loss
+from autoacct import AccuracyWarning
+from autoacct.losses import SIZING_TILTS, DiscreteLoss, GaussianLoss, PrivacyLoss, randomized_response_loss
 from autoacct.pld.accountant import FFTAccountant
-from autoacct.pld.grid import choose_spacing, decay_rate
+from autoacct.pld.grid import choose_spacing, decay_rate, index_range, max_cells
 from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss
-from autoacct.zoo import Composition, Gaussian, PoissonSubsample
+from autoacct.zoo import BinaryCountingExponential, Composition, Gaussian, PoissonSubsample
 
 
 def _sgm_log_moment(q: float, sigma: float, alpha: int) -> float:
@@ -112,3 +117,51 @@ def test_a_refinement_makes_the_grid_finer_when_a_narrow_law_caps_it():
     refined = acc._finer(scale, 1e-3, 5e-4, [0])
     assert refined <= 5e-4
     assert acc.spacing(scale, refined, [0]) < acc.spacing(scale, 1e-3, [0])
+
+
+# ----- the window of a law wider than the cell cap -----------------------------------------------
+
+def _counting_runs(eps_tilde: float, n: int, m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """k runs of BinaryCountingExponential's pair (closed_forms.mp_counting_pair): the product
+    laws on the 2^k outcomes, as floats."""
+    px, py = mp_counting_pair(eps_tilde, n, m, 40)
+    outcomes = list(itertools.product((0, 1), repeat=k))
+    return (np.array([float(mpmath.fprod(px[y] for y in ys)) for ys in outcomes]),
+            np.array([float(mpmath.fprod(py[y] for y in ys)) for ys in outcomes]))
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_counting_exponential_tradeoff_is_below_the_exact_curve_and_not_vacuous(k):
+    # The backward law (atoms -5 of P-mass 1.4e-11 and 2e-9 of P-mass 1 - 1.4e-11) needed 3
+    # cells beyond the cap at the spacing the accountant chose: the window centred on the
+    # range [-5, 2e-9] stopped at 0, the atom of mass ~1 went to +inf, the upper profile was 1
+    # on all of [-5, 0], and the tradeoff curve was [0, 0] where it is about 1 - alpha.
+    m = BinaryCountingExponential(5.0, 20, 8)
+    mech = m if k == 1 else Composition()([m], [k])
+    alpha = np.array([0.1, 0.5])
+    p, q = _counting_runs(5.0, 20, 8, k)
+    truth = np.minimum(neyman_pearson_tradeoff(p, q, alpha), neyman_pearson_tradeoff(q, p, alpha))
+    for via in ("auto", "pld"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AccuracyWarning)
+            got = mech.tradeoff(alpha, via=via)
+        # (the curve is about 1 - alpha - 2e-9 k; the bound is within 4e-7 of it)
+        assert np.all((truth - 1e-5 <= got) & (got <= truth)), (k, via, got, truth)
+
+
+def test_a_capped_window_keeps_the_mass_at_the_top():
+    cap = max_cells()
+    h = 5.0 / cap
+    # Mass ~1 at the top of a range 3 cells wider than the cap: the window ends at the top.
+    heavy_top = DiscreteLoss(np.array([-5.0, 2e-9]), np.array([1.4e-11, 1.0 - 1.4e-11]),
+                             np.array([1.4e-11 * math.exp(5.0), (1.0 - 1.4e-11) * math.exp(-2e-9)]))
+    j_lo, j_hi = index_range(heavy_top, h, 1e-18)
+    assert j_hi - j_lo == cap and j_hi * h >= 2e-9
+    # Mass ~1 at the bottom and 1e-11 at the top, beyond the centred window: moving the window
+    # to the top would leave more below it (moved up to its first point) than the centred one
+    # leaves above (moved to +inf); it stays centred.
+    top = 5.0 + 3.0 * h
+    heavy_bottom = DiscreteLoss(np.array([-2e-9, top]), np.array([1.0 - 1e-11, 1e-11]),
+                                np.array([(1.0 - 1e-11) * math.exp(2e-9), 1e-11 * math.exp(-top)]))
+    j_lo, j_hi = index_range(heavy_bottom, h, 1e-18)
+    assert j_hi - j_lo == cap and j_hi * h < top and j_lo <= 1
