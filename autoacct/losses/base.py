@@ -70,6 +70,8 @@ def segment_sums(masses: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 _EPS = MACHINE_EPSILON
+#: The smallest normal float: below it a mass has lost relative precision.
+_TINY = float(np.finfo(float).tiny)
 #: log of the smallest positive float (the subnormal 2^-1074).
 _LOG_SMALLEST = math.log(5e-324)
 #: Relative accuracy of the profile of a law flagged ``exact_profile`` (closed forms).
@@ -462,6 +464,13 @@ class DiscreteLoss(PrivacyLoss):
             r = self.values / lattice
             self.purely_atomic = bool(np.all(np.abs(r - np.round(r)) < 1e-9))
 
+    @cached_property
+    def _faint(self) -> np.ndarray:
+        """Atoms of finite loss whose Q-mass q = p e^-value is not a normal float: subnormal (its
+        relative precision lost) or 0 (underflowed). Their terms p - e^eps q are read as
+        p (1 - e^{eps - value}) (see :meth:`profile`)."""
+        return (self.q_mass < _TINY) & (self.p_mass > 0) & np.isfinite(self.values)
+
     @property
     def key(self) -> tuple:
         return ("discrete", tuple(self.values), tuple(self.p_mass), tuple(self.q_mass), self.p_inf,
@@ -490,7 +499,17 @@ class DiscreteLoss(PrivacyLoss):
         with np.errstate(over="ignore", invalid="ignore"):
             scaled = np.where(self.q_mass > 0, np.exp(np.minimum(e, 700.0)) * self.q_mass, 0.0)
             mass = np.where(self.values > e, self.p_mass + scaled, 0.0).sum(axis=-1)
-        return (4.0 * len(self.values) + ATOM_MASS_ULPS) * _EPS * (np.minimum(mass, 2.0) + self.p_inf)
+        out = (4.0 * len(self.values) + ATOM_MASS_ULPS) * _EPS * (np.minimum(mass, 2.0) + self.p_inf)
+        faint = self._faint
+        if faint.any():
+            # A faint atom's term p (1 - e^{eps - v}) moves by at most p d e^d over the error d
+            # of its value v (a log-ratio of masses carrying ATOM_MASS_ULPS roundoffs of
+            # logarithms of its size, plus any value_error), and is 0 only where v <= eps while
+            # the true value may reach v + d.
+            v, p = self.values[faint], self.p_mass[faint]
+            d = ATOM_MASS_ULPS * _EPS * (np.abs(v) + 1.0) + np.broadcast_to(self.value_error, self.values.shape)[faint]
+            out = out + np.where(v + d > e, 2.0 * p * d, 0.0).sum(axis=-1)
+        return out
 
     def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # idx[i] values are <= e_i (they are sorted), so (e_i, e_{i+1}] holds those from idx[i]
@@ -507,6 +526,13 @@ class DiscreteLoss(PrivacyLoss):
         with np.errstate(over="ignore", invalid="ignore"):
             scaled = np.where(self.q_mass > 0, np.exp(e) * self.q_mass, 0.0)
             terms = np.where(self.values > e, np.maximum(self.p_mass - scaled, 0.0), 0.0)
+            # A Q-mass below the normal floats has lost its relative precision (to 0 where it
+            # underflowed: the term read p, above the truth p (1 - e^{eps - v}), at every
+            # eps < v; BinaryCountingExponential(400, 3, 1)'s lower delta(399) was 1.92e-174 for
+            # 1.21e-174). The pair's own relation q = p e^-v gives the term from p and v.
+            if self._faint.any():
+                faint = self.p_mass * -np.expm1(np.minimum(e - self.values, 0.0))
+                terms = np.where(self._faint, faint, terms)
         return np.clip(terms.sum(axis=-1), 0.0, None) + self.p_inf
 
     def quantile_range(self, eta: float) -> tuple[float, float]:
