@@ -57,6 +57,23 @@ def test_epsilon_is_not_rounded_below_a_nearly_tight_conversion():
     assert eps <= 4000.0 + math.log(0.5) + 1e-9
 
 
+@pytest.mark.parametrize("eps", [4000.0 - math.log(2.0), 3999.3068528194394, 3999.3068524072])
+def test_delta_is_not_rounded_below_a_nearly_tight_conversion(eps):
+    # The same pair by eps: the conversion at order 2 is tight to 1e-13 there, and without a
+    # rounding allowance rdp_to_delta returned 0.4999997938846762 at eps = 4000 - log 2, below
+    # the exact binomial profile 0.49999979388476665 (mpmath).
+    from closed_forms import mp_rr_delta
+
+    from autoacct import Composition, PureDP
+    from autoacct.zoo.mechanisms import rr_rdp
+
+    truth = mp_rr_delta(20.0, 200, eps)
+    got = float(rdp_to_delta(lambda a: 200 * rr_rdp(20.0, np.asarray(a, dtype=float)), np.array([eps]))[0])
+    assert truth <= got <= truth * (1 + 1e-9)
+    public = Composition()([PureDP(20.0)], [200]).delta(eps, via="rdp")
+    assert truth <= public <= truth * (1 + 1e-9)
+
+
 def _dense_conversion_minimum(curve, delta: float) -> float:
     """min over a dense order grid (2e5 orders in (1, 1e4]) of the conversion's eps, computed
     here from its formula (Balle et al. 2020, Theorem 21), for comparison with the tiered search."""
