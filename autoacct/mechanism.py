@@ -273,7 +273,8 @@ class Mechanism:
         members computes at once: ``(log_moment, row)``, where ``log_moment(rows, counts, n)``
         is an upper bound on sum_i counts_i (n - 1) D_n over members given by their ``rows``
         (D_n the Renyi DP of the member's pair at the integer order n >= 2, both orders of the
-        pair) and ``row`` is this member's; None (the default) where there is no such family.
+        pair), at n = 1 on sum_i counts_i D_1 (the KL divergence, the log-moment's slope at 1),
+        and ``row`` is this member's; None (the default) where there is no such family.
         See ``ComposedMechanism.rdp_curve``."""
         return None
 

@@ -204,7 +204,9 @@ def interpolate_log_moments(log_moment: Callable[[int], float], a: np.ndarray) -
     """Renyi epsilon at orders ``a`` from upper bounds on K(n) = (n-1) eps(n) at integers.
 
     For n < alpha < n + 1 convexity of K with K(1) = 0 gives
-    K(alpha) <= (n + 1 - alpha) K(n) + (alpha - n) K(n + 1).
+    K(alpha) <= (n + 1 - alpha) K(n) + (alpha - n) K(n + 1). At alpha = 1 the Renyi epsilon is
+    the KL divergence, the slope K'(1), which convexity bounds by the chord's, K(2) - K(1) = K(2)
+    (the limit of the bound above as alpha falls to 1).
     """
     cache: dict[int, float] = {}
 
@@ -218,7 +220,9 @@ def interpolate_log_moments(log_moment: Callable[[int], float], a: np.ndarray) -
     out = np.empty(a.shape, dtype=float)
     for idx, x in np.ndenumerate(a):
         x = float(x)
-        if x.is_integer():
+        if x == 1.0:
+            val = k_of(2)
+        elif x.is_integer():
             val = k_of(int(x)) / (x - 1.0)
         else:
             n = math.floor(x)

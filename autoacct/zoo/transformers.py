@@ -169,7 +169,14 @@ class ComposedMechanism(Mechanism):
             return self.cached((*key, n), lambda: fn(rows, counts, n))
 
         def curve(alpha: np.ndarray) -> np.ndarray:
-            v = interpolate_log_moments(log_moment, np.asarray(alpha, dtype=float))
+            a = np.asarray(alpha, dtype=float)
+            # Order 1 (the KL divergence) is the family's own bound there (``log_moment(1)``,
+            # see Mechanism.rdp_family): the interpolation's limit at 1 is the chord's slope K(2),
+            # about twice the KL of a small-rate step.
+            at_one = a == 1.0
+            v = interpolate_log_moments(log_moment, np.where(at_one, 2.0, a))
+            if np.any(at_one):
+                v = np.where(at_one, np.minimum(v, log_moment(1)), v)
             return np.stack([v, v])
         return curve
 
