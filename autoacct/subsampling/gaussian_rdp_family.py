@@ -26,7 +26,8 @@ import math
 import numpy as np
 
 from autoacct.limits import check_deadline
-from autoacct.subsampling.numerics import UNIT_ROUNDOFF, log_binom_table, log_expm1, lse_err
+from autoacct.subsampling.gaussian_rdp import SERIES_MAX_ORDER, minkowski_rdp
+from autoacct.subsampling.numerics import UNIT_ROUNDOFF, log_binom_table, log_expm1, lse_err, round_up
 
 #: Most entries (steps x terms) of one block of the computation.
 _BLOCK_ENTRIES = 1 << 20
@@ -52,6 +53,11 @@ def family_log_moment(params: np.ndarray, counts: np.ndarray, n: int) -> float:
     counts = np.asarray(counts, dtype=float)
     if n == 1:
         return family_kl(params, counts)
+    if n > SERIES_MAX_ORDER:
+        # Above it the expansion's n terms per step cost too much (sgm_rdp's bound there):
+        # counts_i (n - 1) eps_i(n), each product rounded up.
+        return _sum_up(np.array([round_up(round_up((n - 1.0) * minkowski_rdp(float(q), float(s), float(n))) * c)
+                                 for (q, s), c in zip(params, counts)]))
     logc, logc_err = log_binom_table(float(n), n + 1)
     k = np.arange(2, n + 1, dtype=float)
     logc, logc_err = logc[2:], logc_err[2:]
