@@ -6,6 +6,9 @@ have put it an ulp on the wrong side. A value that no rounding touched (a user's
 own epsilon, a rational sum that a float holds exactly) needs no such step:
 :class:`ExactFloat` marks it, so that 1 + 2 certifies 3 and Laplace(1) certifies
 1, not one ulp more.
+
+A value that roundings did touch is raised past them by :func:`round_up`, the one helper
+that does so, before it is used as a bound.
 """
 
 from __future__ import annotations
@@ -13,10 +16,26 @@ from __future__ import annotations
 import math
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from fractions import Fraction
+from typing import TypeVar
+
+import numpy as np
 
 #: The spacing of floats at 1 (2^-52): every error bound in the package that counts roundoffs
 #: counts them in this unit, defined here once.
 MACHINE_EPSILON = 2.0 ** -52
+
+#: A float, or an array of them elementwise.
+_Real = TypeVar("_Real", float, np.ndarray)
+
+
+def round_up(x: _Real, rel: float = 4.0 * MACHINE_EPSILON) -> _Real:
+    """x + rel |x|, moved to the next float above: at least the quantity x approximates when
+    x is within a relative rel - MACHINE_EPSILON of it (the addition's own rounding is at most
+    half a spacing, and the step to the next float makes it up), or within one subnormal
+    spacing (2^-1074) of it where x is subnormal or 0. The default covers a value formed in
+    up to three correctly rounded operations, and one more operation on top of it."""
+    out = np.nextafter(x + rel * np.abs(x), np.inf)
+    return out if isinstance(x, np.ndarray) else float(out)
 
 
 class ExactFloat(float):

@@ -63,10 +63,11 @@ import numpy as np
 from scipy import special
 
 from autoacct import _validation as check
+from autoacct.exactness import round_up
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp
 from autoacct.subsampling.allocation_pld import AllocationLowerPair, EpochLaws, epoch_laws
 from autoacct.subsampling.base import RDP_TABLE_MAX, Sampler, SubsampledMechanism
-from autoacct.subsampling.numerics import UNIT_ROUNDOFF, interpolate_log_moments, round_up
+from autoacct.subsampling.numerics import UNIT_ROUNDOFF, interpolate_log_moments
 from autoacct.zoo.mechanisms import Gaussian
 
 #: Smallest moment table computed (the table doubles in length up to RDP_TABLE_MAX as orders ask).

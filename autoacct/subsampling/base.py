@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from autoacct import _validation as check
+from autoacct.exactness import round_up
 from autoacct.losses import GaussianLoss, PrivacyLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, RdpFamily, Transformer
 from autoacct.routes import rdp_of
@@ -77,11 +78,6 @@ def sampler_params(base: Mechanism, prefix: str, own: Mapping[str, float]) -> di
     return out
 
 
-def _round_up(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=float)
-    return np.nextafter(x + 4.0 * UNIT_ROUNDOFF * np.abs(x), np.inf)
-
-
 def _convexity_rdp(base_eps: np.ndarray, q: float, alpha: np.ndarray) -> np.ndarray:
     """log(1 + q (e^{(a-1) eps(a)} - 1)) / (a - 1): joint convexity of int p^a r^(1-a).
 
@@ -137,7 +133,7 @@ class SubsampledRdp:
                 k = (1.0 - frac) * table[n] + frac * table[n + 1]
                 val = np.where(np.isfinite(k), k / (x - 1.0), np.inf)
             out[inside] = np.minimum(out[inside], val)
-        return _round_up(out)
+        return round_up(np.asarray(out, dtype=float))
 
 
 def base_curve(base: Mechanism) -> Callable[[np.ndarray], np.ndarray]:

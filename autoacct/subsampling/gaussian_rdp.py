@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from autoacct import _validation
+from autoacct.exactness import round_up
 from autoacct.subsampling.numerics import (
     CRVZ_RHO,
     REL_TOL,
@@ -24,8 +25,8 @@ from autoacct.subsampling.numerics import (
     lse_err,
     mp_crvz_weights,
     mp_round_up,
-    round_up,
 )
+from autoacct.zoo.mechanisms import gaussian_rdp
 
 #: Number of tail terms fed to the alternating-series accelerator in double precision.
 _TAIL_TERMS = 40
@@ -81,7 +82,7 @@ def sgm_rdp(q: float, sigma: float, alpha: ArrayLike) -> np.ndarray:
         order, within relative 1e-10 of the exact value or, for values below
         1e-290, within that absolute amount, up to order ``SERIES_MAX_ORDER``; above it
         the Minkowski bound (:func:`minkowski_rdp`). q = 1 gives the Gaussian value
-        alpha / (2 sigma^2). (Outside 0.05 <= sigma <= 1e4, a fractional order
+        alpha / (2 sigma^2), rounded up. (Outside 0.05 <= sigma <= 1e4, a fractional order
         whose value double precision cannot resolve and whose expansion has
         thousands of significant terms gets the certified but looser convexity
         interpolation between the neighbouring integer orders instead.)
@@ -90,7 +91,7 @@ def sgm_rdp(q: float, sigma: float, alpha: ArrayLike) -> np.ndarray:
     sigma = _validation.real("sigma", sigma, low=_SIGMA_RANGE[0], high=_SIGMA_RANGE[1])
     a = _validation.real_array("alpha", alpha, low=1.0, low_open=True)
     if q == 1.0:
-        return a / (2.0 * sigma * sigma)
+        return gaussian_rdp(a, sigma)
     uniq, inverse = np.unique(a, return_inverse=True)
     vals = np.array([_sgm_rdp_scalar(q, sigma, float(x)) for x in uniq])
     return vals[inverse].reshape(a.shape)

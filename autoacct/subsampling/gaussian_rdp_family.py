@@ -25,9 +25,10 @@ import math
 
 import numpy as np
 
+from autoacct.exactness import round_up
 from autoacct.limits import check_deadline
 from autoacct.subsampling.gaussian_rdp import SERIES_MAX_ORDER, minkowski_rdp
-from autoacct.subsampling.numerics import UNIT_ROUNDOFF, log_binom_table, log_expm1, lse_err, round_up
+from autoacct.subsampling.numerics import UNIT_ROUNDOFF, log_binom_table, log_expm1, lse_err
 
 #: Most entries (steps x terms) of one block of the computation.
 _BLOCK_ENTRIES = 1 << 20

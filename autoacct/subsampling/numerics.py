@@ -25,7 +25,7 @@ from typing import TypeVar
 import mpmath
 import numpy as np
 
-from autoacct.exactness import MACHINE_EPSILON
+from autoacct.exactness import MACHINE_EPSILON, round_up
 
 #: A float, or an array of them elementwise.
 _Real = TypeVar("_Real", float, np.ndarray)
@@ -118,11 +118,6 @@ def log_expm1(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return x + np.log(-np.expm1(-x))
-
-
-def round_up(x: float) -> float:
-    """Smallest-ish float >= x after one further rounded operation on x (x >= 0)."""
-    return float(np.nextafter(x * (1.0 + 4.0 * UNIT_ROUNDOFF), math.inf))
 
 
 def mp_round_up(x: mpmath.mpf) -> float:

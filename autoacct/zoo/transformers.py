@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from autoacct import _validation as check
-from autoacct.exactness import rational_up
+from autoacct.exactness import MACHINE_EPSILON, rational_up, round_up
 from autoacct.grouping import group
 from autoacct.limits import check_deadline
 from autoacct.losses import PrivacyLoss, randomized_response_loss
@@ -153,7 +153,12 @@ class ComposedMechanism(Mechanism):
                 if j:
                     check_deadline(f"the Renyi DP of a composition of {len(self.children)} mechanisms")
                 total = total + part(alpha)
-            return total
+            # Each part is an upper bound; their products by the counts and the sum of n of
+            # them (non-negative) round by at most n + 1 half-units of the total, which
+            # round_up adds (a sum of Gaussians and Laplaces came out an ulp below the sum of
+            # their exact values in 118 of 1000 random cases). A total of 0 is exact (every
+            # part is 0: a positive part keeps the products and the sum positive).
+            return np.where(total > 0.0, round_up(total, (len(parts) + 4) * MACHINE_EPSILON), total)
         return curve
 
     def _family_curve(self, fn: RdpFamily, idx: list[int]) -> PairRdp:

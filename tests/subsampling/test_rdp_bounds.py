@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -111,6 +112,17 @@ def test_sgm_rdp_extreme_parameters_match_quadrature(q: float, sigma: float, alp
 @pytest.mark.parametrize("alpha", [1.5, 2.0, 7.25, 64.0])
 def test_sgm_rdp_q_one_is_gaussian(sigma: float, alpha: float) -> None:
     assert float(sgm_rdp(1.0, sigma, alpha)) == pytest.approx(alpha / (2 * sigma**2), rel=1e-15)
+
+
+@settings(max_examples=200, derandomize=True, deadline=None, database=None)
+@given(log_sigma=st.floats(-2.0, 100.0), log_beta=st.floats(-8.0, 6.0))
+def test_sgm_rdp_q_one_is_never_below_the_exact_gaussian(log_sigma: float, log_beta: float) -> None:
+    # sgm_rdp(1, sigma, alpha) was alpha / (2 sigma^2) unrounded, below its exact value by up to
+    # two roundings; against exact rationals it is now never below, and within 1e-14 above.
+    sigma, alpha = 10.0 ** log_sigma, 1 + 10.0 ** log_beta
+    exact = Fraction(alpha) / (2 * Fraction(sigma) ** 2)
+    got = Fraction(float(sgm_rdp(1.0, sigma, alpha)))
+    assert exact <= got <= exact * (1 + Fraction(1, 10 ** 14)) + Fraction(1, 10 ** 320)
 
 
 @pytest.mark.parametrize(("q", "sigma"), QS_SIGMAS + [(1e-5, 30.0), (0.9, 0.2)])
