@@ -225,13 +225,8 @@ class NoisyGD(Mechanism):
         return math.sqrt(math.fsum(1.0 / s / s for s in self.sigmas))  # s * s could underflow to 0
 
     def exact_gdp_mu(self) -> float:
+        # (its RDP alpha mu^2 / 2 is Mechanism's default, rounded up)
         return self.mu
-
-    def rdp_curve(self) -> PairRdp:
-        def curve(alpha: np.ndarray) -> np.ndarray:
-            v = np.asarray(alpha, dtype=float) * self.mu ** 2 / 2.0
-            return np.stack([v, v])
-        return curve
 
 
 @dataclass(frozen=True, eq=False, repr=False)

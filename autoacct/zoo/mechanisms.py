@@ -185,18 +185,30 @@ def rr_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
     minus 1 it is p g(beta eps) + q g(-beta eps) + beta eps (p - q) with
     g(y) = e^y - 1 - y >= 0 and p - q = tanh(eps/2): non-negative terms, so the
     value keeps its relative precision for tiny eps and for alpha near 1.
+
+    Rounded up as Laplace's closed form is (``Laplace._rdp`` says why): the excess is carried
+    by its log, off by a few ulps of its terms' sizes, which are added (_LAPLACE_LOG_ULPS of
+    them plus 16); without it the value was below the truth in half of 3000 random
+    (eps, alpha), by up to 1.2e-14 relative (eps = 1.5e-7, alpha = 1 + 1.9e-12). Capped by eps
+    (the max divergence) and by the zCDP bound alpha eps^2 / 2 (Bun and Steinke 2016,
+    Proposition 1.4), which stands in where the excess underflows.
     """
     alpha = np.asarray(alpha, dtype=float)
     beta = alpha - 1.0
     lp = -np.logaddexp(0.0, -eps)
     lq = -np.logaddexp(0.0, eps)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        log_excess = np.logaddexp(np.logaddexp(lp + _log_g(beta * eps), lq + _log_g(-beta * eps)),
-                                  np.log(beta * eps) + np.log(np.tanh(eps / 2.0)))
-        v = np.logaddexp(0.0, log_excess) / beta
-    # Order 1: the KL divergence (p - q) eps, the limit of the formula.
-    v = np.where(beta == 0.0, eps * np.tanh(eps / 2.0), v)
-    return np.clip(v, 0.0, eps)
+        log_g_up, log_g_down = _log_g(beta * eps), _log_g(-beta * eps)
+        log_linear = np.log(beta * eps) + np.log(np.tanh(eps / 2.0))
+        log_excess = np.logaddexp(np.logaddexp(lp + log_g_up, lq + log_g_down), log_linear)
+        sizes = (16.0 + np.abs(beta * eps) + abs(lp) + abs(lq) + np.abs(log_g_up) + np.abs(log_g_down)
+                 + np.abs(log_linear) + np.abs(log_excess))
+        v = np.logaddexp(0.0, log_excess + _LAPLACE_LOG_ULPS * sizes) / beta
+        # Order 1: the KL divergence (p - q) eps, the limit of the formula.
+        v = np.where(beta == 0.0, eps * np.tanh(eps / 2.0), v)
+        v = np.where(np.isfinite(log_excess) | (beta == 0.0), round_up(v), np.inf)
+        zcdp = round_up(alpha * 0.5 * eps * eps)
+    return np.clip(np.minimum(v, zcdp), 0.0, eps)
 
 
 class RandomizedResponsePair(Mechanism, abstract=True):
@@ -218,8 +230,13 @@ class RandomizedResponsePair(Mechanism, abstract=True):
         return [LossPart(loss, loss, 1)]
 
     def rdp_curve(self) -> PairRdp:
+        # At the guarantee's eps: eps0 itself where it is exact, else rounded up past the
+        # rounding of a computed log-odds (the divergences grow with it); a log-odds of 0 is
+        # exact (p = 1/2, the pair of two equal laws).
+        eps = self.dp_guarantee()[0] if self.eps0 > 0.0 else 0.0
+
         def curve(alpha: np.ndarray) -> np.ndarray:
-            v = rr_rdp(self.eps0, alpha)
+            v = rr_rdp(eps, alpha)
             return np.stack([v, v])
         return curve
 
