@@ -35,7 +35,8 @@ def round_up(x: _Real, rel: float = 4.0 * MACHINE_EPSILON) -> _Real:
     spacing (2^-1074) of it where x is subnormal or 0. The default covers a value formed in
     up to three correctly rounded operations, and one more operation on top of it."""
     out = np.nextafter(x + rel * np.abs(x), np.inf)
-    return out if isinstance(x, np.ndarray) else float(out)
+    # (an array stays one, also of shape (): numpy's ufuncs return a scalar there)
+    return np.asarray(out) if isinstance(x, np.ndarray) else float(out)
 
 
 class ExactFloat(float):

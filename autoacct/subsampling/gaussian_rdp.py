@@ -34,7 +34,9 @@ _TAIL_TERMS = 40
 _ABS_TINY = 1e-290
 #: Largest working precision (decimal digits) of the mpmath fallback.
 _MAX_DPS = 4000
-#: Noise multipliers accepted by :func:`sgm_rdp`.
+#: Noise multipliers whose orders :func:`sgm_rdp` sums by the expansions (sigma^2 and
+#: 1/sigma^2 normal doubles); above, every order takes :func:`minkowski_rdp` (the value is
+#: below 1e-200 alpha), below, sgm_rdp refuses sigma.
 _SIGMA_RANGE = (1e-100, 1e100)
 #: Most (terms x digits) one mpmath pass may cost (about half a second).
 _MP_MAX_WORK = 1e5
@@ -71,7 +73,8 @@ def sgm_rdp(q: float, sigma: float, alpha: ArrayLike) -> np.ndarray:
         Poisson sampling probability, 0 < q <= 1.
     sigma:
         Noise multiplier sigma (noise standard deviation over L2 sensitivity),
-        1e-100 <= sigma <= 1e100 so that sigma^2 and 1/sigma^2 stay normal doubles.
+        at least 1e-100 (up to 1e100 sigma^2 and 1/sigma^2 stay normal doubles, and the
+        expansions are summed; above, the Minkowski bound).
     alpha:
         Renyi order(s), each real and > 1 (fractional orders allowed).
 
@@ -88,7 +91,8 @@ def sgm_rdp(q: float, sigma: float, alpha: ArrayLike) -> np.ndarray:
         interpolation between the neighbouring integer orders instead.)
     """
     q = _validation.real("q", q, low=0.0, high=1.0, low_open=True)
-    sigma = _validation.real("sigma", sigma, low=_SIGMA_RANGE[0], high=_SIGMA_RANGE[1])
+    # (above 1e100 a sampled Gaussian of Gaussian(1e300) raised here, at query time)
+    sigma = _validation.real("sigma", sigma, low=_SIGMA_RANGE[0])
     a = _validation.real_array("alpha", alpha, low=1.0, low_open=True)
     if q == 1.0:
         return gaussian_rdp(a, sigma)
@@ -119,7 +123,7 @@ def minkowski_rdp(q: float, sigma: float, alpha: float) -> float:
 
 def _sgm_rdp_scalar(q: float, sigma: float, alpha: float) -> float:
     """Upper bound on the SGM Renyi DP at one order; 0 < q < 1, alpha > 1."""
-    if alpha > SERIES_MAX_ORDER:
+    if alpha > SERIES_MAX_ORDER or sigma > _SIGMA_RANGE[1]:
         return minkowski_rdp(q, sigma, alpha)
     if alpha.is_integer():
         log_a = _log_a_int(q, sigma, int(alpha))

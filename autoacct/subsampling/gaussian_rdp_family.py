@@ -125,10 +125,12 @@ def _log_a_up(q: np.ndarray, sigma: np.ndarray, n: int, k: np.ndarray, logc: np.
     log(1 + e^x) is then a few roundings of itself, covered by the final factor.
     """
     lq, l1q = np.log(q), np.log1p(-q)
-    with np.errstate(over="ignore", divide="ignore"):
-        # (sigma^2 may underflow to 0: g is then +inf, and so is the bound)
-        half = 0.5 / (sigma * sigma)
-        g = np.multiply.outer(half, k * (k - 1.0))
+    with np.errstate(over="ignore", divide="ignore", under="ignore"):
+        # (k (k - 1) / 2 / sigma / sigma: sigma * sigma overflowed to inf past sigma = 1.3e154,
+        # making g 0 and the bound 5e-324 where the truth is up to 1e-299; now only g itself may
+        # leave the normal range: +inf for a tiny sigma, and so is the bound, or a subnormal,
+        # off by half a spacing, far below the final rounding's 5e-324)
+        g = np.multiply.outer(1.0 / sigma, k * (k - 1.0) * 0.5) / sigma[:, None]
     terms = log_expm1(g)
     ends = np.max(np.abs(terms[:, [0, -1]]), axis=1)
     worst = float(np.max(logc_err)) + 8.0 * UNIT_ROUNDOFF * (

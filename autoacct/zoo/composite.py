@@ -15,10 +15,16 @@ import numpy as np
 from scipy import optimize, special
 
 from autoacct import _validation as check
+from autoacct.exactness import MACHINE_EPSILON, round_up
 from autoacct.mechanism import Mechanism, PairRdp
-from autoacct.zoo.mechanisms import RandomizedResponsePair
+from autoacct.subsampling.numerics import log_binom_table, lse_err
+from autoacct.zoo.mechanisms import RandomizedResponsePair, gaussian_rdp
 
 __all__ = ["GaussianSVT", "LaplaceSVT", "NoisyGD", "TreeAggregation"]
+
+#: Smallest noise scales GaussianSVT accepts: alpha / (2 sigma^2) is then below 1e300 at
+#: order 1, a finite float with room (below about 7e-155 it is not).
+SVT_MIN_SIGMA = 1e-150
 
 
 def _cutoff(c: int, k: int | None) -> int:
@@ -121,9 +127,9 @@ class GaussianSVT(Mechanism):
     Parameters
     ----------
     sigma_threshold:
-        Standard deviation of the threshold noise rho, per unit sensitivity, > 0.
+        Standard deviation of the threshold noise rho, per unit sensitivity, >= 1e-150.
     sigma_query:
-        Standard deviation of each query's noise nu_i, per unit sensitivity, > 0.
+        Standard deviation of each query's noise nu_i, per unit sensitivity, >= 1e-150.
     k:
         Maximum number of queries screened before the algorithm halts, >= 1.
     c:
@@ -140,8 +146,10 @@ class GaussianSVT(Mechanism):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        s1 = check.real("sigma_threshold", self.sigma_threshold, low=0.0, low_open=True)
-        s2 = check.real("sigma_query", self.sigma_query, low=0.0, low_open=True)
+        # Below SVT_MIN_SIGMA the bound's alpha / (2 sigma^2) is beyond every float at every
+        # order (sigma_threshold = 1e-300 answered eps = inf at every delta).
+        s1 = check.real("sigma_threshold", self.sigma_threshold, low=SVT_MIN_SIGMA)
+        s2 = check.real("sigma_query", self.sigma_query, low=SVT_MIN_SIGMA)
         kk = check.bounded_int("k", self.k)
         cc = _cutoff(self.c, kk)
         if cc > 10_000:
@@ -151,19 +159,31 @@ class GaussianSVT(Mechanism):
         self._set(sigma_threshold=s1, sigma_query=s2, k=kk, c=cc, monotone=bool(self.monotone))
 
     def _log_binom(self) -> np.ndarray:
-        """log C(k, m) for m = 0..c."""
-        m = np.arange(self.c + 1, dtype=float)
-        return special.gammaln(self.k + 1.0) - special.gammaln(m + 1.0) - special.gammaln(self.k - m + 1.0)
+        """Upper bounds on log C(k, m) for m = 0..c: the running sum of log((k - j)/(j + 1)) with
+        its error bound added (``log_binom_table``); a difference of gammaln's lost an absolute
+        ulp of gammaln(k + 1) ~ k log k, 0.004 at k = 2^40."""
+        logc, err = log_binom_table(float(self.k), self.c + 1)
+        return logc + err
 
     def _bound(self, alpha: np.ndarray) -> np.ndarray:
-        """The bound eps(alpha) of the class docstring (not monotone in alpha)."""
+        """The bound eps(alpha) of the class docstring (not monotone in alpha), rounded up.
+
+        a and b are Gaussian RDPs (``gaussian_rdp``: rounded up, and neither overflows before its
+        value does; sigma_query ** 2 overflowed past 1.3e154). The exponents m (alpha - 1) b
+        take two roundings (raised by 2 ulps), their log-sum-exp at most ``lse_err`` of its
+        terms, and the division and the sum one rounding each (``round_up``)."""
         a = np.asarray(alpha, dtype=float)
         s = 1.0 if self.monotone else 2.0
-        rho_term = a / (2.0 * self.sigma_threshold ** 2)
-        b = a * s * s / (2.0 * self.sigma_query ** 2)
+        rho_term = gaussian_rdp(a, self.sigma_threshold)
+        # (halving sigma_query is exact: it is at least SVT_MIN_SIGMA, far from the subnormals)
+        b = gaussian_rdp(a, self.sigma_query / s)
         m = np.arange(self.c + 1, dtype=float)
-        terms = self.cached(("log_binom",), self._log_binom) + (a[..., None] - 1.0) * b[..., None] * m
-        return rho_term + special.logsumexp(terms, axis=-1) / (a - 1.0)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            moments = np.where(m > 0.0, m * ((a[..., None] - 1.0) * b[..., None]), 0.0)
+            terms = self.cached(("log_binom",), self._log_binom) + moments * (1.0 + 2.0 * MACHINE_EPSILON)
+            log_sum = special.logsumexp(terms, axis=-1)
+            log_sum = log_sum + lse_err(m.size, np.max(terms, axis=-1), log_sum)
+            return round_up(rho_term + log_sum / (a - 1.0))
 
     def _argmin_order(self) -> float:
         """The order minimising the bound (it falls, from +inf at alpha = 1, then rises)."""

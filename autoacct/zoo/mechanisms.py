@@ -44,7 +44,7 @@ def gaussian_rdp(alpha: np.ndarray, sigma: float) -> np.ndarray:
     if math.isinf(sigma):
         return np.zeros(a.shape)
     with np.errstate(over="ignore"):
-        return round_up(a * 0.5 / sigma / sigma)
+        return round_up(np.asarray(a * 0.5 / sigma / sigma))
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -162,3 +162,17 @@ def test_composition_of_a_family_has_a_kl_divergence() -> None:
     assert truth <= got <= truth * 1.05
     assert got <= m.rdp(1.5)
     assert math.isfinite(RepeatAndSelect(m, 10.0, 1.0).rdp(2.0))
+
+
+def test_a_sigma_whose_square_overflows_keeps_its_value() -> None:
+    # sigma * sigma overflowed to inf past sigma = 1.3e154, so the family's log-moment was 5e-324
+    # where the binomial sum is about q^2 n (n - 1) / (2 sigma^2) (2.5e-309 at n = 2).
+    sigma = 1.4e155
+    for n in (2, 5):
+        got = family_log_moment(np.array([[0.5, sigma]]), np.array([4.0]), n)
+        with mpmath.workdps(60):
+            q_, s = mpmath.mpf(0.5), mpmath.mpf(sigma)
+            # (as log1p of A_n - 1, whose terms e^{k(k-1)/(2 sigma^2)} - 1 are tiny)
+            truth = 4 * mpmath.log1p(mpmath.fsum(mpmath.binomial(n, k) * (1 - q_) ** (n - k) * q_ ** k
+                                                 * mpmath.expm1(k * (k - 1) / (2 * s * s)) for k in range(2, n + 1)))
+        assert truth <= got <= truth * (1 + 1e-9) + 1e-323

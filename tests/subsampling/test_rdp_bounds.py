@@ -222,6 +222,25 @@ def test_sgm_rdp_huge_orders_are_cheap_and_sound(q: float, sigma: float, alpha: 
     assert PoissonSubsample(q)(Gaussian(sigma)).rdp(float(alpha)) >= got
 
 
+@pytest.mark.parametrize(("q", "sigma"), [(0.5, 1e101), (0.01, 1e150), (0.5, 1e300)])
+def test_sgm_rdp_huge_sigma_is_answered_and_sound(q: float, sigma: float) -> None:
+    # Above sigma = 1e100 sgm_rdp refused sigma at query time ("sigma must lie in [1e-100, 1e+100]"),
+    # so PoissonSubsample(q)(Gaussian(1e300)).rdp(2) raised. Now the Minkowski bound, against the
+    # binomial sum (the truth is below 1e-200; at most 1/q times it here).
+    from autoacct.zoo import PoissonSubsample
+
+    for n in (2, 3, 10):
+        got = float(sgm_rdp(q, sigma, float(n)))
+        with mpmath.workdps(40):
+            # A_n - 1 = sum_{k>=2} C(n, k) (1-q)^(n-k) q^k (e^{k(k-1)/(2 sigma^2)} - 1): no 1 + tiny
+            q_, s2 = mpmath.mpf(q), 2 * mpmath.mpf(sigma) ** 2
+            excess = mpmath.fsum(mpmath.binomial(n, k) * (1 - q_) ** (n - k) * q_ ** k
+                                 * mpmath.expm1(k * (k - 1) / s2) for k in range(2, n + 1))
+            truth = mpmath.log1p(excess) / (n - 1)
+        assert truth <= got <= max(truth * (1.01 / q) * n / (n - 1), mpmath.mpf(1e-299))
+    assert PoissonSubsample(q)(Gaussian(sigma)).rdp(2.0) >= float(sgm_rdp(q, sigma, 2.0))
+
+
 def test_family_huge_orders_are_sound() -> None:
     from autoacct.zoo import PoissonSubsample
 

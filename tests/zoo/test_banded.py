@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -213,3 +214,21 @@ def test_jax_privacy_cycle_length_values():
         lo, up = m.epsilon_bounds(1e-5)
         assert lo <= 2.09245 * (1 + 1e-5) and up == pytest.approx(2.09245, rel=2e-3)
         assert m.epsilon(1e-5, via="rdp") <= 2.27535 * (1 + 1e-5)
+
+
+@pytest.mark.parametrize("sigma, kappa, q", [(1e300, 1.0, 1.0), (1.0, 1e-300, 1.0), (1e300, 1.0, 0.5),
+                                             (1.0, 1e-300, 0.5), (3.0, 0.7, 1.0)])
+def test_huge_noise_multipliers_answer_a_tiny_upper_bound(sigma, kappa, q):
+    # BandedMatrixFactorization(1e300, 100, 10).rdp(2.0) raised OverflowError (sigma ** 2 of its
+    # reduction's Gaussian), and at sampling_rate < 1 the sampled Gaussian's RDP refused
+    # sigma > 1e100 at query time. k = 10 participations of a Gaussian with noise sigma / kappa:
+    # at most 10 alpha kappa^2 / (2 sigma^2) (exact rationals), and at least it at q = 1.
+    m = BandedMatrixFactorization(sigma, 100, 10, sampling_rate=q, max_column_norm=kappa)
+    exact = 10 * Fraction(2.0) * Fraction(kappa) ** 2 / (2 * Fraction(sigma) ** 2)
+    got = Fraction(m.rdp(2.0))
+    if q == 1.0:
+        assert exact <= got <= exact * (1 + Fraction(1, 10 ** 13)) + Fraction(1, 10 ** 320)
+    else:
+        assert 0 < got <= 2 * exact * (1 + Fraction(1, 10 ** 13)) + Fraction(1, 10 ** 298)
+    lo, up = m.epsilon_bounds(1e-5)
+    assert 0.0 <= lo <= up < math.inf

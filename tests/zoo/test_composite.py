@@ -6,6 +6,7 @@ import math
 import re
 from fractions import Fraction
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -190,3 +191,39 @@ def test_noisy_gd_rdp_is_never_below_its_exact_value(log_sigmas, log_beta):
     m = NoisyGD(sigmas)
     for got in (m.rdp(alpha), float(m.rdp_curve()(np.array([alpha]))[0][0])):
         assert exact <= Fraction(got) <= exact * (1 + Fraction(1, 10 ** 14)) + Fraction(1, 10 ** 320)
+
+
+def _mp_svt_bound(s1: float, s2: float, k: int, c: int, alpha: float, monotone: bool = False) -> mpmath.mpf:
+    """The class docstring's bound a + log(sum_m C(k, m) e^{(alpha - 1) m b}) / (alpha - 1) in mpmath."""
+    with mpmath.workdps(60):
+        a_, s = mpmath.mpf(alpha), 1 if monotone else 2
+        b = a_ * s * s / (2 * mpmath.mpf(s2) ** 2)
+        total = mpmath.fsum(mpmath.binomial(k, m) * mpmath.exp((a_ - 1) * m * b) for m in range(c + 1))
+        return a_ / (2 * mpmath.mpf(s1) ** 2) + mpmath.log(total) / (a_ - 1)
+
+
+@pytest.mark.parametrize("s1, s2, k, c", [(1e300, 3.0, 10, 1), (2.0, 1e200, 10, 1), (1e-150, 1e-150, 10, 2),
+                                          (3.0, 5.0, 2 ** 40, 3), (0.7, 1.3, 1000, 7)])
+def test_gaussian_svt_extreme_noise_is_finite_and_above_its_bound(s1, s2, k, c):
+    # sigma ** 2 overflowed a Python float: GaussianSVT(1e300, 3, 10).epsilon_bounds(1e-5) and
+    # GaussianSVT(2, 1e200, 10).rdp(2) raised OverflowError. At orders above the minimiser the
+    # value is the bound itself, never below its 60-digit value (and log C(k, m) no longer loses
+    # an ulp of gammaln(k + 1): 0.004 at k = 2^40).
+    m = GaussianSVT(s1, s2, k, c)
+    for alpha in (50.0, 200.0):
+        exact = _mp_svt_bound(s1, s2, k, c, alpha)
+        got = m.rdp(alpha)
+        assert exact <= got <= exact * (1 + 1e-12)
+    assert math.isfinite(m.rdp(2.0))
+    lo, up = m.epsilon_bounds(1e-5)
+    assert 0.0 <= lo <= up < math.inf
+
+
+@pytest.mark.parametrize("kwargs, name", [({"sigma_threshold": 1e-300}, "sigma_threshold"),
+                                          ({"sigma_query": 1e-151}, "sigma_query")])
+def test_gaussian_svt_refuses_noise_whose_rdp_is_not_a_float(kwargs, name):
+    # GaussianSVT(1e-300, 3, 10) was accepted and answered eps = inf at every delta (its
+    # alpha / (2 sigma^2) is beyond every float).
+    args = {"sigma_threshold": 1.0, "sigma_query": 1.0, "k": 10} | kwargs
+    with pytest.raises(ValueError, match=rf"^{name} must lie in \[1e-150"):
+        GaussianSVT(**args)

@@ -388,6 +388,14 @@ def test_gaussian_rdp_is_never_below_its_exact_value(log_sigma, log_beta, intege
         assert exact <= Fraction(got) <= exact * (1 + Fraction(1, 10 ** 14)) + Fraction(1, 10 ** 320)
 
 
+@pytest.mark.parametrize("sigma, alpha", [(1e300, 2.0), (1.7e308, 1e308), (1e160, 7.5), (2e154, 1e300)])
+def test_gaussian_rdp_of_a_huge_sigma_is_a_tiny_upper_bound(sigma, alpha):
+    # sigma ** 2 on a Python float raised OverflowError past sigma = 1.3e154 (Gaussian(1e300).rdp(2)).
+    exact = _exact_gaussian_rdp(sigma, alpha)
+    got = Gaussian(sigma).rdp(alpha)
+    assert exact <= Fraction(got) <= exact * (1 + Fraction(1, 10 ** 14)) + Fraction(1, 10 ** 320)
+
+
 @_derandomised(300)
 @given(log_b=st.floats(-3.0, 9.0), log_beta=st.floats(-12.0, 4.0), kind=st.sampled_from(["real", "integer", "kl"]))
 def test_laplace_rdp_is_never_below_its_exact_value(log_b, log_beta, kind):
