@@ -369,9 +369,17 @@ class ZCDP(Mechanism):
 
     def rdp_curve(self) -> PairRdp:
         def curve(alpha: np.ndarray) -> np.ndarray:
-            v = self.xi + self.rho * alpha
+            # (two roundings, which round_up covers; rho alpha may overflow to inf, a bound)
+            with np.errstate(over="ignore"):
+                v = round_up(np.asarray(self.xi + self.rho * np.asarray(alpha, dtype=float)))
             return np.stack([v, v])
         return curve
 
     def epsilon_lower(self, delta: float) -> float:
-        return Gaussian(1.0 / math.sqrt(2.0 * self.rho)).epsilon_bounds(delta)[0]
+        # The Gaussian with noise multiplier sigma >= 1/sqrt(2 rho) (mu <= sqrt(2 rho)) is
+        # rho-zCDP. sigma is formed as 1/(sqrt(2) sqrt(rho)), four roundings that round_up
+        # covers, so that the Gaussian's own mu never exceeds sqrt(2 rho); as 1/sqrt(2 rho),
+        # 2 rho overflowed past rho = 9e307 and ZCDP(1e308).epsilon_bounds raised "sigma must
+        # lie in [1e-300, inf), got 0.0".
+        sigma = round_up(1.0 / (math.sqrt(2.0) * math.sqrt(self.rho)))
+        return Gaussian(sigma).epsilon_bounds(delta)[0]

@@ -758,3 +758,28 @@ def test_zcdp_xi_is_validated_and_listed_only_when_nonzero():
         ZCDP(0.1, "0")
     assert dict(ZCDP(0.3).params) == {"ZCDP.rho": 0.3}
     assert dict(ZCDP(0.3, 0.1).params) == {"ZCDP.rho": 0.3, "ZCDP.xi": 0.1}
+
+
+@pytest.mark.parametrize("rho", [9e307, 1e308, 1.7e308, 1e200])
+def test_zcdp_with_a_huge_rho_answers(rho):
+    # epsilon_lower built Gaussian(1 / sqrt(2 rho)); 2 rho overflowed past rho = 9e307, and
+    # ZCDP(1e308).epsilon_bounds(1e-5) raised "sigma must lie in [1e-300, inf), got 0.0", naming
+    # a parameter the user never gave. The class contains the Gaussian with mu = sqrt(2 rho),
+    # whose delta at eps = rho is about 1/2 > 1e-5: the true eps(1e-5) exceeds rho.
+    m = ZCDP(rho)
+    with warnings.catch_warnings():
+        # (the exact Gaussian route warns of an inf * 0 at mu = 1e100 and beyond; its value stands)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo, up = m.epsilon_bounds(1e-5)
+    assert 0.0 <= lo <= up and up >= rho
+
+
+@_derandomised(200)
+@given(log_rho=st.floats(-6.0, 6.0), log_xi=st.floats(-6.0, 3.0), log_beta=st.floats(-6.0, 6.0))
+def test_zcdp_rdp_is_never_below_xi_plus_rho_alpha(log_rho, log_xi, log_beta):
+    # xi + rho alpha takes two roundings, which the one outward ulp did not always cover.
+    rho, xi, alpha = 10.0 ** log_rho, 10.0 ** log_xi, 1 + 10.0 ** log_beta
+    exact = Fraction(xi) + Fraction(rho) * Fraction(alpha)
+    m = ZCDP(rho, xi)
+    for got in (m.rdp(alpha), float(m.rdp_curve()(np.array([alpha]))[0][0])):
+        assert exact <= Fraction(got) <= exact * (1 + Fraction(1, 10 ** 14))
