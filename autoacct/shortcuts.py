@@ -58,13 +58,18 @@ def max_loss(parts: list[Any]) -> float:
     """The composition's largest finite loss, sum of k times each part's (+inf if any part's
     is unknown or there is no finite one): an upper bound on where its profile can be positive
     apart from the mass at +inf."""
-    tops = [max(p.forward.max_loss, p.backward.max_loss) for p in parts]
-    if not all(math.isfinite(t) for t in tops):
+    return composed_max_loss([(max(p.forward.max_loss, p.backward.max_loss), p.times) for p in parts])
+
+
+def composed_max_loss(tops: list[tuple[float, int]]) -> float:
+    """The largest finite loss of a composition of k_i runs of laws whose largest finite
+    losses are t_i, given as (t_i, k_i): sum k_i t_i rounded up (+inf if any t_i is)."""
+    if not all(math.isfinite(t) for t, _ in tops):
         return math.inf
-    terms = [p.times * t for p, t in zip(parts, tops, strict=True)]
+    terms = [k * t for t, k in tops]
     total = math.fsum(terms)
     # Each product is one rounding off (none for one run of one part, whose top is then exact).
-    exact = len(parts) == 1 and parts[0].times == 1
+    exact = len(tops) == 1 and tops[0][1] == 1
     return total if exact else total + 2.0 * _UNIT * math.fsum(abs(x) for x in terms)
 
 

@@ -47,6 +47,7 @@ from autoacct.limits import check_deadline
 from autoacct.losses import PrivacyLoss
 from autoacct.phi.enumeration import Enumerated, composed_masses, enumerate_atoms
 from autoacct.phi.laws import UNIT_ROUNDOFF, AtomsLaw, GaussLaw, Law, TooFine, closed_form_law, lattice_law
+from autoacct.shortcuts import composed_max_loss
 
 #: Bound on the truncated part of the transform, in units of the answer's scale
 #: e^{K(alpha) - alpha eps} (which exceeds delta by a polynomial factor only).
@@ -96,6 +97,11 @@ class Direction:
             else:
                 merged[key] = [loss, k]
         self.gauss_mu2 = gauss_mu2
+        #: The largest finite composed loss (+inf if a part's is unknown, a Gaussian's is):
+        #: at eps >= top, delta(eps) = P(L > eps) - e^eps Q(L > eps) + p_inf is p_inf alone.
+        self.top = composed_max_loss([(loss.max_loss, k) for loss, k in parts])
+        #: Whether no part has mass at +inf (the composition then has none either).
+        self.no_inf_mass = all(loss.p_inf == 0.0 for loss, _ in parts)
         self.exact: list[tuple[Law, int]] = []
         self.generic: list[tuple[PrivacyLoss, int]] = []
         for loss, k in merged.values():
@@ -154,11 +160,16 @@ class Direction:
         """
         sd = math.sqrt(max(self.var, 1e-300))
         ref = max(eps_ref, 0.5 * sd, 1e-4)
-        slope = max(ref - self.mean, 0.0) / max(self.var, 1e-300)
-        b2 = 0.1 * tol * ref / (1.0 + slope)
+        var = max(self.var, 1e-300)
+        # 0.1 tol ref / (1 + slope), slope = (ref - mean)_+ / var, written so that neither
+        # factor overflows at an eps near the largest float (ref / (var + gap) <= ~1 there).
+        b2 = max(0.1 * tol * var * (ref / (var + max(ref - self.mean, 0.0))), _TINY)
         smooth = b2 / 2.0 if self.generic else b2
         if self.atoms:
-            smooth = min(smooth, (tol * ref / 6.0) ** 2)
+            # (tol ref / 6)^2 overflows past ref ~ 1e150; there it is far above b2 anyway.
+            atom_scale = tol * ref / 6.0
+            if atom_scale < 1e150:
+                smooth = min(smooth, atom_scale * atom_scale)
         return 2.0 ** math.floor(math.log2(b2)), 2.0 ** math.floor(math.log2(smooth))
 
     def _laws(self, budget: tuple[float, float]) -> tuple[list[tuple[Law, int]], float]:
@@ -314,6 +325,10 @@ class Direction:
         if n <= 0:
             return np.inf
         tn = n * dt
+        if tn * tn == 0.0 or dt * tn == 0.0:
+            # A step so fine (an alias window near the largest float) that the bound underflows:
+            # it bounds nothing, and the caller's answer falls back to its Chernoff bound.
+            return np.inf
         if mu2 <= 0:
             return 1.0 / (tn * tn) + 1.0 / (dt * tn)
         integral = math.sqrt(2.0 * math.pi / mu2) * float(special.ndtr(-tn * math.sqrt(mu2))) / dt
@@ -394,10 +409,17 @@ class Direction:
             return self.enumerated.delta(eps)
         chern = self.chernoff(budget, flat)
         # Where the Chernoff bound is already within tol/1000 of the atom at +inf (a lower
-        # bound on delta), or its excess underflows, it is the answer: no spectrum is built.
-        # This also spares the spectrum an alias window growing with eps past the support.
+        # bound on delta), or its excess is the floor DELTA_FLOOR (its exponent below that of
+        # 1e-300), it is the answer: no spectrum is built. This also spares the spectrum an
+        # alias window growing with eps past the support, which near eps = 1e200 underflows
+        # its step (the truncation bound then divides by 0).
         _, _, p_inf = self.composed(budget)
-        open_ = chern - p_inf > max(1e-3 * tol * p_inf, _TINY)
+        open_ = chern - p_inf > max(1e-3 * tol * p_inf, DELTA_FLOOR)
+        # Past the largest finite loss delta is the mass at +inf exactly: 0 when no part has
+        # any, else at most the composed laws' (which the discretisation only raises).
+        beyond = flat >= self.top
+        chern = np.where(beyond, np.minimum(chern, 0.0 if self.no_inf_mass else p_inf), chern)
+        open_ &= ~beyond
         out = chern.copy()
         if np.any(open_):
             sub = flat[open_]

@@ -17,7 +17,7 @@ from scipy import integrate, optimize, special, stats
 
 from autoacct.losses import GaussianLoss, LaplaceLoss, gaussian_delta, leaky_rr_loss, randomized_response_loss
 from autoacct.phi import PhiAccountant, composed_log_phi, log_phi, phi_delta, phi_epsilon, phi_tradeoff
-from autoacct.zoo import ApproxDP, Composition, Gaussian, Laplace, PureDP
+from autoacct.zoo import ApproxDP, Composition, Gaussian, Laplace, PureDP, RandomizedResponse
 
 try:  # the public home of PoissonSubsample; fall back to its module
     from autoacct.zoo import PoissonSubsample
@@ -338,3 +338,32 @@ def test_one_law_composed_1e9_times_stops_its_direct_sums_at_the_deadline():
     assert any(issubclass(w.category, BudgetWarning) and "direct sums" in str(w.message) for w in caught)
     # Not the bound that says nothing: the Chernoff bound of the composed law is finite.
     assert 0.0 < eps < math.inf
+
+
+
+@pytest.mark.parametrize("make", [
+    # Laplace(1): the loss is at most 1, so delta(eps) = 0 for eps >= 1.
+    lambda: Laplace(1.0),
+    # Randomized response with p = 0.75: the loss is +-log 3, so delta = 0 past log 3.
+    lambda: RandomizedResponse(0.75),
+    # Removal loss log(1 - q + q e^X) > eps needs X > eps + log q, X ~ N(1/2, 1): a Gaussian
+    # tail past 1e99 standard deviations; the addition loss is at most -log(1 - q).
+    lambda: PoissonSubsample(0.01)(Gaussian(1.0)),
+    # At most 3 (the Laplace steps) plus N(1/4, 1/2): a Gaussian tail past 1e100.
+    lambda: Composition()([Laplace(1.0), Gaussian(2.0)], [3, 2]),
+])
+def test_phi_delta_at_eps_near_the_largest_float(make):
+    # eps up to 1e100 was answered, 1e200 raised ZeroDivisionError (the truncation bound of an
+    # alias window of width ~eps divided by (n dt)^2 = 0) or OverflowError ((tol eps / 6)^2 in
+    # the smoothing budget), and one such entry failed the whole array. The truth at eps >= 1e100
+    # is 0 or a Gaussian tail e^{-1e199} (0 in double precision): the bound is >= 0 and ~0.
+    m = make()
+    eps = np.array([0.5, 1e100, 1e200, 1e300, 1.7e308])
+    got = np.asarray(m.delta(eps, via="phi"))
+    assert np.all(np.isfinite(got)) and np.all((got >= 0.0) & (got <= 1.0))
+    assert np.all(got[1:] <= 1e-18)
+    # The huge entries do not change the answer at a moderate eps of the same call, which
+    # still brackets the PLD route's certified lower bound.
+    alone = float(m.delta(0.5, via="phi"))
+    assert got[0] == pytest.approx(alone, rel=1e-2)
+    assert got[0] >= float(m.delta_bounds(0.5)[0])
