@@ -69,7 +69,16 @@ class SamplingScheme:
 
     def run(self, q: float, sigma: float, k: int) -> tuple[list[Mechanism], list[int]]:
         """The mechanisms of a run of k steps at (q, sigma) and their counts: its whole units,
-        then the steps beyond them (balls-in-bins: the first k mod t steps of an epoch)."""
+        then the steps beyond them (balls-in-bins: the first k mod t steps of an epoch).
+
+        q is the sample rate in (0, 1], sigma the noise multiplier (> 0; the step's Gaussian
+        checks its own range), k the number of steps, a positive integer (as :func:`dpsgd`'s
+        ``sample_rate``, ``noise_multiplier`` and ``steps``); ValueError or TypeError naming
+        the parameter otherwise.
+        """
+        q = check.real("q", q, low=0.0, high=1.0, low_open=True)
+        sigma = check.real("sigma", sigma, low=0.0, low_open=True)
+        k = check.positive_int("k", k)
         whole, rest = self.units(q, k), self.partial(q, sigma, k)
         mechs, counts = ([self.step(q, sigma)], [whole]) if whole else ([], [])
         if rest is not None:
@@ -90,7 +99,15 @@ def _without_replacement_step(q: float, sigma: float) -> Mechanism:
 def epoch_steps(q: float) -> int:
     """t, the steps of a balls-in-bins epoch at sample rate q: ceil(1/q) (1/q itself when it is
     within 1e-9 of an integer, so that q = 1/t gives t). With q = B / N this is ceil(N / B), the
-    batches per epoch of a data loader; each record's step is uniform, probability 1/t <= q."""
+    batches per epoch of a data loader; each record's step is uniform, probability 1/t <= q.
+    q must lie in [2^-52, 1] (ValueError naming q otherwise): 1/q is no step count outside
+    (0, 1], and the epoch's step count, an integer parameter, must stay exactly representable
+    as a float (:data:`~autoacct._validation.INT_MAX`; below 2^-52 1/q even overflows to inf
+    for subnormal q)."""
+    q = check.real("q", q, low=0.0, high=1.0, low_open=True)
+    if q < 1.0 / check.INT_MAX:
+        raise ValueError(f"q must be at least 2**-52 = {1.0 / check.INT_MAX!r} for balls-in-bins "
+                         f"(an epoch has ceil(1/q) steps, at most 2**52), got {q!r}")
     inv = 1.0 / q
     near = round(inv)
     if near >= 1 and abs(inv - near) <= 1e-9 * inv:
