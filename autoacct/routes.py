@@ -206,6 +206,27 @@ class Route(ABC):
         """A lower bound on the tradeoff curve at an array of type I errors."""
 
 
+def _gaussian_profile_bounds(mu: float, eps: Any) -> ArrayBounds:
+    """(lower, upper) on the mu-GDP profile delta(eps) from its closed form and rounding bound.
+
+    Where the relative rounding bound is infinite (mu below ~1e-16: Phi(eps/mu +- mu/2) round
+    to the same float, and the computed value, 0, says nothing) the lower end is 0, and the
+    upper end is, at every eps >= 0, delta(0) = 2 Phi(mu/2) - 1 = int_{-mu/2}^{mu/2} phi
+    <= mu phi(0) = mu / sqrt(2 pi) (delta is non-increasing in eps), which is also kept where
+    it is below the closed form's upper end. Gaussian(1e17).delta(0) was 1e-300 here, below
+    the truth 3.99e-18: the value 0 times an infinite relative error was read as 0.
+    """
+    val, rel = gaussian_delta_with_error(mu, eps)
+    val, rel = np.asarray(val, dtype=float), np.asarray(rel, dtype=float)
+    known = np.isfinite(rel)
+    with np.errstate(invalid="ignore", over="ignore"):
+        lower = np.where(known & (val > 0.0), val * np.maximum(1 - EXACT_REL - rel, 0.0), 0.0)
+        upper = np.where(known, np.where(val > 0.0, val * (1 + EXACT_REL + rel), 0.0), 1.0)
+    # (one rounding of the product and one of the constant: 4 ulps cover them)
+    spread = mu * 0.3989422804014327 * (1.0 + 4.0 * _UNIT)
+    return lower, np.minimum(np.minimum(upper, spread), 1.0)
+
+
 class ExactRoute(Route):
     """Closed forms of a mu-GDP mechanism: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
 
@@ -230,12 +251,10 @@ class ExactRoute(Route):
             return 1e308, math.inf
 
         def up_fn(e: Any) -> np.ndarray:
-            val, rel = gaussian_delta_with_error(mu, e)
-            return np.asarray(val, dtype=float) * (1 + EXACT_REL + np.asarray(rel, dtype=float))
+            return _gaussian_profile_bounds(mu, e)[1]
 
         def low_fn(e: Any) -> np.ndarray:
-            val, rel = gaussian_delta_with_error(mu, e)
-            return np.asarray(val, dtype=float) * np.maximum(1 - EXACT_REL - np.asarray(rel, dtype=float), 0.0)
+            return _gaussian_profile_bounds(mu, e)[0]
 
         guess = mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta))
         # delta(eps) <= Phi(-eps/mu + mu/2), so mu^2/2 - mu Phi^-1(delta) is always an upper
@@ -247,11 +266,8 @@ class ExactRoute(Route):
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         mu = self._mu(m)
-        val, rel = gaussian_delta_with_error(mu, eps)
+        lower, upper = _gaussian_profile_bounds(mu, eps)
         floor = 1e-300 if mu > 0.0 else 0.0  # 0-GDP: delta is exactly 0 at eps >= 0
-        with np.errstate(invalid="ignore"):
-            lower = np.where(val > 0.0, val * np.maximum(1 - EXACT_REL - rel, 0.0), 0.0)
-            upper = np.where(val > 0.0, np.minimum(val * (1 + EXACT_REL + rel), 1.0), 0.0)
         return lower, np.minimum(upper + floor, 1.0)
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:

@@ -352,3 +352,26 @@ def test_composition_lower_end_asks_few_children(monkeypatch):
     assert m.epsilon_lower(1e-5) == 0.0
     assert len(asked) == ComposedMechanism.LOWER_CHILDREN
     assert asked[0] is steps[-1]  # the most repeated first
+
+
+def _mp_gaussian_delta(mu: float, eps: float) -> float:
+    """delta(eps) of mu-GDP, Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), in mpmath with 60
+    digits beyond the -log10(mu) to which the two terms agree."""
+    with mp.workdps(60 + 2 * max(0, -math.floor(math.log10(mu)))):
+        m, e = mp.mpf(mu), mp.mpf(eps)
+        return float(mp.ncdf(-e / m + m / 2) - mp.exp(e) * mp.ncdf(-e / m - m / 2))
+
+
+@pytest.mark.parametrize("sigma", [1e8, 1e12, 1e15, 1e17, 1e20, 1e100, 1e300])
+def test_gaussian_closed_form_brackets_the_truth_at_tiny_mu(sigma):
+    # Below mu ~ 1e-16 both Phi terms round to the same float: the computed profile is 0 with an
+    # infinite relative error bound, which the exact route read as 0, so Gaussian(1e17).delta(0)
+    # was 1e-300 against a truth of 3.99e-18 (and eps queries warned "invalid value" from 0 * inf).
+    eps = [0.0, 1e-300, 1e-9 / sigma, 1.0 / sigma]
+    lo, up = Gaussian(sigma).delta_bounds(eps)
+    truth = np.array([_mp_gaussian_delta(1.0 / sigma, e) for e in eps])
+    assert np.all(lo <= truth) and np.all(truth <= up)
+    # The spread bound mu phi(0) is tight at eps = 0: within 1e-6 relative (plus the floor).
+    assert up[0] <= truth[0] * (1 + 1e-6) + 1e-300
+    lo_e, up_e = Gaussian(sigma).epsilon_bounds(1e-5)
+    assert lo_e == up_e == 0.0      # delta(0) < 1e-5 at these sigma
