@@ -255,6 +255,11 @@ class Mechanism:
         """A certified lower bound on eps(delta) where no route gives one, or None (meaning 0)."""
         return None
 
+    def delta_lower(self, eps: np.ndarray) -> np.ndarray | None:
+        """Certified lower bounds on delta at the array ``eps`` where no route gives one, or
+        None (meaning 0): the counterpart of :meth:`epsilon_lower`."""
+        return None
+
     def attained_parts(self) -> list[LossPart] | None:
         """Pairs attained at every run by one fixed pair of datasets, where ``loss_parts`` are
         attained by one run only; None when ``loss_parts`` serve for lower bounds too."""
@@ -286,6 +291,14 @@ class Mechanism:
         pair), at n = 1 on sum_i counts_i D_1 (the KL divergence, the log-moment's slope at 1),
         and ``row`` is this member's; None (the default) where there is no such family.
         See ``ComposedMechanism.rdp_curve``."""
+        return None
+
+    def dominating(self) -> Mechanism | None:
+        """A mechanism that dominates this one: at every e^eps, both directions' hockey-stick
+        divergences of this one's pairs are at most those of its pairs, under the same
+        neighbouring relation, so that its upper bounds on eps and delta, and its tradeoff
+        curve's lower bound, hold for this one. The auto policy takes the better of both.
+        None by default (balls-in-bins epochs: their base Gaussian)."""
         return None
 
     def dominated(self) -> Mechanism | None:

@@ -44,7 +44,7 @@ from autoacct.exactness import MACHINE_EPSILON, ExactFloat
 from autoacct.grouping import Grouped, grouped_pair, through_groups
 from autoacct.limits import current as current_limits
 from autoacct.limits import deadline
-from autoacct.losses import gaussian_delta_with_error
+from autoacct.losses import gaussian_delta_bounds
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
 from autoacct.shortcuts import max_loss, monotone, single_lower, single_profile, single_step, variation_up
@@ -165,6 +165,13 @@ def _lower_end(m: Mechanism, delta: float) -> float:
     return 0.0 if lower is None else lower
 
 
+def _lower_delta(m: Mechanism, eps: np.ndarray) -> np.ndarray:
+    """The lower end on delta of a route that has none of its own, the counterpart of
+    :func:`_lower_end` (hook ``delta_lower``; 0 where there is none)."""
+    lower = m.delta_lower(eps)
+    return np.zeros(eps.shape) if lower is None else np.asarray(lower, dtype=float)
+
+
 _T = TypeVar("_T")
 
 
@@ -206,27 +213,6 @@ class Route(ABC):
         """A lower bound on the tradeoff curve at an array of type I errors."""
 
 
-def _gaussian_profile_bounds(mu: float, eps: Any) -> ArrayBounds:
-    """(lower, upper) on the mu-GDP profile delta(eps) from its closed form and rounding bound.
-
-    Where the relative rounding bound is infinite (mu below ~1e-16: Phi(eps/mu +- mu/2) round
-    to the same float, and the computed value, 0, says nothing) the lower end is 0, and the
-    upper end is, at every eps >= 0, delta(0) = 2 Phi(mu/2) - 1 = int_{-mu/2}^{mu/2} phi
-    <= mu phi(0) = mu / sqrt(2 pi) (delta is non-increasing in eps), which is also kept where
-    it is below the closed form's upper end. Gaussian(1e17).delta(0) was 1e-300 here, below
-    the truth 3.99e-18: the value 0 times an infinite relative error was read as 0.
-    """
-    val, rel = gaussian_delta_with_error(mu, eps)
-    val, rel = np.asarray(val, dtype=float), np.asarray(rel, dtype=float)
-    known = np.isfinite(rel)
-    with np.errstate(invalid="ignore", over="ignore"):
-        lower = np.where(known & (val > 0.0), val * np.maximum(1 - EXACT_REL - rel, 0.0), 0.0)
-        upper = np.where(known, np.where(val > 0.0, val * (1 + EXACT_REL + rel), 0.0), 1.0)
-    # (one rounding of the product and one of the constant: 4 ulps cover them)
-    spread = mu * 0.3989422804014327 * (1.0 + 4.0 * _UNIT)
-    return lower, np.minimum(np.minimum(upper, spread), 1.0)
-
-
 class ExactRoute(Route):
     """Closed forms of a mu-GDP mechanism: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
 
@@ -251,10 +237,10 @@ class ExactRoute(Route):
             return 1e308, math.inf
 
         def up_fn(e: Any) -> np.ndarray:
-            return _gaussian_profile_bounds(mu, e)[1]
+            return gaussian_delta_bounds(mu, e, EXACT_REL)[1]
 
         def low_fn(e: Any) -> np.ndarray:
-            return _gaussian_profile_bounds(mu, e)[0]
+            return gaussian_delta_bounds(mu, e, EXACT_REL)[0]
 
         guess = mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta))
         # delta(eps) <= Phi(-eps/mu + mu/2), so mu^2/2 - mu Phi^-1(delta) is always an upper
@@ -266,7 +252,7 @@ class ExactRoute(Route):
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         mu = self._mu(m)
-        lower, upper = _gaussian_profile_bounds(mu, eps)
+        lower, upper = gaussian_delta_bounds(mu, eps, EXACT_REL)
         floor = 1e-300 if mu > 0.0 else 0.0  # 0-GDP: delta is exactly 0 at eps >= 0
         return lower, np.minimum(upper + floor, 1.0)
 
@@ -439,8 +425,8 @@ class PhiRoute(_LawRoute):
         return _lower_end(m, delta), up
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
-        return np.zeros(eps.shape), bounded("the phi route", lambda: self._accountant(m).delta(eps, tol),
-                                            np.ones(eps.shape))
+        return _lower_delta(m, eps), bounded("the phi route", lambda: self._accountant(m).delta(eps, tol),
+                                                  np.ones(eps.shape))
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
         return bounded("the phi route", lambda: self._accountant(m).tradeoff(fpr), np.zeros(fpr.shape))
@@ -465,7 +451,7 @@ class RdpRoute(Route):
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         up = bounded("the Renyi-DP route", lambda: rdp_to_delta(self._curve(m), eps), np.ones(eps.shape))
-        return np.zeros(eps.shape), np.where(eps >= max_divergence(m), 0.0, up)
+        return _lower_delta(m, eps), np.where(eps >= max_divergence(m), 0.0, up)
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
         curve = self._curve(m)
@@ -525,7 +511,7 @@ class DpRoute(Route):
         with np.errstate(over="ignore"):
             slope = -np.expm1(np.minimum(eps - eps0, 0.0)) / (1.0 + math.exp(-eps0))
         up = (delta0 + (1.0 - delta0) * slope) * (1.0 + self.REL)
-        return np.zeros(eps.shape), np.minimum(up, 1.0)
+        return _lower_delta(m, eps), np.minimum(up, 1.0)
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
         eps0, delta0 = self._guarantee(m)
@@ -608,6 +594,11 @@ def _auto_epsilon(m: Mechanism, delta: float, tol: float) -> Bounds:
             results.append(_epsilon_by(m, "rdp", delta, tol))
         if "dp" in m.routes:
             results.append(_epsilon_by(m, "dp", delta, tol))
+        above = m.cached(("dominating",), m.dominating)
+        if above is not None:
+            # Its upper end holds here (Mechanism.dominating); as a plain float, since it is
+            # exact (ExactFloat) for the dominating mechanism only.
+            results.append((0.0, float(epsilon_bounds(above, delta, "auto", tol)[1])))
     # On a tie the exact value wins: the API keeps it (:class:`ExactFloat`).
     lo, up = max(r[0] for r in results), min((r[1] for r in results), key=lambda v: (v, not isinstance(v, ExactFloat)))
     met = _within(lo, up, tol)
@@ -655,6 +646,13 @@ def _auto_delta(m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         lo, up = np.zeros(eps.shape), np.ones(eps.shape)
     if "dp" in m.routes:
         up = np.minimum(up, DP.delta(m, eps, tol)[1])
+    above = m.cached(("dominating",), m.dominating)
+    if above is not None:
+        up = np.minimum(up, delta_bounds(above, eps, "auto", tol)[1])  # (Mechanism.dominating)
+    # The hook's lower end where the routes' own are looser (a PLD of laws that only dominate
+    # answers 0 in its far tail: a balls-in-bins epoch at sigma = 3, eps = 2, where its summed
+    # outputs give 7.9e-19).
+    lo = np.maximum(lo, _lower_delta(m, eps))
     return lo.copy(), up.copy()
 
 
@@ -689,4 +687,8 @@ def tradeoff(m: Mechanism, fpr: np.ndarray, via: str) -> np.ndarray:
     val = ROUTES[first].tradeoff(m, fpr) if first is not None else np.zeros(fpr.shape)
     if "dp" in m.routes:
         val = np.maximum(val, DP.tradeoff(m, fpr))
+    above = m.cached(("dominating",), m.dominating)
+    if above is not None:
+        # The dominating pair's curve is below this one's (Mechanism.dominating): a lower bound.
+        val = np.maximum(val, tradeoff(above, fpr, "auto"))
     return val

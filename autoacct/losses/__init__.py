@@ -19,6 +19,7 @@ from autoacct.losses.base import (
     LaplaceLoss,
     PrivacyLoss,
     gaussian_delta,
+    gaussian_delta_bounds,
     gaussian_delta_with_error,
     segment_sums,
     sizing_cgf_of,
@@ -32,5 +33,5 @@ from autoacct.losses.binary import (
 
 __all__ = ["ATOM_MASS_ULPS", "PROFILE_REL", "SIZING_TILTS", "ContinuousLoss", "DiscreteLoss", "GaussianLoss",
            "LaplaceLoss", "LeakyRandomizedResponseLoss", "PrivacyLoss", "RandomizedResponseLoss",
-           "gaussian_delta", "gaussian_delta_with_error", "leaky_rr_loss", "randomized_response_loss",
-           "segment_sums", "sizing_cgf_of"]
+           "gaussian_delta", "gaussian_delta_bounds", "gaussian_delta_with_error", "leaky_rr_loss",
+           "randomized_response_loss", "segment_sums", "sizing_cgf_of"]

@@ -412,8 +412,10 @@ def gaussian_delta_with_error(mu: float, eps: float | np.ndarray) -> tuple[np.nd
     if mu == 0.0:
         # 0-GDP: the two distributions are equal, H_{e^eps}(P || P) = (1 - e^eps)^+.
         return np.maximum(-np.expm1(np.minimum(eps, 0.0)), 0.0), np.full(eps.shape, 4.0 * _EPS)
-    a = -eps / mu + mu / 2
-    b = -eps / mu - mu / 2
+    with np.errstate(over="ignore"):
+        # (eps / mu overflows to inf for a subnormal mu, where Phi(a) = 0 is right: see below)
+        a = -eps / mu + mu / 2
+        b = -eps / mu - mu / 2
     la = special.log_ndtr(a)
     lb = special.log_ndtr(b)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -429,6 +431,27 @@ def gaussian_delta_with_error(mu: float, eps: float | np.ndarray) -> tuple[np.nd
     # and so the bound above are lost (at eps = 1e300 both logarithms are -inf and r is NaN).
     gone = la < _LOG_SMALLEST
     return np.clip(np.where(gone, 0.0, out), 0.0, 1.0), np.where(gone, 0.0, np.where(np.isfinite(rel), rel, np.inf))
+
+
+def gaussian_delta_bounds(mu: float, eps: float | np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) on the mu-GDP profile delta(eps): :func:`gaussian_delta_with_error`'s
+    value moved by its relative rounding bound plus ``margin``.
+
+    Where the relative bound is infinite (mu below ~1e-16: Phi(-eps/mu +- mu/2) round to the
+    same float, and the computed value, 0, says nothing) the lower end is 0, and the upper end
+    is, at every eps >= 0, delta(0) = 2 Phi(mu/2) - 1 = int_{-mu/2}^{mu/2} phi <= mu phi(0)
+    = mu / sqrt(2 pi) (delta is non-increasing in eps), which is also kept where it is below
+    the closed form's upper end. Gaussian(1e17).delta(0) was 1e-300 before, below the truth
+    3.99e-18: the value 0 times an infinite relative error had been read as 0.
+    """
+    val, rel = gaussian_delta_with_error(mu, eps)
+    known = np.isfinite(rel)
+    with np.errstate(invalid="ignore", over="ignore"):
+        lower = np.where(known & (val > 0.0), val * np.maximum(1 - margin - rel, 0.0), 0.0)
+        upper = np.where(known, np.where(val > 0.0, val * (1 + margin + rel), 0.0), 1.0)
+    # (one rounding of the product and one of the constant: 4 ulps cover them)
+    spread = mu * 0.3989422804014327 * (1.0 + 4.0 * _EPS)
+    return lower, np.minimum(np.minimum(upper, spread), 1.0)
 
 
 def gaussian_delta(mu: float, eps: float | np.ndarray) -> np.ndarray:

@@ -56,6 +56,7 @@ the upper end).
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import mpmath
@@ -68,10 +69,16 @@ from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp
 from autoacct.subsampling.allocation_pld import AllocationLowerPair, EpochLaws, epoch_laws
 from autoacct.subsampling.base import RDP_TABLE_MAX, Sampler, SubsampledMechanism
 from autoacct.subsampling.numerics import UNIT_ROUNDOFF, interpolate_log_moments
-from autoacct.zoo.mechanisms import Gaussian
+from autoacct.zoo.mechanisms import Gaussian, gaussian_rdp
 
 #: Smallest moment table computed (the table doubles in length up to RDP_TABLE_MAX as orders ask).
 _MIN_TABLE = 64
+#: Noise multiplier above which an epoch's Renyi DP is its base Gaussian's, alpha / (2 sigma^2),
+#: which dominates it (:meth:`RandomAllocatedMechanism.dominating`): below 1e-200 at every
+#: order up to 1e8, so that even 2^52 composed epochs stay far below what a conversion to
+#: (eps, delta) resolves (log(1/delta) / alpha at the largest order), while the moment bounds
+#: divide by 1/(t sigma^2), which underflows to 0 near sigma = 1e154.
+HUGE_SIGMA = 1e100
 
 
 def _log_factorials(n_max: int) -> tuple[np.ndarray, np.ndarray]:
@@ -195,7 +202,10 @@ def central_moments(steps: int, sigma: float, n_max: int) -> np.ndarray:
     The moments of l - 1 are binomial sums of the E[l^i]; cumulants are additive over the t
     independent summands and homogeneous of degree n, so kappa_n(R - 1) = t^{1-n} kappa_n(l - 1).
     """
-    with mpmath.workdps(40 + 8 * math.ceil(math.log10(2.0 + sigma * sigma))):
+    scale = 2.0 + sigma * sigma
+    # (past sigma ~ 1.3e154 the square is inf: 2 log10(sigma) + 1 digits are as many)
+    digits = math.ceil(math.log10(scale)) if math.isfinite(scale) else math.ceil(2.0 * math.log10(sigma)) + 1
+    with mpmath.workdps(40 + 8 * digits):
         s2 = mpmath.mpf(sigma) ** 2
         raw = [mpmath.exp(mpmath.mpf(i * (i - 1)) / (2 * s2)) for i in range(n_max + 1)]
         single = [mpmath.fsum(mpmath.binomial(n, i) * (-1) ** (n - i) * raw[i] for i in range(n + 1))
@@ -509,7 +519,9 @@ class RandomAllocatedMechanism(SubsampledMechanism):
         """Upper bound on (n - 1) D_n(P || Q) at an integer order n >= 1."""
         if n <= RDP_TABLE_MAX:
             return float(self._remove_table(n)[n])
-        return n * (n - 1.0) / (2.0 * self.sigma ** 2) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+        # (sigma * sigma, not sigma ** 2: past sigma ~ 1e154 the square is inf, the order's
+        # divergence 0, where ** raised OverflowError)
+        return n * (n - 1.0) / (2.0 * self.sigma * self.sigma) * (1.0 + 4.0 * UNIT_ROUNDOFF)
 
     def _add_k(self, n: int) -> float:
         """Upper bound on (n - 1) D_n(Q || P) at an integer order n >= 1: the least of the
@@ -517,7 +529,7 @@ class RandomAllocatedMechanism(SubsampledMechanism):
         gm = float(add_log_moment_gm(self.steps, self.sigma, np.array(float(n))))
         if n - 1 > RDP_TABLE_MAX:
             return gm
-        hm = ((n - 1.0) / self.sigma ** 2 + self._remove_k(n - 1)) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+        hm = ((n - 1.0) / (self.sigma * self.sigma) + self._remove_k(n - 1)) * (1.0 + 4.0 * UNIT_ROUNDOFF)
         if n > TAYLOR_MAX_ORDER:
             return min(gm, hm)
         taylor = self.cached(("add taylor",), self._add_table)
@@ -536,6 +548,12 @@ class RandomAllocatedMechanism(SubsampledMechanism):
         if self.steps == 1:
             return Gaussian(self.sigma).rdp_curve()
         sigma = self.sigma
+        if sigma > HUGE_SIGMA:
+            def dominating_curve(alpha: np.ndarray) -> np.ndarray:
+                # The base's, which dominates the epoch in both directions (dominating).
+                v = gaussian_rdp(alpha, sigma)
+                return np.stack([v, v])
+            return dominating_curve
 
         def curve(alpha: np.ndarray) -> np.ndarray:
             a = np.asarray(alpha, dtype=float)
@@ -549,7 +567,7 @@ class RandomAllocatedMechanism(SubsampledMechanism):
                 remove = np.minimum(remove, b * (1.0 + 4.0 * UNIT_ROUNDOFF) / (2.0 * sigma * sigma))
                 add = interpolate_log_moments(self._add_k, b)
                 gm = add_log_moment_gm(self.steps, sigma, b) / (b - 1.0)
-                add = np.minimum(add, np.vectorize(round_up)(gm))
+                add = np.minimum(add, round_up(np.asarray(gm)))
                 return np.where(above, np.stack([remove, add]), np.inf)
             return self.cached(("rdp", a.shape, a.tobytes()), make)
         return curve
@@ -580,14 +598,39 @@ class RandomAllocatedMechanism(SubsampledMechanism):
     def summed_step(self) -> Mechanism:
         """A pair this epoch dominates, whose compositions' lower bounds are certified for the
         epoch's compositions: the epoch's outputs summed, N(1, t sigma^2) against N(0, t sigma^2),
-        the Gaussian with noise multiplier sigma sqrt(t) (rounded up: a larger one is dominated)."""
-        return Gaussian(self.sigma * math.sqrt(self.steps) * (1.0 + 4.0 * UNIT_ROUNDOFF))
+        the Gaussian with noise multiplier sigma sqrt(t) (rounded up: a larger one is dominated,
+        so is the largest float where the product overflows)."""
+        return Gaussian(min(self.sigma * math.sqrt(self.steps) * (1.0 + 4.0 * UNIT_ROUNDOFF), sys.float_info.max))
 
     def epsilon_lower(self, delta: float) -> float:
         low = float(self.summed_step().epsilon_bounds(delta)[0])
         if self._laws() is not None:
             low = max(low, float(self.dominated().epsilon_bounds(delta)[0]))
         return low
+
+    def delta_lower(self, eps: np.ndarray) -> np.ndarray:
+        """The summed outputs' lower end on delta, as :meth:`epsilon_lower`'s on eps (the PLD
+        route reads the cell sums' pair, :meth:`attained_parts`, itself)."""
+        return np.asarray(self.summed_step().delta_bounds(eps)[0], dtype=float)
+
+    def dominating(self) -> Mechanism | None:
+        """The base Gaussian, which dominates the epoch (t >= 2; t = 1 is the base itself).
+
+        The epoch's dominating pair (Feldman and Shenfeld 2025; module docstring) is
+        P = (1/t) sum_j P_j, P_j = N(e_j, sigma^2 I_t), against Q = N(0, sigma^2 I_t). The
+        hockey-stick divergence H_g is an f-divergence, jointly convex in its two arguments
+        (Balle, Barthe and Gaboardi 2018), so for every g >= 0
+
+            H_g(P || Q) <= (1/t) sum_j H_g(P_j || Q),   H_g(Q || P) <= (1/t) sum_j H_g(Q || P_j),
+
+        and each (P_j, Q) is the Gaussian pair (N(1, sigma^2), N(0, sigma^2)) in the coordinate j
+        times a common N(0, sigma^2 I_{t-1}) in the others, which changes no divergence. Both
+        directions' profiles are thus at most the base's, under the same add/remove relation,
+        so its upper bounds on eps and delta and its tradeoff curve's lower bound hold for
+        the epoch. Where the epoch's own bounds are loose (small or large sigma, where only
+        the RDP route answers: t = 2, sigma = 0.5, eps(1e-5) <= 10.109 against the base's
+        exact 9.997) the auto policy takes the base's."""
+        return self.base if self.steps > 1 else None
 
     def dominated(self) -> Mechanism:
         """The pair of the epoch's cell sums (:class:`AllocationLowerPair`, a post-processing

@@ -23,7 +23,10 @@ larger; its compositions compose the sum.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
+
+import numpy as np
 
 from autoacct import _validation as check
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp
@@ -75,7 +78,8 @@ class PartialEpochMechanism(Mechanism):
         """The pair of the steps' outputs summed, which these steps dominate and one fixed pair
         of datasets attains."""
         def make() -> Mechanism:
-            sigma = self.sigma * math.sqrt(self.used) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+            # (the largest float where the product overflows: a larger noise is dominated too)
+            sigma = min(self.sigma * math.sqrt(self.used) * (1.0 + 4.0 * UNIT_ROUNDOFF), sys.float_info.max)
             return PoissonSubsample(self.used / self.steps)(Gaussian(sigma))
         return self.cached(("summed",), make)
 
@@ -101,5 +105,14 @@ class PartialEpochMechanism(Mechanism):
     def epsilon_lower(self, delta: float) -> float:
         return max(float(self.summed().epsilon_bounds(delta)[0]), float(self.first_step().epsilon_bounds(delta)[0]))
 
+    def delta_lower(self, eps: np.ndarray) -> np.ndarray:
+        return np.asarray(self.summed().delta_bounds(eps)[0], dtype=float)
+
     def dominated(self) -> Mechanism:
         return self.summed()
+
+    def dominating(self) -> Mechanism:
+        """The Gaussian of one step, which dominates the whole epoch
+        (:meth:`~autoacct.subsampling.allocation.RandomAllocatedMechanism.dominating`) and so
+        these steps, a post-processing of it."""
+        return self.cached(("gaussian",), lambda: Gaussian(self.sigma))
