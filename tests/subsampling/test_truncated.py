@@ -165,7 +165,7 @@ def test_full_sampling_is_a_fixed_size_batch() -> None:
 
 @pytest.mark.parametrize(("args", "name"), [
     ((-0.1, 100, 10), "q"), ((1.5, 100, 10), "q"), ((math.nan, 100, 10), "q"),
-    ((0.1, 0, 1), "dataset_size"), ((0.1, 2.5, 1), "dataset_size"),
+    ((0.1, 0, 1), "dataset_size"), ((0.1, 2.5, 1), "dataset_size"), ((0.1, 2**52 + 1, 5), "dataset_size"),
     ((0.1, 100, 0), "max_batch_size"), ((0.1, 100, 101), "max_batch_size"),
 ])
 def test_bad_parameters(args: tuple, name: str) -> None:
@@ -180,3 +180,66 @@ def test_bad_base() -> None:
         TruncatedPoissonSubsample(0.1, 100, 10)(Laplace(1.0))
     with pytest.raises(TypeError, match="mechanism"):
         TruncatedPoissonSubsample(0.1, 100, 10)("gaussian")  # type: ignore[arg-type]
+
+
+def _exact_group_masses(q: float, n: int, b: int, starts: np.ndarray) -> np.ndarray:
+    """P(s < B), then P(start_g <= s < start_{g+1}) for s ~ Binomial(n - 1, q), the last group
+    open above, from the binomial pmf summed exactly in rationals (q as the float it is)."""
+    from fractions import Fraction
+    qf = Fraction(q)
+    pmf = [math.comb(n - 1, s) * qf ** s * (1 - qf) ** (n - 1 - s) for s in range(n)]
+    bounds = [0] + list(starts) + [n]
+    return np.array([float(sum(pmf[lo:hi])) for lo, hi in zip(bounds[:-1], bounds[1:])])
+
+
+@pytest.mark.parametrize(("q", "n", "b"), [(0.05, 1000, 50), (0.05, 1000, 30), (0.5, 200, 20), (0.01, 1000, 60)])
+def test_group_weights_move_mass_only_to_larger_rates(q: float, n: int, b: int) -> None:
+    # The groups' weights, now differences of the binomial's tails instead of a sum of its pmf
+    # over every count: against exact rational sums, the mass of the groups up to any g (those
+    # at the larger rates) is at least the truth up to the accuracy of t = P(s >= B) itself
+    # (scipy's, 2e-14 relative here; the split of t from 1 - t orders no rates, so it is not
+    # rounded either way), and each weight is within 1e-9 of it (the far tail below DRAW_TAIL
+    # is in the last group, which the old sum lost to rounding).
+    untruncated, w, r = truncated_groups(q, n, b)
+    starts = np.round(q * b / r - 1.0).astype(int)
+    below, *exact = _exact_group_masses(q, n, b, starts)
+    assert np.all(np.cumsum(w) >= np.cumsum(exact) * (1 - 1e-12))
+    np.testing.assert_allclose(w[:-1], exact[:-1], rtol=1e-9)
+    assert untruncated == pytest.approx(below, rel=1e-12)
+
+
+@pytest.mark.parametrize(("q", "n", "b"), [(0.1, 10**12, 5), (0.5, 10**9, 10**8), (0.1, 10**6, 5)])
+def test_groups_of_a_huge_dataset_need_no_window_of_counts(q: float, n: int, b: int) -> None:
+    # (0.1, 10**12, 5) raised MemoryError (a window of every count up to mean + 20 sd: 745 GiB)
+    # and (0.5, 10**9, 10**8) was killed. The mean rate the groups give is at least the exact
+    # E[q B / (s + 1); s >= B] = B P(Bin(n, q) > B) / n (q P(Bin(n - 1, q) = s) / (s + 1) =
+    # P(Bin(n, q) = s + 1) / n) and within 0.1% of it: the groups are narrow where the mass is.
+    untruncated, w, r = truncated_groups(q, n, b)
+    assert len(w) <= TRUNCATED_GROUPS and np.all(np.diff(r) < 0)
+    exact_mean = b * stats.binom.sf(b, n, q) / n
+    assert exact_mean * (1 - 1e-12) <= float(np.dot(w, r)) <= exact_mean * 1.001
+    assert untruncated == 0.0 and float(w.sum()) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_a_step_of_a_large_dataset_is_answered_from_its_closed_form_profile() -> None:
+    # n = 10^6, q = 0.1, B = 5: the PLD of the union (975,243 cells) is beyond the time budget
+    # and eps(1e-5) was [0, inf] with a BudgetWarning. The union's profile is the weighted sum
+    # of its parts' closed forms; at eps = 0, the total variation, it is E[q_s] TV(N(2), N(0))
+    # with E[q_s] = B P(Bin(n, q) > B) / n (above) and TV = 2 Phi(1) - 1 (the untruncated part,
+    # P(s < 5), is 0 in double precision): 3.4135e-6 < 1e-5, so eps(1e-5) is 0.
+    m = TruncatedPoissonSubsample(0.1, 10**6, 5)(Gaussian(1.0))
+    union_tv = 5 * stats.binom.sf(5, 10**6, 0.1) / 10**6 * (2 * stats.norm.cdf(1.0) - 1)
+    up = float(m.delta(0.0))
+    assert union_tv <= up <= union_tv * 1.01
+    assert m.epsilon_bounds(1e-5) == (0.0, 0.0)
+    assert float(m.epsilon(1e-8)) > 0.0
+
+
+@pytest.mark.parametrize(("n", "q", "b", "sigma"), [(200, 0.1, 10, 1.0), (1000, 0.05, 30, 2.0)])
+def test_renyi_fallback_is_above_an_attained_pair(n: int, q: float, b: int, sigma: float) -> None:
+    # Where the batch can be cut the RDP route was unavailable (no fallback behind the PLD);
+    # it is now that of PoissonSubsample(q) at twice the shift, which dominates the union.
+    m = TruncatedPoissonSubsample(q, n, b)(Gaussian(sigma))
+    for eps in (0.1, 0.5, 1.0):
+        assert m.delta(eps, via="rdp") >= _attained_deltas(n, q, b, sigma, eps)
+        assert m.delta(eps, via="rdp") >= m.delta(eps)
