@@ -18,6 +18,7 @@ import re
 import sys
 import tokenize
 import types
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -138,7 +139,9 @@ def test_adding_a_mechanism_example_runs():
     mech = module.ClippedSum(2.0, 5.0)
     assert mech.params == {"ClippedSum.bound": 2.0, "ClippedSum.noise_std": 5.0}
     assert mech.routes == ("exact", "pld", "phi", "rdp")  # one hook gives every route
-    assert mech.rdp(4.0) == np.nextafter(4.0 * (2.0 / 5.0) ** 2 / 2, np.inf)  # rounded up one ulp
+    # alpha mu^2 / 2 = 8/25 exactly at alpha = 4, mu = 2/5: rounded up past mu's own rounding,
+    # within a few ulps
+    assert Fraction(8, 25) <= Fraction(mech.rdp(4.0)) <= Fraction(8, 25) * (1 + Fraction(1, 10**14))
 
 
 # ----- the checker itself: a stale value fails -----------------------------------------------
