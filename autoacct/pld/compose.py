@@ -287,8 +287,14 @@ def _row_spectrum(comps: Components, row: int, n: int, lam: float, rho: float
         grid = np.zeros((len(part), n))
         for i, c in enumerate(part):
             pld = c.upper if row == 0 else c.lower
-            tilted, log_m = _tilt(pld, lam)
-            log_k += c.count * log_m
+            tilted, log_m, rel = _tilt(pld, lam)
+            # (log K moved by the masses' rounding to the row's side, 2 r up for the upper
+            # row: (1 - r) e^{2r} >= 1; r down for the lower one: (1 + r) e^{-r} <= 1; and by
+            # the product's and the sum's own roundings)
+            step = c.count * (log_m + (2.0 * rel if row == 0 else -rel))
+            if math.isfinite(step):
+                step += (1.0 if row == 0 else -1.0) * 2.0 * _U * (abs(step) + abs(log_k))
+            log_k += step
             _fold_into(grid[i], tilted)
             offset += c.count * pld.start
         s = _rfft(grid)
@@ -516,12 +522,27 @@ def _uncomposed(c: Component, h: float, lower: bool = True) -> tuple[DiscretePro
 LAW_REL = 1e-9
 
 
-def _tilt(pld: DiscretePLD, lam: float) -> tuple[np.ndarray, float]:
-    """Masses tilted by e^{lam x} and normalised, with log of the normaliser."""
+def _tilt(pld: DiscretePLD, lam: float) -> tuple[np.ndarray, float, float]:
+    """Masses tilted by e^{lam x} and normalised, the log of the normaliser M, and a bound r on
+    the relative error of each tilted mass times M against w_i e^{lam x_i}.
+
+    The composition is e^{sum_i k_i log M_i} times the composed normalised masses: k copies
+    raise a relative error r of the masses to about k r, so it is carried into log K
+    (:func:`_row_spectrum`) on each row's side. Untilted, a mass is off by its division and its
+    normaliser's logarithm: (2 + |log M|) u. Tilted, each mass passes through exp(log w_i +
+    lam x_i - z_max), whose argument is off by u (3 |log w_i| + 4 |lam x_i| + 2 |z_max|) (the
+    logarithm, x_i's own rounding and the product, the sum, the shift), and exp and the
+    division add 2u; log M = z_max + log(tot) adds (|z_max| + |log tot| + 1) u, with
+    |log w_i| <= max(|z_min|, |z_max|) + |lam x_i| over the positive masses' exponents z. (A
+    mass that leaves the normal floats is off by at most 2^-1074 of M, which k copies of N
+    points raise to k N 2^-1074, far below the e^{_LOG_TINY} per entry that :func:`convolve`
+    adds to its error bound.)"""
     w = pld.masses
     if lam == 0.0:
         tot = float(w.sum())
-        return (w / tot if tot > 0 else w), (math.log(tot) if tot > 0 else -np.inf)
+        if not tot > 0:
+            return w, -np.inf, 0.0
+        return w / tot, math.log(tot), _U * (2.0 + abs(math.log(tot)))
     # One array, transformed in place (the steps of log w + lam x, exp(z - max z), / sum).
     with np.errstate(divide="ignore"):
         z = np.log(w)
@@ -529,11 +550,15 @@ def _tilt(pld: DiscretePLD, lam: float) -> tuple[np.ndarray, float]:
     x *= lam
     z += x
     zmax = float(z.max())
+    zmin = float(np.min(z, initial=zmax, where=z > -np.inf))
     z -= zmax
     np.exp(z, out=z)
     tot = float(z.sum())
     z /= tot
-    return z, zmax + math.log(tot)
+    top = abs(lam) * max(abs(pld.start), abs(pld.start + len(w) - 1)) * pld.h
+    log_w = max(abs(zmin), abs(zmax)) + top
+    rel = _U * (3.0 * log_w + 4.0 * top + 3.0 * abs(zmax) + abs(math.log(tot)) + 4.0)
+    return z, zmax + math.log(tot), rel
 
 
 def _fold_into(row: np.ndarray, masses: np.ndarray) -> None:

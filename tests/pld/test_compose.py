@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import numpy as np
 import pytest
 from closed_forms import gaussian_delta_closed, rr_delta_closed
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autoacct.losses import GaussianLoss, randomized_response_loss
 from autoacct.pld.components import Component
-from autoacct.pld.compose import compose
-from autoacct.pld.discretize import discretize
+from autoacct.pld.compose import _tilt, compose
+from autoacct.pld.discretize import DiscretePLD, discretize
 
 
 @pytest.mark.parametrize("eps0, k", [(0.3, 50), (1.0, 7), (0.05, 400)])
@@ -156,3 +159,22 @@ def test_power_rounding_covers_the_compounded_chain_at_huge_counts(k):
     assert charged >= chain
     if k <= 10 ** 15:
         assert power_rounding(k) == 0.0
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), lam=st.floats(-300.0, 300.0), log_h=st.floats(math.log(1e-6), math.log(0.5)),
+       start=st.integers(-10**6, 10**6), spread=st.floats(1.0, 700.0))
+def test_tilted_masses_times_their_normaliser_are_within_the_bound_tilt_reports(seed, lam, log_h, start, spread):
+    # Each tilted, normalised mass times e^{log M} against w_i e^{lam x_i} with x_i = (start + i) h
+    # exactly, in 60 digits: within the relative bound _tilt returns (which log K carries, k
+    # times, to each row's side), for masses spread over up to e^-700 and tilts up to 300.
+    rng = np.random.default_rng(seed)
+    h = math.exp(log_h)
+    w = np.exp(-rng.uniform(0.0, spread, 50))
+    pld = DiscretePLD(h, start, w, 0.0)
+    z, log_m, rel = _tilt(pld, lam)
+    with mpmath.workdps(60):
+        m = mpmath.exp(mpmath.mpf(log_m))
+        for i in np.flatnonzero(z > np.finfo(float).tiny):
+            exact = mpmath.mpf(float(w[i])) * mpmath.exp(lam * (start + int(i)) * mpmath.mpf(h))
+            assert abs(mpmath.mpf(float(z[i])) * m / exact - 1) <= rel

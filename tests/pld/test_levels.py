@@ -258,9 +258,10 @@ def test_coarsening_keeps_the_mass_of_a_fine_composition(monkeypatch, sparse):
     up = levels._coarse_upper(np.maximum(conv.dens[0], 0.0), conv, 16)
     assert up is not None
     # The composed measure has mass upper.total^256 (1 - 5e-14 here); the coarse one keeps it
-    # up to the rounding it is raised by (a few hundred roundoffs).
+    # up to the rounding it is raised by (a few hundred roundoffs) and log K's rounding margin
+    # (2 k r, with r about 50 roundoffs here: see compose._tilt).
     assert up.total >= upper.total ** 256 * (1.0 - 1e-13)
-    assert up.total <= upper.total ** 256 * (1.0 + 1e-12)
+    assert up.total <= upper.total ** 256 * (1.0 + 1e-11)
 
 
 def test_bounded_range_at_2_pow_44_above_randomized_response():
