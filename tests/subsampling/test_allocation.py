@@ -294,9 +294,11 @@ def test_a_group_privacy_base_is_refused() -> None:
 
 
 def test_bad_input_names_the_parameter() -> None:
-    for bad in (0, -3, 2.5):
+    # (10^40 steps ran on past 30 s: at most 2^52, the bound on integer parameters)
+    for bad in (0, -3, 2.5, 2**52 + 1, 10**40):
         with pytest.raises(ValueError, match="steps"):
             RandomAllocation(bad)
+    assert RandomAllocation(2**52).steps == 2**52
     with pytest.raises(TypeError, match="steps"):
         RandomAllocation("10")  # type: ignore[arg-type]
     for base in (Laplace(1.0), PoissonSubsample(0.1)(Gaussian(1.0))):
