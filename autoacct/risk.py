@@ -137,7 +137,10 @@ def _tradeoff_above(low: Any, alpha: np.ndarray) -> np.ndarray:
             return 1.0 - float(at_left[0])
         return max(1.0 - float(at_left[0]) - scale * a if a > 0 else 1.0 - float(at_left[0]), 1.0 - far)
 
-    flat = alpha.ravel()
+    # The lattice's points may lie D = low.slack from their losses: delta(eps) >= L(eps + D),
+    # so the bracket at eps is at most the lattice's at t = eps + D with e^t a e^{-D}: the
+    # lattice's brackets are read at a e^{-D}, rounded down.
+    flat = np.nextafter(alpha.ravel() * math.exp(-low.slack), 0.0) if low.slack > 0.0 else alpha.ravel()
     vals = np.empty(flat.shape)
     with np.errstate(over="ignore"):
         grow_left, grow_right = np.exp(np.minimum(x[:-1], 700.0)), np.exp(np.minimum(x[1:], 700.0))

@@ -227,3 +227,53 @@ def test_pointwise_bounds_lie_beyond_the_monotone_ones_and_the_truth(monkeypatch
     np.testing.assert_allclose(p_up[big], m_up[big], rtol=1e-9)
     big = m_low > 1e-12
     np.testing.assert_allclose(p_low[big], m_low[big], rtol=1e-9)
+
+
+def _top_atom_delta(eps0: float, k: int, eps: float) -> float:
+    """delta(eps) of k runs of randomized response with log-odds eps0 (PureDP(eps0)'s pair)
+    for eps between the two largest losses (k - 2) eps0 and k eps0, in mpmath from the exact
+    doubles: only the top atom, of P-mass p^k (p = 1 / (1 + e^{-eps0})), lies above eps."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        e0, e = mpmath.mpf(eps0), mpmath.mpf(eps)
+        p = 1 / (1 + mpmath.exp(-e0))
+        return p ** k * -mpmath.expm1(e - k * e0)
+
+
+def _assert_brackets_top_atom(eps0: float, k: int, eps: float) -> None:
+    from autoacct import routes
+    from autoacct.zoo import Composition, PureDP
+
+    m = Composition()([PureDP(eps0)], [k])
+    exact = _top_atom_delta(eps0, k, eps)
+    for lo, up in (routes.delta_bounds(m, eps, "pld", 1e-3), m.delta_bounds([eps])):
+        lo, up = float(np.ravel(lo)[0]), float(np.ravel(up)[0])
+        assert lo <= exact <= up, (eps0, k, eps, lo, float(exact), up)
+
+
+@pytest.mark.parametrize(("eps0", "k", "eps"), [
+    (386.2675232045013, 200, 77253.50464089925),  # the upper was 1.0067e-09 < 1.0082e-09
+    (600.5127598360418, 37, 22218.97211393255),  # the lower was 9.9995e-10 > 9.9908e-10
+])
+def test_the_composed_top_atom_is_bracketed_against_its_closed_form(eps0, k, eps):
+    # The lattice point k eps0 = (start + i) h is a float product a few 1e-12 off the true
+    # top; 1e-9 below it that moved delta by 1e-3 relatively (DiscreteProfile.slack).
+    _assert_brackets_top_atom(eps0, k, eps)
+
+
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(eps0=st.floats(1e-3, 700.0), k=st.integers(2, 500),
+       below=st.one_of(st.integers(1, 8), st.floats(-12.0, -6.0)))
+def test_eps_near_the_composed_top_atom_is_bracketed(eps0, k, below):
+    # eps a few ulps, or 1e-12 to 1e-6 relatively, below the composed top k eps0.
+    top = k * eps0
+    if isinstance(below, int):
+        eps = top
+        for _ in range(below):
+            eps = math.nextafter(eps, 0.0)
+    else:
+        eps = top * (1.0 - 10.0 ** below)
+    if not (k - 2) * eps0 < eps < top or _top_atom_delta(eps0, k, eps) <= 0:
+        return
+    _assert_brackets_top_atom(eps0, k, eps)
