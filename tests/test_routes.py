@@ -57,10 +57,13 @@ def test_a_rational_guarantee_that_floats_cannot_hold_is_rounded_up():
 
 def test_approximate_dp_composition_is_never_below_the_exact_delta():
     # Two leaky randomized responses: at eps = 3 only the two leaks remain,
-    # delta = 1 - (1 - 0.1)(1 - 0.2) = 0.28 exactly; the PLD's float gave one ulp below.
+    # delta = 1 - (1 - 0.1)(1 - 0.2) = 0.28 exactly; the PLD's float gave one ulp below. (The
+    # upper profile is read a few ulps below eps, where a lattice point may lie from its loss
+    # (DiscreteProfile.slack): in the top atom's cell, whose error term is the cell's left end's,
+    # 9e-13 above 0.28.)
     m = Composition()([ApproxDP(1.0, 0.1), ApproxDP(2.0, 0.2)])
     lo, up = m.delta_bounds(3.0)
-    assert up >= 0.28 and up - 0.28 < 1e-15
+    assert up >= 0.28 and up - 0.28 < 1e-11
     assert lo <= 0.28
     assert m.dp_guarantee() == (3.0, pytest.approx(0.3, rel=1e-15))
 
