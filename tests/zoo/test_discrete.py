@@ -195,6 +195,23 @@ def test_counting_exponential_rdp_is_not_below_the_exact_divergence(eps_tilde: f
     assert exact <= got <= exact * (1 + 1e-6)
 
 
+def _mp_counting_rdp(eps_tilde: float, n: int, m: int, alpha: float) -> float:
+    """The counting pair's Renyi divergence of order alpha, the larger direction, in 60 digits:
+    from its log-masses -log(1 + e^{-x}) (a = eps_tilde (2m - n)), with
+    sum_i p_i (p_i / q_i)^(alpha - 1) - 1 taken as sum_i p_i expm1((alpha - 1) log(p_i / q_i)),
+    so that no 1 + x is rounded to 60 digits (divergences run down to 1e-195 and below)."""
+    with mpmath.workdps(60):
+        e, al = mpmath.mpf(eps_tilde), mpmath.mpf(alpha)
+        a = e * (2 * m - n)
+        lx = [-mpmath.log1p(mpmath.exp(-a)), -mpmath.log1p(mpmath.exp(a))]
+        ly = [-mpmath.log1p(mpmath.exp(e - a)), -mpmath.log1p(mpmath.exp(a - e))]
+
+        def div(lp: list, lq: list) -> mpmath.mpf:
+            terms = (mpmath.exp(x) * mpmath.expm1((al - 1) * (x - y)) for x, y in zip(lp, lq))
+            return mpmath.log1p(sum(terms)) / (al - 1)
+        return float(max(div(lx, ly), div(ly, lx)))
+
+
 @settings(max_examples=60, derandomize=True, deadline=None)
 @given(log_eps=st.floats(math.log(1e-9), math.log(5.0)), n=st.integers(1, 2000), share=st.floats(0.0, 1.0),
        log_beta=st.floats(math.log(1e-7), math.log(200.0)))
@@ -202,18 +219,7 @@ def test_counting_exponential_rdp_is_never_below_the_exact_divergence(log_eps: f
                                                                       log_beta: float) -> None:
     eps_tilde, alpha = math.exp(log_eps), 1.0 + math.exp(log_beta)
     m = min(n, max(1, round(share * n)))
-    with mpmath.workdps(60):
-        e, al = mpmath.mpf(eps_tilde), mpmath.mpf(alpha)
-        a = e * (2 * m - n)
-        # log-masses -log(1 + e^{-x}), and sum_i p_i (p_i / q_i)^(alpha - 1) - 1 as
-        # sum_i p_i expm1((alpha - 1) log(p_i / q_i)): no 1 + x rounded to 60 digits anywhere
-        lx = [-mpmath.log1p(mpmath.exp(-a)), -mpmath.log1p(mpmath.exp(a))]
-        ly = [-mpmath.log1p(mpmath.exp(e - a)), -mpmath.log1p(mpmath.exp(a - e))]
-
-        def div(lp: list, lq: list) -> mpmath.mpf:
-            terms = (mpmath.exp(x) * mpmath.expm1((al - 1) * (x - y)) for x, y in zip(lp, lq))
-            return mpmath.log1p(sum(terms)) / (al - 1)
-        exact = float(max(div(lx, ly), div(ly, lx)))
+    exact = _mp_counting_rdp(eps_tilde, n, m, alpha)
     got = float(BinaryCountingExponential(eps_tilde, n, m).rdp(alpha))
     assert exact <= got <= exact * (1 + 1e-5) + 1e-300
 
@@ -265,18 +271,7 @@ def test_bounded_range_rdp_is_never_below_its_closed_form_in_80_digits(log_eps: 
 def test_counting_exponential_rdp_keeps_a_mass_below_the_floats(alpha: float) -> None:
     # a = eps_tilde (2m - n) = -746: one mass is e^-746, below the floats, while its term
     # e^-746 e^{beta s} is not; the term was dropped and rdp(10.3) came out 1.6e-322 for 2.3e-24.
-    with mpmath.workdps(60):
-        e, al = mpmath.mpf(74.6), mpmath.mpf(alpha)
-        a = e * (2 * 5 - 20)
-        lx = [-mpmath.log1p(mpmath.exp(-a)), -mpmath.log1p(mpmath.exp(a))]
-        ly = [-mpmath.log1p(mpmath.exp(e - a)), -mpmath.log1p(mpmath.exp(a - e))]
-
-        def div(lp: list, lq: list) -> mpmath.mpf:
-            # log1p(sum_i p_i expm1((alpha - 1)(log p_i - log q_i))) / (alpha - 1): no 1 + x
-            # rounded to 60 digits (the divergence at alpha = 5 is 1e-195)
-            terms = (mpmath.exp(x) * mpmath.expm1((al - 1) * (x - y)) for x, y in zip(lp, lq))
-            return mpmath.log1p(sum(terms)) / (al - 1)
-        exact = float(max(div(lx, ly), div(ly, lx)))
+    exact = _mp_counting_rdp(74.6, 20, 5, alpha)
     got = float(BinaryCountingExponential(74.6, 20, 5).rdp(alpha))
     assert exact <= got <= exact * (1 + 1e-6)
 
