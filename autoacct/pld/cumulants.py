@@ -242,10 +242,8 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     if eps_target is None or single_step(comps):
         return 0.0
     comps = as_components(comps)
-    mean = comps.mean
-    top = comps.support_top("upper")
-    target = min(eps_target, mean + 0.8 * (top - mean))
-    if target <= mean:
+    target = _pulled(comps, eps_target)
+    if target <= comps.mean:
         return 0.0
     k = comps.cumulant("upper")
     grid = k.grid
@@ -293,14 +291,20 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     return float(lam[choice])
 
 
+def _pulled(comps: Components, eps_target: float) -> float:
+    """The target pulled inside the composed support: at most 80% of the way from the mean to
+    the largest finite loss (a tilt aimed beyond piles all mass onto the last lattice point)."""
+    mean = comps.mean
+    return min(eps_target, mean + 0.8 * (comps.support_top("upper") - mean))
+
+
 def least_rounding(comps: Sequence[Component], eps_target: float) -> float:
     """log of e^{K(lam*) - lam* eps} k u, lam* the Chernoff-optimal exponent at ``eps_target``
     (pulled inside the support as :func:`choose_tilt` pulls it): about the least FFT rounding
     at the target that any tilt of these components' composition gives, choose_tilt's
     prediction at lam* without its window's factors. Only chooses (see jumps.far_cut)."""
     comps = as_components(comps)
-    mean = comps.mean
-    target = min(eps_target, mean + 0.8 * (comps.support_top("upper") - mean))
+    target = _pulled(comps, eps_target)
     k = comps.cumulant("upper")
     grid = k.grid
     i = best_index(lambda i: k(i) - grid[i] * target, k.zero, grid.size - 1)
