@@ -22,7 +22,11 @@ and Honkela 2020), given by the sampling scheme
   (:class:`~autoacct.subsampling.partial_epoch.PartialEpochMechanism`: a whole epoch's upper
   bounds, its steps' summed outputs' lower bounds). Its bounds come from the epoch's certified
   PLD laws, or where the epoch has none (a small noise multiplier, a very long epoch) from
-  Renyi DP (see :mod:`autoacct.subsampling.allocation`).
+  Renyi DP (see :mod:`autoacct.subsampling.allocation`). Each epoch, whole or partial, is
+  dominated by the Gaussian of one step, so the run's upper ends are also at most those of
+  ceil(K / t) Gaussians composed, sigma / sqrt(ceil(K / t)), which are the tighter for short
+  epochs at a small noise multiplier (t = 2, sigma = 0.3, 5 epochs: eps(1e-5) <= 58.78, the
+  epochs' Renyi DP 62.22; ``ComposedMechanism.dominating``).
 
 User level (``examples_per_user=m``, Poisson only): neighbouring datasets differ by
 adding or removing one user with at most m examples, each sampled independently with

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from closed_forms import gaussian_eps_closed, mp_gaussian_delta, mp_gaussian_tradeoff
 from scipy import optimize, special
 
 from autoacct.dpsgd import dpsgd, dpsgd_schedule
@@ -311,3 +312,39 @@ def test_a_noise_multiplier_below_what_a_sampled_gaussian_takes_is_refused() -> 
         PoissonSubsample(0.01)(Gaussian(1e-30))
     lo, up = dpsgd(0.01, 1e-20, 3).epsilon_bounds(1e-5)
     assert 0.0 <= lo <= up
+
+
+#: Balls-in-bins runs (t = 1/q steps an epoch, sigma, K steps) whose Renyi DP (their only route:
+#: sigma below about 0.77) is above the composed base Gaussians' closed form: one epoch in a
+#: composition, whole epochs, whole epochs and one Poisson(1/t) step, and a partial epoch of 2 steps.
+#: Before, eps(1e-5) <= 10.109, 62.217, 40.687, 68.827, 114.11 and 131.65; now 9.9973, 58.777,
+#: 40.543, 67.353, 109.34 and 126.38.
+_GAUSSIAN_TIGHTER_RUNS = [(2, 0.5, 2), (2, 0.3, 10), (2, 0.3, 5), (2, 0.3, 11), (3, 0.2, 15),
+                          (4, 0.2, 22)]
+
+
+@pytest.mark.parametrize("t,sigma,k", _GAUSSIAN_TIGHTER_RUNS)
+def test_a_balls_in_bins_runs_upper_end_is_at_most_its_composed_gaussians(t, sigma, k):
+    # Each epoch (and a last partial one) is dominated by the Gaussian of one step, so the run by
+    # ceil(K / t) of them composed: mu = sqrt(ceil(K / t)) / sigma (Balle and Wang 2018).
+    m = dpsgd(1.0 / t, sigma, k, sampling="balls-in-bins")
+    mu = math.sqrt(math.ceil(k / t)) / sigma
+    lo, up = m.epsilon_bounds(1e-5)
+    assert mp_gaussian_delta(mu, up) <= 1e-5  # still an upper end of that Gaussian
+    assert up <= gaussian_eps_closed(mu, 1e-5) * (1.0 + 1e-9)
+    assert lo <= up
+    eps = np.array([1.0, 10.0, 30.0])
+    d_lo, d_up = m.delta_bounds(eps)
+    ref = np.array([float(mp_gaussian_delta(mu, e)) for e in eps])
+    assert np.all(d_lo <= d_up) and np.all(d_up <= ref * (1.0 + 1e-9) + 1e-300)
+    fpr = np.array([1e-6, 1e-3, 0.1])
+    ref_curve = np.array([float(mp_gaussian_tradeoff(mu, a)) for a in fpr])
+    # (the Gaussian's closed form is rounded down by up to 1e-15 absolutely)
+    assert np.all(m.tradeoff(fpr) >= ref_curve * (1.0 - 1e-9) - 1e-14)
+
+
+def test_a_balls_in_bins_run_keeps_its_own_upper_end_where_it_is_tighter():
+    # t = 2, sigma = 0.6, 5 epochs: the epochs' Renyi DP (20.85) beats the Gaussian (22.17).
+    m = dpsgd(0.5, 0.6, 10, sampling="balls-in-bins")
+    up = m.epsilon_bounds(1e-5)[1]
+    assert up < gaussian_eps_closed(math.sqrt(5.0) / 0.6, 1e-5) - 1.0

@@ -516,6 +516,15 @@ class PoissonSubsampledMechanism(RateSubsampledMechanism):
             return poisson_rdp_bound
         return functools.partial(poisson_pair_rdp_bound, loss)
 
+    def dominating(self) -> Mechanism | None:
+        """The base, where it is exactly GDP and q < 1 (its closed form costs nothing): rate 1
+        dominates every rate q (the kernel of :meth:`snap`, with q' = 1), so a composition of
+        such steps and balls-in-bins epochs is dominated by a composition of Gaussians
+        (``ComposedMechanism.dominating``)."""
+        if self.q == 1.0 or self.base.exact_gdp_mu() is None:
+            return None
+        return self.base
+
     def snap(self, ratio: float, up: bool) -> tuple[Hashable, Callable[[], Mechanism]] | None:
         # A larger rate dominates, for any base pair (P, Q): keeping a draw of
         # (1 - q') Q + q' P with probability q / q' and else drawing afresh from Q (known) maps

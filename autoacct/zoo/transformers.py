@@ -211,6 +211,27 @@ class ComposedMechanism(Mechanism):
             return None
         return rational_up(eps), rational_up(delta)
 
+    def dominating(self) -> Mechanism | None:
+        """The composition of every child's dominating mechanism (``Mechanism.dominating``; the
+        child itself where it has none), where it is exactly GDP: a composition of Gaussians, one
+        Gaussian with mu = sqrt(sum_i k_i mu_i^2), whose closed form costs nothing. None where no
+        child has a dominating mechanism, or where their composition would need a PLD of its own.
+
+        Sound: each child's pairs are dominated by its dominating mechanism's at every e^eps >= 0
+        in both directions, which for one direction is an order of tradeoff curves, hence a
+        post-processing by Blackwell's theorem (Dong, Roth and Su 2022, Theorem 2.10); the
+        adaptive composition of the children is dominated by the product of their pairs (Zhu,
+        Dong and Wang 2022, Theorem 10), and products of post-processings are post-processings
+        of the products. A DP-SGD run of balls-in-bins epochs of t = 2 steps at sigma = 0.3, five
+        epochs, is thus at most the Gaussian with mu = sqrt(5) / 0.3: eps(1e-5) <= 58.78, where
+        the epochs' Renyi DP gives 62.22."""
+        above = [child.dominating() for child in self.children]
+        if all(a is None for a in above):
+            return None
+        run = ComposedMechanism(tuple(a or c for a, c in zip(above, self.children)), self.counts)
+        mu = run.exact_gdp_mu()
+        return run if mu is not None and math.isfinite(mu) else None
+
     def epsilon_lower(self, delta: float) -> float:
         """The largest lower end of the children run once (the composition is at least as
         revealing as any one of its parts), over the LOWER_CHILDREN most repeated children:
