@@ -18,6 +18,19 @@ another such post-processing, ``PoissonSubsample(1/t)(Gaussian(sigma))``, of the
 datasets, and its lower end can be the larger: at t = 10, sigma = 0.8, eps(1e-5) of two
 steps' sum is at least 1.959, of the first step 2.727. A run's own lower end takes the
 larger; its compositions compose the sum.
+
+Not used (yet) for the upper ends: conditioned on the other records' allocation (joint convexity
+of the hockey-stick divergence removes the mixture over it), x is in the r steps with probability
+r/t and then uniform among them, so the r steps are dominated by the pair
+((1 - r/t) Q_r + (r/t) P_r, Q_r) and its reverse, (P_r, Q_r) the attained pair of an epoch of r
+steps (Feldman and Shenfeld 2025): Poisson(r/t) subsampling of that epoch. Mixing P_r with Q_r
+only lowers both divergences, so ``RandomAllocation(r)`` dominates too, but it is looser than the
+whole epoch (t = 10, r = 2, sigma = 1: eps(1e-5) 3.697 against 2.189). The subsampled pair is far
+tighter (about 1.84 there by quadrature, 0.245 at t = 100 against 0.621), but ``PoissonSubsample``
+takes a base of one symmetric pair, and the epoch's laws differ in their two directions; both
+subsampled profiles are convex in the epoch's likelihood ratio, so its spread lattice laws
+(:mod:`~autoacct.subsampling.allocation_pld`) would bound them, once their masses at +inf are
+carried through the subsampling.
 """
 
 from __future__ import annotations
