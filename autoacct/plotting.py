@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from autoacct.errors import RouteUnavailableError
 from autoacct.mechanism import Mechanism
+from autoacct.routes import ROUTE_NAMES
 from autoacct.subsampling.base import SubsampledMechanism
 from autoacct.zoo.transformers import ComposedMechanism
 
@@ -50,6 +52,35 @@ def _check(mechanisms: Sequence[Any]) -> None:
     for i, m in enumerate(mechanisms):
         if not isinstance(m, Mechanism):
             raise TypeError(f"mechanisms[{i}] must be a Mechanism, got {type(m).__name__}")
+
+
+def _plots_for(m: Mechanism) -> list[str]:
+    """The plots ``m`` can be drawn in: the tradeoff, ROC and profile plots read any route (the
+    auto policy), the RDP plot needs a Renyi-DP curve and the PLD plot privacy-loss laws."""
+    out = ["plot_tradeoff", "plot_roc", "plot_privacy_profile"]
+    out += ["plot_rdp"] if "rdp" in m.routes else []
+    out += ["plot_pld"] if "pld" in m.routes else []
+    return out
+
+
+def _unavailable(plot: str, where: str, m: Mechanism, lacks: str) -> RouteUnavailableError:
+    """The error of a plot asked of a mechanism without the representation it draws: names the
+    plot, the argument, the mechanism, its routes and the plots it does have (a notebook user
+    sees this at the call, not a failure inside a query)."""
+    return RouteUnavailableError(
+        f"{plot}: {where} ({_describe(m)!r}) {lacks} (its routes: {', '.join(m.routes) or 'none'}), "
+        f"so it cannot be drawn here; plots available for it: {', '.join(_plots_for(m))}")
+
+
+def _check_via(plot: str, mechanisms: Sequence[Mechanism], routes: Sequence[Any]) -> None:
+    """Refuse, before anything is drawn, a route a mechanism cannot answer by ("pld" stands for
+    the closed form of an exactly GDP mechanism, as in the queries)."""
+    for i, (m, route) in enumerate(zip(mechanisms, routes)):
+        if not isinstance(route, str) or route not in ROUTE_NAMES:
+            raise ValueError(f"via must be one of {ROUTE_NAMES}, got {route!r}")
+        if route == "auto" or route in m.routes or (route == "pld" and "exact" in m.routes):
+            continue
+        raise _unavailable(plot, f"mechanisms[{i}]", m, f"cannot be answered via {route!r}")
 
 
 #: Symbols for parameter names in curve labels; other names are shown as they are.
@@ -241,7 +272,7 @@ def plot_tradeoff(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] 
     out, the limits run from the smallest value shown to 1, and the axes box
     stays square without forcing an equal aspect on the decades. Returns the Axes.
     """
-    ax = _unit_square_curves(mechanisms, ax, labels, via, fpr, xscale, yscale,
+    ax = _unit_square_curves("plot_tradeoff", mechanisms, ax, labels, via, fpr, xscale, yscale,
                              lambda m, a, r: m.tradeoff(a, via=r), lambda a: 1.0 - a)
     ax.set_xlabel(r"Type I error $\alpha$")
     ax.set_ylabel(r"Type II error $\beta$")
@@ -259,7 +290,7 @@ def plot_roc(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] | Non
     2022); "linear" gives the unit square. The dotted line is guessing (TPR = FPR). Options as
     in :func:`plot_tradeoff`, whose code paths it shares. Returns the Axes.
     """
-    ax = _unit_square_curves(mechanisms, ax, labels, via, fpr, xscale, yscale,
+    ax = _unit_square_curves("plot_roc", mechanisms, ax, labels, via, fpr, xscale, yscale,
                              lambda m, a, r: m.tpr(a, via=r), lambda a: a)
     ax.set_xlabel("False-positive rate")
     ax.set_ylabel("True-positive rate (upper bound)")
@@ -267,15 +298,16 @@ def plot_roc(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] | Non
     return ax
 
 
-def _unit_square_curves(mechanisms: Sequence[Mechanism], ax: Any, labels: Sequence[str] | None,
+def _unit_square_curves(plot: str, mechanisms: Sequence[Mechanism], ax: Any, labels: Sequence[str] | None,
                         via: str | Sequence[str], fpr: Any, xscale: str, yscale: str,
                         value: Any, reference: Any) -> Any:
     """Curves y = value(m, fpr, route) on [0, 1]^2 with the dotted ``reference`` line; the axes'
-    scales, limits and legend (see :func:`plot_tradeoff`)."""
+    scales, limits and legend (see :func:`plot_tradeoff`). ``plot`` names the caller in errors."""
     _check(mechanisms)
     xscale, yscale = _scale("xscale", xscale), _scale("yscale", yscale)
-    ax = _axes(ax)
     routes = _per_mechanism("via", via, len(mechanisms))
+    _check_via(plot, mechanisms, routes)
+    ax = _axes(ax)
     names = _labels(mechanisms, labels, routes if len(set(routes)) > 1 else None)
     grid = np.unique(np.concatenate(([0.0], np.geomspace(1e-5, 1.0, 160), np.linspace(0.0, 1.0, 101))))
     alpha = grid if fpr is None else np.asarray(fpr, dtype=float)
@@ -316,11 +348,19 @@ def plot_pld(mechanism: Mechanism, ax: Any = None, direction: str = "remove", to
     the upper and lower PLDs' masses against the loss, for ``direction`` "remove" (the law of
     log dP/dQ under P) or "add". The legend gives the upper PLD's mass at +inf. Zero masses are
     left out on the default log mass axis. Returns the Axes.
+
+    A mechanism given by its Renyi DP only (zCDP, sparse vector with Gaussian noise, ...) has no
+    PLD: a Renyi-DP curve fixes no privacy-loss law. It raises ``RouteUnavailableError`` (a
+    ValueError) naming it and the plots it has (:func:`plot_rdp` among them).
     """
     _check([mechanism])
     if direction not in ("remove", "add"):
         raise ValueError(f"direction must be 'remove' or 'add', got {direction!r}")
     yscale = _scale("yscale", yscale)
+    if "pld" not in mechanism.routes:
+        raise _unavailable("plot_pld", "mechanism", mechanism,
+                           "has no privacy-loss distribution: it is described by its Renyi DP "
+                           "(or another summary) only, which fixes no privacy-loss law")
     remove, add = mechanism.pld(tol)
     d = remove if direction == "remove" else add
     ax = _axes(ax)
@@ -354,8 +394,9 @@ def plot_privacy_profile(*mechanisms: Mechanism, ax: Any = None, labels: Sequenc
     """
     _check(mechanisms)
     xscale, yscale = _scale("xscale", xscale), _scale("yscale", yscale)
-    ax = _axes(ax)
     routes = _per_mechanism("via", via, len(mechanisms))
+    _check_via("plot_privacy_profile", mechanisms, routes)
+    ax = _axes(ax)
     names = _labels(mechanisms, labels, routes if len(set(routes)) > 1 else None)
     floor = 1e-300
     grids = []
@@ -395,10 +436,17 @@ def plot_rdp(*mechanisms: Mechanism, ax: Any = None, labels: Sequence[str] | Non
     """Plot the Renyi-DP curve eps(alpha) of each mechanism (log-log axes).
 
     Infinite values are left out. ``alphas`` defaults to 100 orders from 1.1 to
-    1000. Mechanisms without a Renyi-DP representation raise
-    ``RouteUnavailableError``. Returns the Axes.
+    1000. A mechanism without a Renyi-DP curve (one given by a pair of distributions whose
+    divergences the library does not bound, such as ``ContinuousPair``, or sampled with
+    replacement) raises ``RouteUnavailableError`` (a ValueError) before anything is drawn,
+    naming it and the plots it has: its privacy profile and tradeoff curve, certified from its
+    PLD (an RDP curve read off the PLD would be infinite, the upper PLD keeping mass at +inf).
+    Returns the Axes.
     """
     _check(mechanisms)
+    for i, m in enumerate(mechanisms):
+        if "rdp" not in m.routes:
+            raise _unavailable("plot_rdp", f"mechanisms[{i}]", m, "has no Renyi-DP curve")
     ax = _axes(ax)
     names = _labels(mechanisms, labels)
     if alphas is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 import warnings
 
 import matplotlib
@@ -12,12 +13,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
+from zoo_cases import ZOO  # noqa: E402
 
+from autoacct import RouteUnavailableError  # noqa: E402
 from autoacct.dpsgd import dpsgd  # noqa: E402
 from autoacct.plotting import plot_pld, plot_privacy_profile, plot_rdp, plot_roc, plot_tradeoff  # noqa: E402
 from autoacct.zoo import (  # noqa: E402
     ApproxDP,
     Composition,
+    ContinuousPair,
     Gaussian,
     Laplace,
     NoisyGD,
@@ -361,3 +365,77 @@ def test_pld_plot_shows_the_exported_masses():
     assert "upper" in _legend_texts(ax)[0] and ax.get_yscale() == "log"
     with pytest.raises(ValueError, match="direction"):
         plot_pld(m, direction="sideways")
+
+
+# ----- a plot a mechanism has no representation for: refused at the call, pointing to the others ----
+
+#: The zoo's mechanisms without a Renyi-DP curve (a pair or PLD only) and without privacy-loss
+#: laws (Renyi DP only): 3 and 5 of them.
+_NO_RDP = [(name, make) for name, make, _ in ZOO if "rdp" not in make().routes]
+_NO_PLD = [(name, make) for name, make, _ in ZOO if "pld" not in make().routes]
+#: How each is named in the error: its curve label, parameters included.
+_NAMED = {"continuous-pair": "('ContinuousPair')",
+          "mixture-of-gaussians": "('MixtureOfGaussians σ=1, sensitivities=(0, 1, 2), "
+                                  "probabilities=(0.81, 0.18, 0.01), 50 steps')",
+          "swr-gaussian": "('Gaussian σ=2, with replacement B=50, n=5000, 100 steps')",
+          "gaussian-svt": "('GaussianSVT sigma_threshold=2, sigma_query=2, k=10, c=1')",
+          "repeat-select-geometric": "('RepeatAndSelect(Gaussian) mean=10, shape=1, σ=3')",
+          "repeat-select-poisson": "('RepeatAndSelect(PoissonSubsample(Gaussian)) mean=5, shape=inf, q=0.1, σ=1')",
+          "zcdp": "('ZCDP ρ=0.3')", "zcdp-xi": "('ZCDP ρ=0.01, xi=0.02, 10 steps')"}
+
+
+def _refused(plot, mechanism, **kwargs) -> str:
+    """The message of the error ``plot`` raises for ``mechanism``, checked to come from the plotting
+    module itself, not from a query inside it, and to leave no figure behind."""
+    with pytest.raises(ValueError) as caught:
+        plot(mechanism, **kwargs)
+    assert isinstance(caught.value, RouteUnavailableError)
+    assert traceback.extract_tb(caught.value.__traceback__)[-1].filename.endswith("plotting.py")
+    assert plt.get_fignums() == []
+    return str(caught.value)
+
+
+def test_the_zoo_has_mechanisms_without_each_representation():
+    assert sorted(n for n, _ in _NO_RDP) == ["continuous-pair", "mixture-of-gaussians", "swr-gaussian"]
+    assert sorted(n for n, _ in _NO_PLD) == ["gaussian-svt", "repeat-select-geometric",
+                                             "repeat-select-poisson", "zcdp", "zcdp-xi"]
+
+
+@pytest.mark.parametrize(("name", "make"), _NO_RDP, ids=[n for n, _ in _NO_RDP])
+def test_rdp_plot_of_a_mechanism_without_renyi_dp_names_it_and_the_plots_it_has(name, make):
+    m = make()
+    text = _refused(plot_rdp, m)
+    assert text.startswith(f"plot_rdp: mechanisms[0] {_NAMED[name]} has no Renyi-DP curve (its routes: pld, phi)")
+    assert text.endswith("plots available for it: plot_tradeoff, plot_roc, plot_privacy_profile, plot_pld")
+    ax = plot_pld(m)  # a plot it does have
+    assert len(_curves(ax)) == 2
+
+
+@pytest.mark.parametrize(("name", "make"), _NO_PLD, ids=[n for n, _ in _NO_PLD])
+def test_pld_plot_of_a_renyi_dp_mechanism_names_it_and_the_plots_it_has(name, make):
+    m = make()
+    text = _refused(plot_pld, m)
+    assert text.startswith(f"plot_pld: mechanism {_NAMED[name]} has no privacy-loss distribution")
+    assert "(its routes: rdp)" in text
+    assert text.endswith("plots available for it: plot_tradeoff, plot_roc, plot_privacy_profile, plot_rdp")
+    ax = plot_rdp(m)
+    assert len(_curves(ax)) == 1
+
+
+def test_the_failing_mechanism_of_several_is_named_before_anything_is_drawn():
+    pair = ContinuousPair(stats.norm(0.5, 1.0).cdf, stats.norm(-0.5, 1.0).cdf, name="mine")
+    with pytest.raises(RouteUnavailableError, match=r"plot_rdp: mechanisms\[1\] \('mine'\)"):
+        plot_rdp(Gaussian(1.0), pair)
+    assert plt.get_fignums() == []
+
+
+@pytest.mark.parametrize("plot", [plot_tradeoff, plot_roc, plot_privacy_profile])
+def test_a_route_a_mechanism_lacks_is_refused_at_the_call(plot):
+    pair = ContinuousPair(stats.norm(0.5, 1.0).cdf, stats.norm(-0.5, 1.0).cdf)
+    text = _refused(plot, pair, via="rdp")
+    assert text.startswith(f"{plot.__name__}: mechanisms[0] ('ContinuousPair') cannot be answered via 'rdp'")
+    assert "its routes: pld, phi" in text
+    # "pld" of an exactly GDP mechanism is its closed form, as in the queries.
+    assert len(_curves(plot(Gaussian(1.0), via="pld"))) == 1
+    with pytest.raises(ValueError, match="via must be one of"):
+        plot(Gaussian(1.0), via="fft")
