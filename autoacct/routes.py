@@ -579,6 +579,11 @@ def epsilon_bounds(m: Mechanism, delta: float, via: str, tol: float) -> Bounds:
     return m.cached(("eps", "auto", delta, tol, current_limits()), solve)
 
 
+def _dominating(m: Mechanism) -> Mechanism | None:
+    """``m.dominating()`` (kept) where it may beat ``m``'s own routes (``dominating_alone``)."""
+    return m.cached(("dominating",), m.dominating) if m.dominating_alone else None
+
+
 def _auto_epsilon(m: Mechanism, delta: float, tol: float) -> Bounds:
     """The auto policy's (lower, upper) on eps(delta) (see :func:`epsilon_bounds`)."""
     if "exact" in m.routes:
@@ -594,7 +599,7 @@ def _auto_epsilon(m: Mechanism, delta: float, tol: float) -> Bounds:
             results.append(_epsilon_by(m, "rdp", delta, tol))
         if "dp" in m.routes:
             results.append(_epsilon_by(m, "dp", delta, tol))
-        above = m.cached(("dominating",), m.dominating)
+        above = _dominating(m)
         if above is not None:
             # Its upper end holds here (Mechanism.dominating); as a plain float, since it is
             # exact (ExactFloat) for the dominating mechanism only.
@@ -646,8 +651,7 @@ def _auto_delta(m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         lo, up = np.zeros(eps.shape), np.ones(eps.shape)
     if "dp" in m.routes:
         up = np.minimum(up, DP.delta(m, eps, tol)[1])
-    above = m.cached(("dominating",), m.dominating)
-    if above is not None:
+    if (above := _dominating(m)) is not None:
         up = np.minimum(up, delta_bounds(above, eps, "auto", tol)[1])  # (Mechanism.dominating)
     # The hook's lower end where the routes' own are looser (a PLD of laws that only dominate
     # answers 0 in its far tail: a balls-in-bins epoch at sigma = 3, eps = 2, where its summed
@@ -687,7 +691,7 @@ def tradeoff(m: Mechanism, fpr: np.ndarray, via: str) -> np.ndarray:
     val = ROUTES[first].tradeoff(m, fpr) if first is not None else np.zeros(fpr.shape)
     if "dp" in m.routes:
         val = np.maximum(val, DP.tradeoff(m, fpr))
-    above = m.cached(("dominating",), m.dominating)
+    above = _dominating(m)
     if above is not None:
         # The dominating pair's curve is below this one's (Mechanism.dominating): a lower bound.
         val = np.maximum(val, tradeoff(above, fpr, "auto"))

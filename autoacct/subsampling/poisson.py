@@ -516,6 +516,10 @@ class PoissonSubsampledMechanism(RateSubsampledMechanism):
             return poisson_rdp_bound
         return functools.partial(poisson_pair_rdp_bound, loss)
 
+    #: Its base never answers it more tightly than its own PLD; it matters only composed with
+    #: balls-in-bins epochs (see :meth:`dominating`).
+    dominating_alone = False
+
     def dominating(self) -> Mechanism | None:
         """The base, where it is exactly GDP and q < 1 (its closed form costs nothing): rate 1
         dominates every rate q (the kernel of :meth:`snap`, with q' = 1), so a composition of

@@ -226,7 +226,7 @@ class ComposedMechanism(Mechanism):
         epochs, is thus at most the Gaussian with mu = sqrt(5) / 0.3: eps(1e-5) <= 58.78, where
         the epochs' Renyi DP gives 62.22."""
         above = [child.dominating() for child in self.children]
-        if all(a is None for a in above):
+        if not any(a is not None and c.dominating_alone for a, c in zip(above, self.children)):
             return None
         run = ComposedMechanism(tuple(a or c for a, c in zip(above, self.children)), self.counts)
         mu = run.exact_gdp_mu()
