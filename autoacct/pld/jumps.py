@@ -367,6 +367,10 @@ def _mass(comp: Component) -> float:
     return max(comp.upper.total, comp.lower.total) * (1.0 + SUM_ULPS)
 
 
+#: Largest offset of a moved lattice: e^d must be a finite float (log of the largest is 709.78).
+_LARGEST_SHIFT = 709.0
+
+
 def aligned_bulk(bulk: PrivacyLoss, h: float, count: int, scale: float, allowance: float, eta: float,
                  make: Callable[[PrivacyLoss], Component]) -> tuple[Component, float]:
     """The bulk's component on the fine lattice hZ + d (``make`` discretises a measure on hZ),
@@ -403,6 +407,11 @@ def aligned_bulk(bulk: PrivacyLoss, h: float, count: int, scale: float, allowanc
     for d in _offsets(bulk, h, a, b):
         # (offsets are the same modulo h: one a cell apart only moves the lattice's indices)
         if not 0.0 <= d < h or any(min(abs(d - e), h - abs(d - e)) <= _SAME_OFFSET * h for e in tried):
+            continue
+        if d > _LARGEST_SHIFT:
+            # The moved measure's Q-masses are e^d times L's (ShiftedLoss): past the floats
+            # at lattices of astronomic spacing (sigma = 1e-20, h = 1.2e33). The offset 0
+            # stays, and any offset gives valid bounds.
             continue
         tried.append(d)
         comp = make(bulk if d == 0.0 else ShiftedLoss(bulk, d))

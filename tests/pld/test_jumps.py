@@ -822,6 +822,16 @@ def test_a_law_with_atoms_is_never_moved(monkeypatch):
     assert 0.0 < lower <= upper
 
 
+def test_a_lattice_of_astronomic_spacing_is_not_moved():
+    # At sigma = 1e-20 the losses reach 5e39 and the capped grid's spacing is 1.2e33: a moved
+    # lattice's Q-masses, e^d times the law's, overflowed (OverflowError from ShiftedLoss
+    # once the time budget let the query reach the move). The offset 0 answers.
+    with warnings.catch_warnings(), autoacct.limits(seconds=60):
+        warnings.simplefilter("ignore")
+        lower, upper = autoacct.dpsgd(0.01, 1e-20, 3).epsilon_bounds(1e-5)
+    assert 0.0 <= lower <= upper < math.inf
+
+
 def test_moved_blocks_that_miss_tol_give_way_to_one_fine_composition(monkeypatch):
     # q = 1e-4, sigma = 0.15, k = 1e6, delta = 1e-5: on the moved lattice the blocks bound eps
     # within about 1.3% only (each block's composed spike falls between the points of its
