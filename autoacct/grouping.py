@@ -149,8 +149,8 @@ def through_groups(pair: Grouped | None, exact: Callable[[], tuple[Any, Any]],
     laws), the grid's bracket comes first, and the exact one where that misses tol and is
     predicted (:func:`exact_need`, from ``made(pair)`` distinct laws grouped, and ``rate``) to
     fit the time budget left. Otherwise the exact one comes first, and where the budget
-    stopped it short of tol, the grid's of ``regroup()``, if any: the default budget stops
-    the exact composition of 2,000 distinct DP-SGD steps (at GROUP_ABOVE) before it bounds
+    stopped it short of tol, the grid's of ``regroup()``, if any: a budget of 2 s stops the
+    exact composition of 2,000 distinct DP-SGD steps (at GROUP_ABOVE) before it bounds
     anything. ``met`` says whether a bracket is within tol; ``what`` names it in a warning.
 
     Budget: each composition keeps to the time budget on its own (the grouped ones each on

@@ -80,9 +80,10 @@ _MAX_LOG_RANGE = 30.0
 _PRIOR_SLOPE_UP = 3.0
 #: Time budget (predicted seconds, see autoacct.limits) of a probe: an evaluation away from
 #: the budget, which needs only to say on which side of it a value lies. It is this many
-#: times the predicted seconds of the longest full evaluation so far (predictions run about
-#: 4 to 5 times the CPU seconds of this kind of machine, about twice its wall seconds under
-#: load, where the rule was tuned as twice the wall time), and at least _PROBE_MIN_SECONDS.
+#: times the predicted seconds of the longest full evaluation so far (predictions ran about
+#: 4 to 5 times the CPU seconds of the machine where the rule was tuned as twice the wall
+#: time under load; on a 2-core AMD EPYC a DP-SGD query's prediction is 1.1 to 3.4 times its
+#: CPU seconds, median 1.9), and at least _PROBE_MIN_SECONDS.
 #: A smaller floor cuts queries that are cheap in full (DP-SGD at q 0.1, k 1e6, eps 0.01:
 #: cut at 0.5 s of predicted time, its fallback bounds took 3.7 s of wall time against 0.4 s
 #: in full).

@@ -255,16 +255,23 @@ _MAX_ATOMS = 64
 #: Most cells one law is discretised on: memory stays bounded whatever the query.
 MAX_CELLS = 1 << 22
 #: Working bytes and seconds per cell of discretising a law (upper and lower PLDs; the
-#: upper one alone), measured with tracemalloc at 2^18 to 2^20 cells (212 and 72 bytes;
-#: 1.3 and 0.22 microseconds for a Poisson-subsampled Gaussian, 3 for a sampled-without-
-#: replacement one, on a loaded 2-core machine) and rounded up. They size the grid
-#: to the memory budget and predict a step's time (see :mod:`autoacct.limits`). A law
-#: costing more per cell than a closed-form one (the sampled-without-replacement mixture)
-#: says so by its ``cell_cost``, which multiplies these.
+#: upper one alone). The bytes: measured with tracemalloc at 2^18 to 2^20 cells (212 and 72
+#: bytes), rounded up. The seconds, for a Poisson-subsampled Gaussian on a 2-core AMD EPYC
+#: with three other workers beside it: 108 to 205 ns (both PLDs, the lower one's first round
+#: included) and 32 to 69 ns (upper) per cell from 2^10 to 2^20 cells; 144 ns over the
+#: 3,000 laws of a heterogeneous schedule (benchmarks/hetero.py). Rounded up to twice the
+#: worst, as the FFT's rates (:mod:`autoacct.pld.compose`), so that a prediction stays
+#: above the step's own time. (At 2 and 0.6 microseconds, measured on an older machine,
+#: predictions ran 9 to 14 times these steps' time here, and the default budget stopped
+#: the exact composition of 2,000 distinct DP-SGD steps, 1.6 s of CPU, before it began.)
+#: They size the grid to the memory budget and predict a step's time (see
+#: :mod:`autoacct.limits`). A law costing more per cell than a closed-form one (the
+#: sampled-without-replacement mixture, 3 times) says so by its ``cell_cost``, which
+#: multiplies these.
 CELL_BYTES = 224.0
-CELL_SECONDS = 2e-6
+CELL_SECONDS = 4e-7
 UPPER_CELL_BYTES = 80.0
-UPPER_CELL_SECONDS = 6e-7
+UPPER_CELL_SECONDS = 1.2e-7
 
 
 def max_cells() -> int:
