@@ -135,7 +135,7 @@ def _lower_from_cells(loss: PrivacyLoss, h: float, j_lo: int, g: np.ndarray, m_p
     if loss.merged_lower and isinstance(loss, DiscreteLoss):
         onto = merged_down(loss, h, j_lo, n)
         return rounded_down(loss, h, j_lo, n) if onto is None else DiscretePLD(h, j_lo, onto, _attained_inf(loss))
-    if loss.purely_atomic and m_p[0] == 0.0 and m_p[-1] == 0.0 and _atoms_on_grid(loss, h):
+    if loss.purely_atomic and m_p[0] == 0.0 and m_p[-1] == 0.0 and _lattice_step(loss, h):
         # Every atom sits on a grid point: the split is exact and so is the PLD.
         return DiscretePLD(h, j_lo, inner.copy(), _attained_inf(loss))
 
@@ -637,20 +637,21 @@ def _attained_inf(loss: PrivacyLoss) -> float:
     return max(loss.p_inf - loss.p_inf_truncated, 0.0)
 
 
-def _atoms_on_grid(loss: PrivacyLoss, h: float) -> bool:
-    r = loss.lattice / h if loss.lattice else 0.5
-    return abs(r - round(r)) < 1e-9 and round(r) >= 1
+def _lattice_step(loss: PrivacyLoss, h: float) -> int:
+    """m >= 1 when h is the law's lattice ell over m, rounded (ell / m == h), else 0: only then
+    does grid point j m h stand for j ell, within the slack DiscreteProfile charges (a lattice
+    1e-11 off m h, once taken for it, put atoms 1e-11 below their losses in upper PLDs)."""
+    m = round(ell / h) if (ell := loss.lattice) else 0
+    return m if ell and m >= 1 and ell / m == h else 0
 
 
 def _grid_points(loss: PrivacyLoss, h: float, j_lo: int, n: int) -> np.ndarray:
-    """The points j h; those that are multiples of the law's lattice are made exact
-    multiples, so that atoms of L sit on grid points rather than an ulp away."""
+    """The points j h; those that stand for multiples of the law's lattice (j = 0 mod m, see
+    :func:`_lattice_step`) are made exact multiples, so that its atoms sit on grid points."""
     g = (j_lo + np.arange(n)) * h
-    if loss.lattice:
-        r = g / loss.lattice
-        k = np.round(r)
-        on = np.abs(r - k) < 1e-9
-        g[on] = k[on] * loss.lattice
+    if m := _lattice_step(loss, h):
+        k, on = np.divmod(j_lo + np.arange(n), m)
+        g[on == 0] = k[on == 0] * loss.lattice
     return g
 
 

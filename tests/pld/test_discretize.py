@@ -329,3 +329,39 @@ def test_convex_minorant_near_kinks(n, seed, nbad):
     for a, b in zip(edges[::2], edges[1::2] + 1):
         s = np.diff(w[a:b + 1]) / np.diff(gam[a:b + 1])
         assert np.all(np.diff(s) >= -1e-9 * (1.0 + np.abs(s[1:])))
+
+
+def _two_rr_delta(a: float, k_a: int, b: float, k_b: int, eps: float) -> float:
+    """delta(eps) of k_a runs of randomized response with log-odds a and k_b with log-odds b
+    (PureDP's pairs), by the binomial sums over both counts in 60-digit mpmath."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        ma, mb, e = mpmath.mpf(a), mpmath.mpf(b), mpmath.mpf(eps)
+        pa, pb = 1 / (1 + mpmath.exp(-ma)), 1 / (1 + mpmath.exp(-mb))
+        total = mpmath.mpf(0)
+        for i in range(k_a + 1):
+            for j in range(k_b + 1):
+                x = (2 * i - k_a) * ma + (2 * j - k_b) * mb
+                if x > e:
+                    total += (mpmath.binomial(k_a, i) * pa ** i * (1 - pa) ** (k_a - i)
+                              * mpmath.binomial(k_b, j) * pb ** j * (1 - pb) ** (k_b - j) * -mpmath.expm1(e - x))
+        return float(total)
+
+
+@pytest.mark.parametrize(("rel", "k_a"), [(1e-11, 7), (1e-11, 3), (-1e-11, 3)])
+@pytest.mark.parametrize("below", [1e-9, 1e-6])
+def test_atoms_of_a_lattice_close_to_the_grid_keep_their_side(rel, k_a, below):
+    # RandomizedResponse(1 +- 1e-11) composed with RandomizedResponse(1) on the grid of the
+    # more composed one: the other's atoms lie 1e-11 off grid points. Counted as on them (a
+    # lattice within 1e-9 of the grid's was), the upper delta 1e-6 below the top atom was
+    # 2.33027e-08 < the exact 2.33038e-08 (1 + 1e-11, k_a = 7) and the lower 8.15884e-08 >
+    # 8.15863e-08 (k_a = 3).
+    from autoacct import routes
+    from autoacct.zoo import Composition, PureDP
+
+    a, b, k_b = 1.0, 1.0 + rel, 5
+    eps = k_a * a + k_b * b - below
+    lo, up = routes.delta_bounds(Composition()([PureDP(a), PureDP(b)], [k_a, k_b]), np.array([eps]), "pld", 1e-3)
+    exact = _two_rr_delta(a, k_a, b, k_b, eps)
+    assert float(lo[0]) <= exact <= float(up[0]), (float(lo[0]), exact, float(up[0]))
