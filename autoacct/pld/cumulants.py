@@ -31,7 +31,7 @@ from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import DiscretePLD
 from autoacct.pld.lawcache import log_mgf
-from autoacct.pld.mgf import log_mgfs
+from autoacct.pld.mgf import log_mgf_rounding, log_mgfs
 
 #: Positive exponents at which cumulants are evaluated for tail bounds and tilts, 8 per
 #: decade (factors of 1.33 apart). Any exponent gives a valid Chernoff bound; this grid only
@@ -95,17 +95,26 @@ def _exponents(h: float) -> np.ndarray:
 
 
 def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.ndarray:
-    """K(theta) = sum_i k_i log E[e^{theta L_i}; L_i finite] for each theta."""
+    """K(theta) = sum_i k_i log E[e^{theta L_i}; L_i finite] for each theta, rounded up.
+
+    Every use of K bounds a mass from above (the Chernoff bounds e^{K(t) - t a} on a
+    window's tails, on the mass below or above it and on delta; windows and tilts only
+    choose), so each law's row carries its rounding (:func:`mgf.log_mgf_rounding`: up to
+    1315 u below the exact value, measured on a Gaussian's PLD) times its count, and the
+    products, the sum and the margin's addition (m + 2) u sum_i |k_i log M_i| for m laws.
+    """
     theta = np.atleast_1d(np.asarray(theta, dtype=float))
+    plds = [side_pld(c, side) for c in comps]
+    counts = np.array([float(c.count) for c in comps])
     # One law's row is kept with it while it is a cached discretised law (a ledger asks
     # for the same law's table query after query); several laws' rows are computed at once.
-    if len(comps) == 1:
-        # (the sum below of its one row times the count, as a product)
-        return log_mgf(side_pld(comps[0], side), theta) * float(comps[0].count)
-    table = log_mgfs([side_pld(c, side) for c in comps], theta)
-    counts = np.array([float(c.count) for c in comps])
+    rows = log_mgf(plds[0], theta)[None, :] if len(comps) == 1 else log_mgfs(plds, theta)
     # An empty law (log-MGF -inf) makes K = -inf; counts are positive, so no 0 * inf.
-    return (table * counts[:, None]).sum(axis=0)
+    terms = rows * counts[:, None]
+    k = terms.sum(axis=0)
+    margin = sum(count * log_mgf_rounding(pld, theta, row) for pld, count, row in zip(plds, counts, rows))
+    margin += (len(comps) + 2) * _U * np.abs(terms).sum(axis=0)
+    return np.where(np.isfinite(k), k + margin, k)
 
 
 class Components(tuple):
@@ -179,7 +188,10 @@ class Cumulant:
         """The same table for ``comps``: this table's one component, taken another number of
         times (K is linear in the count)."""
         (old,), (new,) = self.comps, comps
-        out = Cumulant(comps, self.side, self.h, self.lam, self._values * (new.count / old.count))
+        # (K up, times the exact ratio, is above the new K: the ratio and the product round by 2u)
+        scaled = self._values * (new.count / old.count)
+        scaled = np.where(np.isfinite(scaled), scaled + 3.0 * _U * np.abs(scaled), scaled)
+        out = Cumulant(comps, self.side, self.h, self.lam, scaled)
         out.grid, out.zero = self.grid, self.zero
         return out
 

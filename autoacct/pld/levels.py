@@ -56,7 +56,7 @@ from autoacct.pld.components import Component
 from autoacct.pld.compose import Convolution, convolve, max_window
 from autoacct.pld.cumulants import Components, window
 from autoacct.pld.discretize import DiscretePLD, lower_from_cell_masses
-from autoacct.pld.mgf import log_mgfs
+from autoacct.pld.mgf import log_mgf_rounding, log_mgfs
 
 #: One lattice is used when its window has at most this many points, or the count is below
 #: MIN_COUNT.
@@ -290,9 +290,12 @@ def coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     if up is None:
         return None
     # Missing moment generating function at lam, relative to the composed components' one
-    # (e^{log_k}), and then to the upper PLD's own.
+    # (e^{log_k}), and then to the upper PLD's own (its logarithm rounded down: it divides).
     missing = conv.leak() + conv.tilted_above(0) + conv.tilted_below(0)
-    leak = missing * math.exp(float(conv.log_k[0]) - float(log_mgfs([up], np.array([conv.lam]))[0, 0]))
+    lam = np.array([conv.lam])
+    own = log_mgfs([up], lam)[0]
+    own -= log_mgf_rounding(up, lam, own)
+    leak = missing * math.exp(float(conv.log_k[0]) - float(own[0]))
     up = replace(up, leak=leak, leak_lam=conv.lam)
     if conv.dens.shape[0] == 1:
         return Component(up, _no_lower, 1)

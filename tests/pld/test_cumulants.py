@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import mpmath
 import numpy as np
 import pytest
 from closed_forms import poisson_gaussian_lattice_delta
@@ -64,3 +65,31 @@ def test_a_tilt_between_the_fractions_of_the_best_one_narrows_a_heavy_tailed_win
     # Only the fractions of the optimal tilt: the window is four times as long.
     monkeypatch.setattr(cumulants, "MUCH_NARROWER", 0.0)
     assert largest_window()[0] > 4 * points
+
+
+def _exact_log_mgf(pld, theta: float) -> mpmath.mpf:
+    """log sum_i w_i e^{theta (start + i) h} in 40-digit mpmath, from the exact doubles."""
+    with mpmath.workdps(40):
+        h, t = mpmath.mpf(pld.h), mpmath.mpf(theta)
+        return mpmath.log(mpmath.fsum(mpmath.mpf(float(w)) * mpmath.exp(t * (pld.start + i) * h)
+                                      for i, w in enumerate(pld.masses) if w > 0))
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_cumulants_are_never_below_the_exact_ones(count):
+    # The log-sum-exp of a table rounds by up to 1315 u below the exact log moment generating
+    # function (Gaussian mu = 3 on h = 0.01, at theta = -75); every use of K bounds a mass from
+    # above, so the table carries its rounding (mgf.log_mgf_rounding), up, counted k times.
+    from autoacct.losses import GaussianLoss
+    from autoacct.pld.components import Component
+    from autoacct.pld.discretize import discretize
+
+    h = 0.01
+    up, low = discretize(GaussianLoss(3.0), h, -4050, 4050)
+    theta = np.array([-177.82794100389228, -74.98942093324558, -13.33521432163324, 7.498942093324558,
+                      42.169650342858226])
+    k = cumulants.cumulant([Component(up, low, count)], "upper", theta)
+    for t, value in zip(theta, k):
+        exact = count * _exact_log_mgf(up, float(t))
+        assert mpmath.mpf(float(value)) >= exact, (t, float(value), float(exact))
+        assert float(value - exact) <= 1e-10 * count * abs(float(exact))

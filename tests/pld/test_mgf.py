@@ -63,3 +63,20 @@ def test_same_lattice_takes_rounding_not_another_spacing():
     assert not same_lattice(h, h * (1 + 1e-9))
     with pytest.raises(ValueError):
         log_mgfs([a, DiscretePLD(217 * h * (1 + 1e-9), 0, np.ones(1), 0.0)], np.array([1.0]))
+
+
+@pytest.mark.parametrize("n, h, start", [(700, 1e-3, -300), (5000, 2e-3, -4000), (40, 0.7, 3)])
+def test_log_mgf_rounding_bounds_the_error_both_ways(n, h, start):
+    # |log_mgfs - exact| <= mgf.log_mgf_rounding, against 40-digit mpmath from the exact doubles
+    # (positions (start + i) h exact), at exponents of both signs up to a few hundred.
+    rng = np.random.default_rng(n)
+    pld = DiscretePLD(h, start, rng.random(n) ** 4, 0.0)
+    theta = np.array([-300.0, -31.6, -2.5, 0.0, 0.7, 17.8, 150.0])
+    values = log_mgfs([pld], theta)[0]
+    bound = mgf.log_mgf_rounding(pld, theta, values)
+    with mpmath.workdps(40):
+        x = [(start + i) * mpmath.mpf(h) for i in range(n)]
+        for t, v, b in zip(theta, values, bound):
+            exact = mpmath.log(mpmath.fsum(mpmath.mpf(float(w)) * mpmath.exp(mpmath.mpf(t) * xi)
+                                           for xi, w in zip(x, pld.masses)))
+            assert abs(mpmath.mpf(float(v)) - exact) <= b, (t, float(v - exact), b)
