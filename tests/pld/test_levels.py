@@ -278,3 +278,40 @@ def test_bounded_range_at_2_pow_44_above_randomized_response():
         acc = FFTAccountant([(part.forward, part.backward, k)])
         _, upper = acc.delta(np.array([mu]), acc.eps_scale(1e-5), 1e-3)
     assert float(upper[0]) >= gaussian_delta_closed(mu, mu) * (1.0 + 1e-6)
+
+
+@pytest.mark.parametrize(("mu", "k", "h", "ratio", "lam"), [(0.05, 400, 0.002, 8, 8.0), (0.3, 64, 0.005, 16, 3.0)])
+def test_coarse_lower_cell_masses_lie_outward_of_the_exact_ones(monkeypatch, mu, k, h, ratio, lam):
+    """The lower row's coarse cell masses, summed and exponentiated in floating point, were up
+    to 68 roundoffs above the exact P-masses (40-digit mpmath sums of the same points): a lower
+    PLD's input must be a measure below the row's, so P is lowered and Q raised by the sums'
+    rounding (levels._lower_rounding)."""
+    import mpmath
+
+    from autoacct.pld.components import Component
+    from autoacct.pld.compose import convolve
+    from autoacct.pld.cumulants import Components
+    from autoacct.pld.discretize import discretize
+
+    reach = int((mu * mu / 2 + 10 * mu) / h) + 1
+    conv = convolve(Components([Component(*discretize(_opaque_gaussian(mu), h, -reach, reach), k)]), h,
+                    math.log(1e-16), lam)
+    seen = {}
+    inner = levels.lower_from_cell_masses
+
+    def spy(g, spacing, j_lo, m_p, m_q, *rest):
+        seen.update(m_p=m_p, m_q=m_q)
+        return inner(g, spacing, j_lo, m_p, m_q, *rest)
+    monkeypatch.setattr(levels, "lower_from_cell_masses", spy)
+    row = np.maximum(conv.dens[1], 0.0)
+    assert levels._coarse_lower(row.copy(), conv, ratio) is not None
+    first = (conv.j_lo // ratio) * ratio
+    cell = (conv.j_lo - first + np.arange(row.size) - 1) // ratio
+    with mpmath.workdps(40):
+        log_k, rate = mpmath.mpf(float(conv.log_k[1])), mpmath.mpf(lam)
+        for c in range(0, len(seen["m_p"]) - 2, 7):
+            idx = [int(i) for i in np.flatnonzero((cell == c) & (conv.j_lo + np.arange(row.size) > first) & (row > 0))]
+            x = [(conv.j_lo + i) * mpmath.mpf(h) for i in idx]
+            p = mpmath.fsum(mpmath.mpf(float(row[i])) * mpmath.exp(log_k - rate * xi) for i, xi in zip(idx, x))
+            q = mpmath.fsum(mpmath.mpf(float(row[i])) * mpmath.exp(log_k - (rate + 1) * xi) for i, xi in zip(idx, x))
+            assert seen["m_p"][c + 1] <= p and seen["m_q"][c + 1] >= q, (c, float(seen["m_p"][c + 1] / p - 1))
