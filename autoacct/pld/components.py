@@ -44,6 +44,10 @@ class Component:
     #: For a law whose atoms are merged onto the grid (``merged_lower``): its finite loss values
     #: and their P-masses, from which the composed law's largest cell mass is estimated.
     atoms: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False)
+    #: For a computed composition (see :mod:`levels`): how far, at most, each of its PLDs'
+    #: masses lies from the exact loss (start + i) h of its point. None for a law discretised
+    #: directly (see :func:`autoacct.pld.compose.misplacement`).
+    misplaced: float | None = None
 
     @cached_property
     def lower(self) -> DiscretePLD:
@@ -53,7 +57,7 @@ class Component:
 
     def recounted(self, count: int) -> Component:
         """The same component taken ``count`` times (sharing its lower PLD if already made)."""
-        return Component(self.upper, self.__dict__.get("lower", self.lower_pld), count, self.atoms)
+        return Component(self.upper, self.__dict__.get("lower", self.lower_pld), count, self.atoms, self.misplaced)
 
     def lower_short(self, tol: float, eps: float) -> bool:
         """Whether the lower PLD of the law composed ``count`` times falls first-order short of

@@ -61,7 +61,7 @@ from autoacct.pld.cumulants import (
 )
 from autoacct.pld.discretize import DiscretePLD
 from autoacct.pld.mgf import same_lattice
-from autoacct.pld.profiles import DiscreteProfile
+from autoacct.pld.profiles import POSITION_REL, DiscreteProfile
 
 #: Largest FFT length the composer uses (2^22 points: with both bound rows, their
 #: spectra and the error bookkeeping, well under 1 GB of memory).
@@ -378,8 +378,32 @@ def compose(comps: Sequence[Component], h: float, log_eta: float, lam: float = 0
         out.append(DiscreteProfile(h=h, start=conv.j_lo, tilted=conv.dens[j], log_k=k_lam, lam=lam,
                                    c0=c0, log_c1=log_c1, upper=side == "upper",
                                    support_top=conv.comps.support_top(side), inf_mass=inf_mass,
-                                   above=conv.above_exponents() if side == "upper" else None))
+                                   above=conv.above_exponents() if side == "upper" else None,
+                                   misplaced=misplacement(conv.comps, side, h)))
     return out[0], (out[1] if lower else None)
+
+
+def misplacement(comps: Sequence[Component], side: str, h: float) -> float:
+    """A bound on how far each composed mass of the ``side`` PLDs of ``comps``, composed on the
+    lattice hZ, lies from the exact loss j h of its lattice point: sum_i k_i (e_i + x_i |h_i - h|
+    / h), x_i the largest |loss| of component i's masses, h_i its spacing (an index j
+    is read as j h: see :func:`_check_lattice`) and e_i its own bound.
+
+    The composed mass at index S = sum_i j_i sits at the sum of its parts' losses, each off
+    from its j_i h by its e_i: those add over the k_i copies, of whatever sign the parts are,
+    so no bound in |S h| alone holds (the parts of a point near 0 may be far from 0). A
+    computed composition gives its e_i (:mod:`levels`); a law discretised directly has its
+    masses at fl(j h) (u |x| off, u the unit roundoff) or, on a law's lattice ell, at its
+    atoms' losses, within u |x| of n ell = j ell / m, itself within u |x| of j h (h is ell / m
+    rounded): 2.5 u x_i (DiscreteProfile.POSITION_REL) covers both."""
+    total = 0.0
+    for c in comps:
+        pld = side_pld(c, side)
+        ends = pld.support
+        size = 0.0 if ends is None else max(abs(pld.start + ends[0]), abs(pld.start + ends[1])) * pld.h
+        own = c.misplaced if c.misplaced is not None else POSITION_REL * size
+        total += c.count * (own + size * abs(pld.h - h) / h)
+    return total * (1.0 + 4.0 * _U * len(comps))
 
 
 def _rfft(rows: np.ndarray) -> np.ndarray:
@@ -516,7 +540,8 @@ def _uncomposed(c: Component, h: float, lower: bool = True) -> tuple[DiscretePro
                                    c0=min(c0 * scale, 1.0) if c0 > 0 else c0 / scale,
                                    log_c1=-math.inf, upper=upper,
                                    support_top=support_ends([c], "upper" if upper else "lower")[1],
-                                   inf_mass=min(inf_mass * (1.0 + LAW_REL), 1.0)))
+                                   inf_mass=min(inf_mass * (1.0 + LAW_REL), 1.0),
+                                   misplaced=misplacement([c], "upper" if upper else "lower", h)))
     return out[0], (out[1] if lower else None)
 
 

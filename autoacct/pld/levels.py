@@ -53,7 +53,7 @@ import numpy as np
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import PrivacyLoss
 from autoacct.pld.components import Component
-from autoacct.pld.compose import Convolution, convolve, max_window
+from autoacct.pld.compose import Convolution, convolve, max_window, misplacement
 from autoacct.pld.cumulants import Components, window
 from autoacct.pld.discretize import DiscretePLD, lower_from_cell_masses
 from autoacct.pld.mgf import log_mgf_rounding, log_mgfs
@@ -297,8 +297,9 @@ def coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     own -= log_mgf_rounding(up, lam, own)
     leak = missing * math.exp(float(conv.log_k[0]) - float(own[0]))
     up = replace(up, leak=leak, leak_lam=conv.lam)
+    parts = max(misplacement(conv.comps, side, conv.h) for side in ("upper", "lower")[:conv.dens.shape[0]])
     if conv.dens.shape[0] == 1:
-        return Component(up, _no_lower, 1)
+        return Component(up, _no_lower, 1, misplaced=_misplaced(parts, [up]))
     folded = conv.tilted_above(1) + conv.tilted_below(1)
     sub = conv.dens[1]
     sub -= float(conv.err[1]) + folded
@@ -307,7 +308,16 @@ def coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     if low is None or not np.any(low.masses > 0):
         return None
     deficit = (1.0 + conv.clipped()) * (1.0 + low.deficit) - 1.0
-    return Component(up, replace(low, deficit=deficit), 1)
+    return Component(up, replace(low, deficit=deficit), 1, misplaced=_misplaced(parts, [up, low]))
+
+
+def _misplaced(parts: float, plds: list[DiscretePLD]) -> float:
+    """How far a coarsened composition's masses lie from their coarse points' exact losses: their
+    parts' misplacement ``parts`` (each composed mass sits within it of its fine point, and
+    connect-the-dots moves it to the coarse points j R h as if it were there), and the coarse
+    point j H stands for j R h within u |j H| (H = R h rounded, u the unit roundoff), rounded up."""
+    top = max(max(abs(p.start), abs(p.start + len(p.masses) - 1)) * p.h for p in plds)
+    return (parts + 0.5 * MACHINE_EPSILON * top) * (1.0 + 2.0 * MACHINE_EPSILON)
 
 
 def _no_lower() -> DiscretePLD:

@@ -48,9 +48,9 @@ _FULL_SUMS = 1 << 20
 #: Up to this many points the eps(delta) solve reads the whole suffix sums of
 #: :attr:`DiscreteProfile._sums` rather than the block sums (see :meth:`DiscreteProfile._sums_of`).
 _SOLVE_FULL_SUMS = 1 << 15
-#: How far, relative to the window's largest |loss|, a lattice point as computed may lie from
-#: the loss it stands for (see :attr:`DiscreteProfile.slack`): 2.5 unit roundoffs.
-_POSITION = 1.25 * _EPS
+#: How far, relative to its largest |loss|, a lattice point of a law discretised directly may
+#: lie from the loss it stands for (see :attr:`DiscreteProfile.slack`): 2.5 unit roundoffs.
+POSITION_REL = 1.25 * _EPS
 
 
 class SolvedEpsilon:
@@ -104,6 +104,9 @@ class DiscreteProfile(SolvedEpsilon):
     #: the window only the mass above eps counts, so delta there is also at most the mass at
     #: +inf plus min_t e^{K(t) - t eps} (c0 bounds the mass above the window's top only).
     above: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    #: How far, at most, each mass lies from the exact loss (start + i) h of its point (the
+    #: composer's :func:`~autoacct.pld.compose.misplacement`); None: as for one law's lattice.
+    misplaced: float | None = None
     #: eps(delta) already solved, by delta: the accountant asks each profile for the same
     #: delta several times (settling directions, then the best bounds).
     _solved: dict[float, float] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -124,10 +127,17 @@ class DiscreteProfile(SolvedEpsilon):
         relatively at an eps 1e-9 below it. Every mass moves by at most D, so the true profile
         at eps is at most the lattice's at eps - D and at least it at eps + D: reads and
         solves are shifted by D (and rounded outward).
+
+        A composition's masses each sit at a sum of their parts' losses, each part off by
+        its own rounding: ``misplaced`` bounds their sum (whose parts may be far larger than
+        any loss in the window), and the product x_i = (start + i) h adds u |x_i|.
         """
         if len(self.tilted) == 0:
             return 0.0
-        return _POSITION * max(abs(float(self.x[0])), abs(float(self.x[-1])))
+        size = max(abs(float(self.x[0])), abs(float(self.x[-1])))
+        if self.misplaced is None:
+            return POSITION_REL * size
+        return (self.misplaced + 0.5 * _EPS * size) * (1.0 + 2.0 * _EPS)
 
     def _read_at(self, eps: np.ndarray) -> np.ndarray:
         """Where the lattice's profile bounds the true one at eps (:attr:`slack`): eps - D for

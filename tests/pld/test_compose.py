@@ -178,3 +178,29 @@ def test_tilted_masses_times_their_normaliser_are_within_the_bound_tilt_reports(
         for i in np.flatnonzero(z > np.finfo(float).tiny):
             exact = mpmath.mpf(float(w[i])) * mpmath.exp(lam * (start + int(i)) * mpmath.mpf(h))
             assert abs(mpmath.mpf(float(z[i])) * m / exact - 1) <= rel
+
+
+def test_slack_covers_a_composed_point_made_of_large_parts_of_both_signs():
+    """A composed lattice point S h stands for the sum of its parts' losses, each at its own
+    float point fl(j h) (u |j h| off j h): parts of both signs add their roundings while their
+    losses cancel, so a point near 0 inside the window can lie u sum_i |x_i| from its loss,
+    far beyond 2.5 u of the window's largest |loss| (the former DiscreteProfile.slack). Here
+    500 parts at +a h and 500 at -b h, the roundings of fl(a h) and fl(-b h) of one sign,
+    measured exactly in fractions."""
+    from fractions import Fraction
+
+    h, k = 1e-3 / 3.0, 1000
+    up, low = discretize(GaussianLoss(0.1), h, -3000, 3000)
+    profile, _ = compose([Component(up, low, k)], h, math.log(1e-30), 0.0)
+    first, last = (up.start + i for i in up.support)
+
+    def rounding(j: int) -> Fraction:
+        return Fraction(float(np.float64(j) * h)) - j * Fraction(h)
+    # a and b near each other and near the top, the roundings at +a and at -b both positive.
+    a, b = max(((i, j) for i in range(last // 2, min(last, -first) - 3) for j in range(i - 3, i + 4)),
+               key=lambda ij: rounding(ij[0]) - rounding(ij[1]))
+    s = (k // 2) * (a - b)
+    assert profile.start <= s < profile.start + len(profile.tilted)
+    parts = (k // 2) * (Fraction(float(np.float64(a) * h)) + Fraction(float(np.float64(-b) * h)))
+    off = abs(parts - Fraction(float(np.float64(s) * h)))
+    assert profile.slack >= off, (profile.slack, float(off))
