@@ -5,8 +5,8 @@ Parts, in the order data flows through them: ``components`` (a discretised law a
 count), ``grid`` (spacing and ranges), ``discretize`` (upper and lower discrete PLDs),
 ``cumulants`` (component sets, tilts, windows and tail bounds), ``compose`` (FFT
 composition with accounted wrap-around), ``levels`` (multi-level self-composition),
-``profiles`` (queries on a composed PLD, and Chernoff profiles), ``query`` (what a
-query asks: aim and budgets) and ``accountant`` (orchestration, caching and refinement).
+``profiles`` (queries on a composed PLD), ``chernoff`` (profiles from cumulants alone),
+``query`` (what a query asks: aim and budgets) and ``accountant`` (orchestration, caching and refinement).
 """
 
 from autoacct.pld.accountant import DEFAULT_TOL, FFTAccountant

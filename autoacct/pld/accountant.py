@@ -27,6 +27,7 @@ from autoacct.errors import BudgetExceeded
 from autoacct.limits import afford, query_clock
 from autoacct.losses import GaussianLoss, PrivacyLoss
 from autoacct.pld import levels
+from autoacct.pld.chernoff import chernoff_profiles
 from autoacct.pld.components import Component, LowerPld
 from autoacct.pld.compose import compose, max_window
 from autoacct.pld.costs import (
@@ -50,7 +51,7 @@ from autoacct.pld.inverted import DeltaThroughEpsilon
 from autoacct.pld.lawcache import kept_law, round_up_pow2
 from autoacct.pld.made import Composed, Made, Pair, Profile, best_curve, well_inside
 from autoacct.pld.mixture import MixtureProfile
-from autoacct.pld.profiles import DiscreteProfile, chernoff_profiles
+from autoacct.pld.profiles import DiscreteProfile
 from autoacct.pld.query import PldQuery, log_eta_for, shrink, within
 from autoacct.pld.reversal import inverse_tradeoff, reversed_chernoff, reverses_law_by_law
 from autoacct.pld.splitting import SplitDirections

@@ -11,7 +11,7 @@ components' exact discrete moment generating functions
 * the FFT window outside which the tilted law has a given mass (:func:`window`);
 * Chernoff bounds on the tilted or untilted mass beyond a point
   (:func:`chernoff_bound`), which the composer charges for wrap-around;
-* the cumulant tables that :class:`~autoacct.pld.profiles.ChernoffProfile` bounds delta with, no FFT at all.
+* the cumulant tables that :class:`~autoacct.pld.chernoff.ChernoffProfile` bounds delta with, no FFT at all.
 
 Any exponent gives a valid Chernoff bound: the grid and the unimodal searches
 (:func:`best_index`) only decide how tight the bounds are.
@@ -219,6 +219,13 @@ def best_index(f: Callable[[np.ndarray], np.ndarray], lo: int, hi: int) -> int:
 _STRIDE = 3
 
 
+def rounded_exponent(k: np.ndarray, te: np.ndarray) -> np.ndarray:
+    """k - te, a Chernoff exponent K(t) - t a (te a product, rounded once), rounded up by the
+    roundoffs of the product and the difference; -inf where te is +inf (not inf - inf)."""
+    out = k - te
+    return np.where(np.isfinite(out), out + _U * (np.abs(k) + 2.0 * np.abs(te)), out)
+
+
 def chernoff_bound(k: Cumulant, lam: float, k_lam: float, a: float, above: bool) -> float:
     """log of the Chernoff bound on the law tilted by lam (log-normaliser k_lam) beyond ``a``:
     above a (exponents > lam) or below it (exponents < lam)."""
@@ -228,7 +235,10 @@ def chernoff_bound(k: Cumulant, lam: float, k_lam: float, a: float, above: bool)
         return 0.0
 
     def f(i: np.ndarray) -> np.ndarray:
-        return k(i) - k_lam - (k.grid[i] - lam) * a
+        te = (k.grid[i] - lam) * a
+        out = rounded_exponent(k(i) - k_lam, te)
+        # (rounded up by the roundings of t - lam and of K(t) - K(lam) too)
+        return np.where(np.isfinite(out), out + _U * (np.abs(k(i)) + abs(k_lam) + np.abs(te)), out)
 
     return min(float(f(np.array([best_index(f, lo, hi)]))[0]), 0.0)
 

@@ -30,9 +30,10 @@ import numpy as np
 
 from autoacct.errors import BudgetExceeded
 from autoacct.limits import afford, current
+from autoacct.pld.chernoff import ChernoffProfile
 from autoacct.pld.costs import nbytes_of
 from autoacct.pld.mixture import MixtureProfile
-from autoacct.pld.profiles import ChernoffProfile, DiscreteProfile
+from autoacct.pld.profiles import DiscreteProfile
 
 Composed = DiscreteProfile | ChernoffProfile
 Profile = Composed | MixtureProfile

@@ -1,5 +1,5 @@
-"""Profiles: queries on a composed discrete PLD (delta(eps), eps(delta), the tradeoff curve),
-and the Chernoff profile that bounds delta from cumulants alone.
+"""Profiles: queries on a composed discrete PLD (delta(eps), eps(delta), the tradeoff curve).
+The Chernoff profile, from cumulants alone, is in :mod:`chernoff`.
 
 A :class:`DiscreteProfile` holds the composed masses in tilted form,
 p_i = p~_i e^{K - lam x_i} at losses x_i = (start + i) h, and represents
@@ -22,15 +22,13 @@ the error term frozen at the cell's safe end.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
-from autoacct.pld.components import Component
-from autoacct.pld.cumulants import Cumulant, as_components, best_index
+from autoacct.pld.cumulants import rounded_exponent
 
 _EPS = MACHINE_EPSILON
 _ULP = 8 * _EPS
@@ -462,8 +460,8 @@ class DiscreteProfile(SolvedEpsilon):
         if at.any() and t.size:
             e = eps[at]
             # (t eps overflows to inf at eps near 1e308: the bound's exponent is then -inf)
-            with np.errstate(over="ignore"):
-                log_p = np.min(k[:, None] - t[:, None] * e[None, :], axis=0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                log_p = np.min(rounded_exponent(k[:, None], t[:, None] * e[None, :]), axis=0)
                 bound = self.inf_mass + np.exp(np.minimum(log_p, 0.0)) + self._err(e)
             out[at] = bound * (1.0 + 8.0 * _EPS) + _UNDERFLOW_MARGIN
         return out
@@ -631,69 +629,3 @@ class DiscreteProfile(SolvedEpsilon):
                 val = (self.grid_deltas[j] + term) * (1.0 + MACHINE_EPSILON)
             best = np.minimum(best, np.where(np.isnan(val), np.inf, val))
         return np.clip(best, 0.0, 1.0)
-
-
-@dataclass(frozen=True)
-class ChernoffProfile:
-    """A profile from moment generating functions alone, with no FFT.
-
-    As an upper profile: for the composed upper PLDs S (finite part, cumulant K) and
-    any theta > 0, delta(eps) <= E[(1 - e^{eps - S})_+] + p_inf
-    <= c(theta) e^{K(theta) - theta eps} + p_inf, with
-    c(theta) = max_{s > 0} (1 - e^{-s}) e^{-theta s} = (theta / (1 + theta))^theta / (1 + theta).
-    As a lower profile it says nothing: delta >= 0 and eps >= 0.
-    """
-
-    k: Cumulant
-    inf_mass: float
-    upper: bool
-    #: eps(delta) already found, by delta: the accountant asks each profile for the same delta
-    #: several times (ordering and settling the directions, then the best bounds).
-    _found: dict[float, float] = field(default_factory=dict, init=False, repr=False, compare=False)
-
-    def _log_terms(self, i: np.ndarray) -> np.ndarray:
-        theta = self.k.grid[i]
-        return self.k(i) + theta * np.log(theta / (1.0 + theta)) - np.log1p(theta)
-
-    def delta(self, eps: np.ndarray) -> np.ndarray:
-        eps = np.asarray(eps, dtype=float)
-        if not self.upper:
-            return np.zeros(eps.shape)
-        i = np.arange(self.k.zero + 1, self.k.grid.size)
-        log_t = self._log_terms(i)
-        theta = self.k.grid[i]
-        # (theta eps overflows to inf at eps near 1e308: that term's exponent is then -inf)
-        with np.errstate(over="ignore"):
-            best = np.min(log_t[:, None] - theta[:, None] * eps.ravel()[None, :], axis=0).reshape(eps.shape)
-        return np.minimum(np.exp(np.minimum(best, 0.0)) + self.inf_mass, 1.0)
-
-    def floor(self, eps: np.ndarray) -> np.ndarray:
-        """The part of delta(eps) that a finer grid cannot change: none is accounted here."""
-        return np.zeros(np.shape(eps))
-
-    def epsilon(self, delta: float) -> float:
-        if not self.upper:
-            return 0.0
-        if delta <= self.inf_mass:
-            return math.inf
-        delta = float(delta)
-        if delta not in self._found:
-            log_d = math.log(delta - self.inf_mass)
-
-            def f(i: np.ndarray) -> np.ndarray:
-                return (self._log_terms(i) - log_d) / self.k.grid[i]
-
-            i = best_index(f, self.k.zero + 1, self.k.grid.size - 1)
-            self._found[delta] = max(float(f(np.array([i]))[0]), 0.0)
-        return self._found[delta]
-
-
-def chernoff_profiles(comps: Sequence[Component], h: float) -> tuple[ChernoffProfile, ChernoffProfile]:
-    """(upper, lower) :class:`ChernoffProfile` of the composition of ``comps``."""
-    log_fin = sum(c.count * (math.log1p(-c.upper.p_inf) if c.upper.p_inf < 1.0 else -math.inf)
-                  for c in comps)
-    # On the finer exponents of cumulants.CHERNOFF_THETAS too: any exponent gives a valid
-    # bound, and these come close to the best one (a cached law's log-MGF rows are kept).
-    k = Cumulant(as_components(comps), "upper", h, chernoff=True)
-    inf_mass = -math.expm1(log_fin)
-    return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)

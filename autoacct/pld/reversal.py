@@ -46,13 +46,13 @@ import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import PrivacyLoss
+from autoacct.pld.chernoff import ChernoffProfile
 from autoacct.pld.components import Component
 from autoacct.pld.compose import LAW_REL
 from autoacct.pld.cumulants import CHERNOFF_THETAS, Components, Cumulant
 from autoacct.pld.discretize import RATIO_ULPS
 from autoacct.pld.lawcache import log_mgf
-from autoacct.pld.mgf import log_mgfs
-from autoacct.pld.profiles import ChernoffProfile
+from autoacct.pld.mgf import log_mgf_rounding, log_mgfs
 
 #: The exponents theta > 0 of the reversed direction's bound (16 per decade, as its own Chernoff bound's).
 _THETAS = CHERNOFF_THETAS
@@ -76,6 +76,8 @@ def reversed_chernoff(forward: Sequence[Component], reversed_laws: Sequence[Priv
     # calibration asks for the same law's bound query after query); several laws' rows are
     # computed at once.
     table = log_mgf(forward[0].upper, s)[None, :] if len(forward) == 1 else log_mgfs([c.upper for c in forward], s)
+    # (each row rounded up by its log-sum-exp's rounding, and the sum below by (m + 2) roundoffs)
+    table = table + np.array([log_mgf_rounding(c.upper, s, row) for c, row in zip(forward, table)])
     with np.errstate(over="ignore"):
         # (capped: an empty law's row is -inf, and -inf + inf would be NaN)
         short = np.minimum((RATIO_ULPS + 16.0) * MACHINE_EPSILON * np.expm1(-s * h) / -math.expm1(-h), 1e300)
@@ -90,7 +92,12 @@ def reversed_chernoff(forward: Sequence[Component], reversed_laws: Sequence[Priv
         above = math.log(beyond) + s * last if beyond > 0.0 else -np.inf
         table[i] = np.logaddexp(table[i], np.logaddexp(below, above))
     counts = np.array([float(c.count) for c in forward])
-    values = np.concatenate(([0.0], (table * counts[:, None]).sum(axis=0)))
+    terms = table * counts[:, None]
+    total = terms.sum(axis=0)
+    with np.errstate(invalid="ignore"):
+        margin = (len(forward) + 2) * MACHINE_EPSILON * np.abs(terms).sum(axis=0)
+        total = np.where(np.isfinite(total), total + margin, total)
+    values = np.concatenate(([0.0], total))
     k = Cumulant(Components(forward), "upper", h, values=values, grid=np.concatenate(([0.0], _THETAS)))
     log_fin = sum(c.count * (math.log1p(-rev.p_inf) if rev.p_inf < 1.0 else -math.inf)
                   for c, rev in zip(forward, reversed_laws, strict=True))
