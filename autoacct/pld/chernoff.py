@@ -40,7 +40,9 @@ class ChernoffProfile:
         would cost 2 theta of them), log1p(theta) within one, K's own rounding already in K."""
         theta, k = self.k.grid[i], self.k(i)
         a, b = -theta * np.log1p(1.0 / theta), np.log1p(theta)
-        return k + a - b + 2.0 * _EPS * (np.abs(k) + 4.0 * np.abs(a) + 2.0 * b + 2.0)
+        out = k + a - b
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isfinite(out), out + 2.0 * _EPS * (np.abs(k) + 4.0 * np.abs(a) + 2.0 * b + 2.0), out)
 
     def delta(self, eps: np.ndarray) -> np.ndarray:
         eps = np.asarray(eps, dtype=float)
@@ -74,7 +76,9 @@ class ChernoffProfile:
             def f(i: np.ndarray) -> np.ndarray:
                 log_t, theta = self._log_terms(i), self.k.grid[i]
                 out = (log_t - log_d) / theta
-                return out + _EPS * ((np.abs(log_t) + abs(log_d)) / theta + np.abs(out))
+                with np.errstate(invalid="ignore"):
+                    return np.where(np.isfinite(out), out + _EPS * ((np.abs(log_t) + abs(log_d)) / theta + np.abs(out)),
+                                    out)
 
             i = best_index(f, self.k.zero + 1, self.k.grid.size - 1)
             self._found[delta] = max(float(f(np.array([i]))[0]), 0.0)

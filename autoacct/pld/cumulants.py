@@ -113,8 +113,10 @@ def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.nda
     terms = rows * counts[:, None]
     k = terms.sum(axis=0)
     margin = sum(count * log_mgf_rounding(pld, theta, row) for pld, count, row in zip(plds, counts, rows))
-    margin += (len(comps) + 2) * _U * np.abs(terms).sum(axis=0)
-    return np.where(np.isfinite(k), k + margin, k)
+    # (an infinite K is kept as it is: its margin is not added, and -inf + inf is not warned of)
+    with np.errstate(invalid="ignore"):
+        margin += (len(comps) + 2) * _U * np.abs(terms).sum(axis=0)
+        return np.where(np.isfinite(k), k + margin, k)
 
 
 class Components(tuple):
@@ -190,7 +192,8 @@ class Cumulant:
         (old,), (new,) = self.comps, comps
         # (K up, times the exact ratio, is above the new K: the ratio and the product round by 2u)
         scaled = self._values * (new.count / old.count)
-        scaled = np.where(np.isfinite(scaled), scaled + 3.0 * _U * np.abs(scaled), scaled)
+        with np.errstate(invalid="ignore"):
+            scaled = np.where(np.isfinite(scaled), scaled + 3.0 * _U * np.abs(scaled), scaled)
         out = Cumulant(comps, self.side, self.h, self.lam, scaled)
         out.grid, out.zero = self.grid, self.zero
         return out
@@ -222,8 +225,9 @@ _STRIDE = 3
 def rounded_exponent(k: np.ndarray, te: np.ndarray) -> np.ndarray:
     """k - te, a Chernoff exponent K(t) - t a (te a product, rounded once), rounded up by the
     roundoffs of the product and the difference; -inf where te is +inf (not inf - inf)."""
-    out = k - te
-    return np.where(np.isfinite(out), out + _U * (np.abs(k) + 2.0 * np.abs(te)), out)
+    with np.errstate(invalid="ignore"):
+        out = k - te
+        return np.where(np.isfinite(out), out + _U * (np.abs(k) + 2.0 * np.abs(te)), out)
 
 
 def chernoff_bound(k: Cumulant, lam: float, k_lam: float, a: float, above: bool) -> float:
@@ -236,9 +240,10 @@ def chernoff_bound(k: Cumulant, lam: float, k_lam: float, a: float, above: bool)
 
     def f(i: np.ndarray) -> np.ndarray:
         te = (k.grid[i] - lam) * a
-        out = rounded_exponent(k(i) - k_lam, te)
-        # (rounded up by the roundings of t - lam and of K(t) - K(lam) too)
-        return np.where(np.isfinite(out), out + _U * (np.abs(k(i)) + abs(k_lam) + np.abs(te)), out)
+        with np.errstate(invalid="ignore"):
+            out = rounded_exponent(k(i) - k_lam, te)
+            # (rounded up by the roundings of t - lam and of K(t) - K(lam) too)
+            return np.where(np.isfinite(out), out + _U * (np.abs(k(i)) + abs(k_lam) + np.abs(te)), out)
 
     return min(float(f(np.array([best_index(f, lo, hi)]))[0]), 0.0)
 

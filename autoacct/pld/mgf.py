@@ -76,7 +76,8 @@ def log_mgf_rounding(pld: DiscretePLD, theta: np.ndarray, values: np.ndarray) ->
     theta = np.abs(np.asarray(theta, dtype=float))
     reach = np.minimum(theta * pld.h * (n - 1), _LAST_EXPONENT)
     ends = max(abs(pld.start + lo), abs(pld.start + hi)) * pld.h
-    ulps = 2.0 * reach + 272.0 + -(-n // _MGF_BLOCK) + 4.0 * np.abs(values) + 4.0 * theta * ends
+    with np.errstate(invalid="ignore", over="ignore"):
+        ulps = 2.0 * reach + 272.0 + -(-n // _MGF_BLOCK) + 4.0 * np.abs(values) + 4.0 * theta * ends
     return np.where(np.isfinite(values), ulps * MACHINE_EPSILON, 0.0)
 
 
