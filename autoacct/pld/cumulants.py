@@ -31,7 +31,7 @@ from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import DiscretePLD
 from autoacct.pld.lawcache import log_mgf
-from autoacct.pld.mgf import log_mgf_rounding, log_mgfs
+from autoacct.pld.mgf import log_mgf_roundings, log_mgfs
 
 #: Positive exponents at which cumulants are evaluated for tail bounds and tilts, 8 per
 #: decade (factors of 1.33 apart). Any exponent gives a valid Chernoff bound; this grid only
@@ -99,7 +99,7 @@ def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.nda
 
     Every use of K bounds a mass from above (the Chernoff bounds e^{K(t) - t a} on a
     window's tails, on the mass below or above it and on delta; windows and tilts only
-    choose), so each law's row carries its rounding (:func:`mgf.log_mgf_rounding`: up to
+    choose), so each law's row carries its rounding (:func:`mgf.log_mgf_roundings`: up to
     1315 u below the exact value, measured on a Gaussian's PLD) times its count, and the
     products, the sum and the margin's addition (m + 2) u sum_i |k_i log M_i| for m laws.
     """
@@ -112,7 +112,7 @@ def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.nda
     # An empty law (log-MGF -inf) makes K = -inf; counts are positive, so no 0 * inf.
     terms = rows * counts[:, None]
     k = terms.sum(axis=0)
-    margin = sum(count * log_mgf_rounding(pld, theta, row) for pld, count, row in zip(plds, counts, rows))
+    margin = (log_mgf_roundings(plds, theta, rows) * counts[:, None]).sum(axis=0)
     # (an infinite K is kept as it is: its margin is not added, and -inf + inf is not warned of)
     with np.errstate(invalid="ignore"):
         margin += (len(comps) + 2) * _U * np.abs(terms).sum(axis=0)

@@ -55,8 +55,15 @@ def log_mgfs(plds: Sequence[DiscretePLD], theta: np.ndarray) -> np.ndarray:
 
 
 def log_mgf_rounding(pld: DiscretePLD, theta: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """A bound on |values - log E[e^{theta L}; L finite]| for ``values`` = log_mgfs([pld], theta)[0]
-    (the masses at the exact points (start + i) h; 0 where a value is not finite, -inf exactly).
+    """:func:`log_mgf_roundings` of one law's row ``values``."""
+    return log_mgf_roundings([pld], theta, np.asarray(values, dtype=float)[None, :])[0]
+
+
+def log_mgf_roundings(plds: Sequence[DiscretePLD], theta: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Bounds on |values - log E[e^{theta L}; L finite]|, law by law (rows), for ``values`` =
+    log_mgfs(plds, theta) (the masses at the exact points (start + i) h; 0 where a value is not
+    finite, -inf exactly). Computed for all laws at once: a schedule of 10,000 distinct steps
+    asks it of every law for every table.
 
     In roundoffs u: a table entry e^{-y} of :func:`_table` or a block's factor, y the exact
     |theta| h d, has its argument off by 2u y (the products |theta| h and its multiple) and
@@ -69,16 +76,17 @@ def log_mgf_rounding(pld: DiscretePLD, theta: np.ndarray, values: np.ndarray) ->
     theta x (u |theta x| each) and their sum (u |value|): 2y + 264 + b + 3 |value| + 4 |theta x|,
     taken with x the larger of the support's two ends (measured: 1315 u below the exact value
     at most, on Gaussians' PLDs at |theta| <= 178, where this gives 2.5e4 u)."""
-    if pld.support is None:
-        return np.zeros(np.shape(values))
-    lo, hi = pld.support
-    n = hi - lo + 1
-    theta = np.abs(np.asarray(theta, dtype=float))
-    reach = np.minimum(theta * pld.h * (n - 1), _LAST_EXPONENT)
-    ends = max(abs(pld.start + lo), abs(pld.start + hi)) * pld.h
+    supports = [p.support for p in plds]
+    n = np.array([0 if s is None else s[1] - s[0] + 1 for s in supports], dtype=float)[:, None]
+    h = np.array([p.h for p in plds])[:, None]
+    ends = np.array([0.0 if s is None else max(abs(p.start + s[0]), abs(p.start + s[1])) * p.h
+                     for p, s in zip(plds, supports)])[:, None]
+    theta = np.abs(np.asarray(theta, dtype=float))[None, :]
+    reach = np.minimum(theta * h * np.maximum(n - 1.0, 0.0), _LAST_EXPONENT)
     with np.errstate(invalid="ignore", over="ignore"):
-        ulps = 2.0 * reach + 272.0 + -(-n // _MGF_BLOCK) + 4.0 * np.abs(values) + 4.0 * theta * ends
-    return np.where(np.isfinite(values), ulps * MACHINE_EPSILON, 0.0)
+        ulps = 2.0 * reach + 272.0 + np.ceil(n / _MGF_BLOCK) + 4.0 * np.abs(values) + 4.0 * theta * ends
+    # (a law without mass has the row -inf exactly)
+    return np.where(np.isfinite(values) & (n > 0.0), ulps * MACHINE_EPSILON, 0.0)
 
 
 def _block_sums(plds: list[DiscretePLD], from_top: bool, rate: np.ndarray) -> np.ndarray:
