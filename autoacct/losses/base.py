@@ -505,7 +505,12 @@ class DiscreteLoss(PrivacyLoss):
 
     @property
     def max_loss(self) -> float:
-        finite = self.values[(self.p_mass > 0) & np.isfinite(self.values)]
+        """The largest finite value, whatever its P-mass: a mass read as 0 may be a positive one
+        that underflowed (a finite loss v with true P-mass 0 has Q-mass 0 too, no outcome at
+        all). BinaryCountingExponential(74.6, 20, 5)'s atom at 74.6 has P-mass e^-746, read 0:
+        counted only where that read was positive, the largest loss was -e^-746, and delta(1)
+        came out 0 on every route, below the truth 1.04e-324."""
+        finite = self.values[np.isfinite(self.values)]
         return float(finite.max()) if finite.size else -math.inf
 
     #: Finitely many atoms: the profile is a finite sum, answered directly for one run,

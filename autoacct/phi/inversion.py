@@ -406,7 +406,12 @@ class Direction:
         eps = np.asarray(eps, dtype=float)
         flat = eps.ravel()
         if self.enumerated is not None:
-            return self.enumerated.delta(eps)
+            # An atom whose P-mass underflowed to 0 is not enumerated, yet its loss may exceed
+            # eps (BinaryCountingExponential(74.6, 20, 5): mass e^-746 at 74.6, delta(1) read 0
+            # for the truth 1.04e-324): below the largest finite loss the bound keeps
+            # DELTA_FLOOR, as the PLD route's does.
+            out = self.enumerated.delta(eps)
+            return np.where((out < DELTA_FLOOR) & (eps < self.top), DELTA_FLOOR, out)
         chern = self.chernoff(budget, flat)
         # Where the Chernoff bound is already within tol/1000 of the atom at +inf (a lower
         # bound on delta), or its excess is the floor DELTA_FLOOR (its exponent below that of

@@ -1,16 +1,17 @@
-"""The finite atom law (autoacct/losses/base.py, DiscreteLoss) where a Q-mass is below the normal
-floats, against the pair's hockey-stick divergence evaluated in mpmath."""
+"""The finite atom law (autoacct/losses/base.py, DiscreteLoss) where a Q- or P-mass is below the
+normal floats, against the pair's hockey-stick divergence evaluated in mpmath."""
 
 from __future__ import annotations
 
 import mpmath as mp
 import numpy as np
-from closed_forms import mp_counting_pair
+import pytest
+from closed_forms import mp_counting_pair, mp_two_point_delta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoacct.losses import DiscreteLoss
-from autoacct.zoo import BinaryCountingExponential
+from autoacct.zoo import BinaryCountingExponential, Composition
 
 
 def mp_counting_delta(eps_tilde: float, n: int, m: int, eps: float) -> mp.mpf:
@@ -54,3 +55,21 @@ def test_faint_atoms_are_read_from_their_values():
         assert mp.mpf(val) - mp.mpf(err) <= truth <= mp.mpf(val) + mp.mpf(err), (x, val, err, truth)
         # (the value's own rounding bound, ~1e-10, over the distance 1e-6 to it near 400)
         assert mp.mpf(err) <= (1e-9 if x <= 399.0 else 1e-3) * truth
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("via", ["pld", "phi"])
+def test_an_underflowed_p_mass_keeps_a_positive_upper_end(via, k):
+    # BinaryCountingExponential(74.6, 20, 5): a = -746, outcome 0 has P-mass e^-746 (read 0) at
+    # loss 74.6, and delta(eps) is about k e^-746 (1 - e^{eps - 74.6}) for eps < 74.6: 1.04e-324
+    # at k = 1, eps = 1. Its largest loss was taken among the atoms read positive (-e^-746), and
+    # every route's upper end was 0 below the truth.
+    with mp.workdps(60):
+        px, py = mp_counting_pair(74.6, 20, 5, 60)
+    one = BinaryCountingExponential(74.6, 20, 5)
+    mech = one if k == 1 else Composition()([one], [k])
+    eps = np.array([1.0, 50.0, 74.0])
+    upper = np.asarray(mech.delta(eps, via=via))
+    for x, up in zip(eps, upper):
+        truth = max(mp_two_point_delta(tuple(px), tuple(py), k, x), mp_two_point_delta(tuple(py), tuple(px), k, x))
+        assert truth > 0 and mp.mpf(up) >= truth, (via, k, x, up, truth)
