@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import math
 
+import mpmath as mp
 import numpy as np
 import pytest
+from closed_forms import mp_rr_delta
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from scipy import integrate, optimize, special, stats
 
 from autoacct.losses import GaussianLoss, LaplaceLoss, gaussian_delta, leaky_rr_loss, randomized_response_loss
@@ -180,6 +184,20 @@ def test_randomized_response_composition_upper_bounds_closed_form(eps0, k):
         e = phi_epsilon(parts, delta)
         assert _rr_composed_delta(eps0, k, np.array([e]))[0] <= delta
         assert _rr_composed_delta(eps0, k, np.array([e * (1 - TOL)]))[0] > delta or e == 0.0
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, database=None)
+@given(eps0=st.floats(1e-6, 1e-5), shave=st.sampled_from([1e-9, 1e-12]))
+@example(eps0=2.894266124716752e-06, shave=1e-9)
+def test_pure_dp_just_below_its_atom_is_not_below_the_closed_form(eps0, shave):
+    # delta(eps) = p - e^eps (1 - p) = (1 - e^{eps - eps0}) / (1 + e^{-eps0}) for eps < eps0: at
+    # eps = eps0 (1 - 1e-9) the log of the gap 1 - e^{eps - eps0} is about -33, whose rounding
+    # the enumerated profile's margin left out (1.9e-15 relatively below, at the example).
+    eps = eps0 * (1.0 - shave)
+    got = float(PureDP(eps0).delta(eps, via="phi"))
+    with mp.workdps(60):
+        truth = mp_rr_delta(eps0, 1, eps)
+        assert truth <= mp.mpf(got) <= truth * (1 + mp.mpf("1e-12")), (eps0, eps, got, truth)
 
 
 @pytest.mark.parametrize("b,k", [(1.0, 10), (5.0, 50), (0.3, 1), (2.0, 4)])
