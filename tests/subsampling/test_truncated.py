@@ -9,6 +9,7 @@ computed by quadrature (a lower bound on the truth, hence on any sound upper bou
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -59,11 +60,14 @@ def test_groups_cover_the_truncated_part_at_larger_rates() -> None:
     # The weights are P(s >= B) in total, and each group's rate is at least the rate
     # q B / (s + 1) of every count s in it: the mean rate they give is at least the exact
     # mean q B P(Bin(n, q) > B) / n (from q P(Bin(n-1, q) = s) / (s + 1) = P(Bin(n, q) = s + 1) / n).
+    # Both parts weigh at least their exact probability (in rationals) and at most _SF_REL
+    # (scipy's error bound, 1e-12) above it: scipy's tails were 1.7e-15 (t at (0.05, 1000, 50))
+    # and 4.2e-14 (P(s < B) at (0.05, 1000, 30)) below it, and the union lost that mass.
     for q, n, b in ((0.05, 1000, 50), (0.05, 1000, 30), (0.01, 10000, 100), (0.5, 200, 20)):
         untruncated, w, r = truncated_groups(q, n, b)
-        t = stats.binom.sf(b - 1, n - 1, q)
-        assert math.isclose(float(w.sum()), t, rel_tol=1e-12)
-        assert math.isclose(untruncated, 1.0 - t, rel_tol=1e-12, abs_tol=1e-15)
+        below, t = _exact_tails(q, n, b)
+        assert t <= sum(map(Fraction, w)) <= t * (1 + Fraction(2, 10 ** 12))
+        assert below <= Fraction(untruncated) <= below * (1 + Fraction(2, 10 ** 12))
         assert len(w) <= TRUNCATED_GROUPS and np.all(np.diff(r) < 0)
         exact_mean = q * b * stats.binom.sf(b, n, q) / n
         assert float(np.dot(w, r)) >= exact_mean * (1.0 - 1e-12)
@@ -182,30 +186,44 @@ def test_bad_base() -> None:
         TruncatedPoissonSubsample(0.1, 100, 10)("gaussian")  # type: ignore[arg-type]
 
 
-def _exact_group_masses(q: float, n: int, b: int, starts: np.ndarray) -> np.ndarray:
+def _exact_tails(q: float, n: int, b: int) -> tuple[Fraction, Fraction]:
+    """(P(s < B), P(s >= B)) for s ~ Binomial(n - 1, q), exactly in rationals (q as the float it
+    is, a / d): P(s = j) = C(n - 1, j) a^j c^(n - 1 - j) / d^(n - 1) with c = d - a, so
+    P(s < B) = c^(n - B) sum_{j < B} C(n - 1, j) a^j c^(B - 1 - j) / d^(n - 1), and the rest of
+    (a + c)^(n - 1) = d^(n - 1) is P(s >= B)."""
+    a, d = Fraction(q).as_integer_ratio()
+    c = d - a
+    lower = c ** (n - b) * sum(math.comb(n - 1, j) * a ** j * c ** (b - 1 - j) for j in range(b))
+    scale = d ** (n - 1)
+    return Fraction(lower, scale), Fraction(scale - lower, scale)
+
+
+def _exact_group_masses(q: float, n: int, b: int, starts: np.ndarray) -> list[Fraction]:
     """P(s < B), then P(start_g <= s < start_{g+1}) for s ~ Binomial(n - 1, q), the last group
     open above, from the binomial pmf summed exactly in rationals (q as the float it is)."""
-    from fractions import Fraction
     qf = Fraction(q)
     pmf = [math.comb(n - 1, s) * qf ** s * (1 - qf) ** (n - 1 - s) for s in range(n)]
     bounds = [0] + list(starts) + [n]
-    return np.array([float(sum(pmf[lo:hi])) for lo, hi in zip(bounds[:-1], bounds[1:])])
+    return [sum(pmf[lo:hi], Fraction(0)) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 @pytest.mark.parametrize(("q", "n", "b"), [(0.05, 1000, 50), (0.05, 1000, 30), (0.5, 200, 20), (0.01, 1000, 60)])
 def test_group_weights_move_mass_only_to_larger_rates(q: float, n: int, b: int) -> None:
     # The groups' weights, now differences of the binomial's tails instead of a sum of its pmf
     # over every count: against exact rational sums, the mass of the groups up to any g (those
-    # at the larger rates) is at least the truth up to the accuracy of t = P(s >= B) itself
-    # (scipy's, 2e-14 relative here; the split of t from 1 - t orders no rates, so it is not
-    # rounded either way), and each weight is within 1e-9 of it (the far tail below DRAW_TAIL
-    # is in the last group, which the old sum lost to rounding).
+    # at the larger rates) is at least the truth, all of them included (t = P(s >= B), which
+    # scipy gave 1.9e-14 relatively below it at (0.01, 1000, 60), is rounded up), and so is
+    # P(s < B); each weight is within 1e-9 of the truth (the far tail below DRAW_TAIL is in the
+    # last group, which the old sum lost to rounding).
     untruncated, w, r = truncated_groups(q, n, b)
     starts = np.round(q * b / r - 1.0).astype(int)
     below, *exact = _exact_group_masses(q, n, b, starts)
-    assert np.all(np.cumsum(w) >= np.cumsum(exact) * (1 - 1e-12))
-    np.testing.assert_allclose(w[:-1], exact[:-1], rtol=1e-9)
-    assert untruncated == pytest.approx(below, rel=1e-12)
+    running, truth = Fraction(0), Fraction(0)
+    for got, mass in zip(w, exact):
+        running, truth = running + Fraction(got), truth + mass
+        assert running >= truth
+    np.testing.assert_allclose(w[:-1], [float(x) for x in exact[:-1]], rtol=1e-9)
+    assert below <= Fraction(untruncated) <= below * (1 + Fraction(2, 10 ** 12))
 
 
 @pytest.mark.parametrize(("q", "n", "b"), [(0.1, 10**12, 5), (0.5, 10**9, 10**8), (0.1, 10**6, 5)])
@@ -218,7 +236,8 @@ def test_groups_of_a_huge_dataset_need_no_window_of_counts(q: float, n: int, b: 
     assert len(w) <= TRUNCATED_GROUPS and np.all(np.diff(r) < 0)
     exact_mean = b * stats.binom.sf(b, n, q) / n
     assert exact_mean * (1 - 1e-12) <= float(np.dot(w, r)) <= exact_mean * 1.001
-    assert untruncated == 0.0 and float(w.sum()) == pytest.approx(1.0, rel=1e-12)
+    # (t is 1 less a mass far below the floats: the weights, rounded up, sum to at least 1)
+    assert untruncated == 0.0 and 1.0 <= math.fsum(w) <= 1.0 + 2e-12
 
 
 def test_a_step_of_a_large_dataset_is_answered_from_its_closed_form_profile() -> None:
