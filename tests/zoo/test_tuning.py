@@ -7,10 +7,12 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
 
 from autoacct import Composition, Gaussian, Laplace, PoissonSubsample
 from autoacct.zoo import RepeatAndSelect
-from autoacct.zoo.tuning import tnb_log_gamma, tnb_log_mean
+from autoacct.zoo.tuning import _ORDERS, tnb_log_gamma, tnb_log_mean
 
 dp_accounting = pytest.importorskip("dp_accounting")
 from dp_accounting import dp_event as ev  # noqa: E402
@@ -150,3 +152,30 @@ def test_a_base_with_infinite_renyi_dp_is_refused() -> None:
 def test_mechanism_must_be_a_mechanism() -> None:
     with pytest.raises(TypeError, match="mechanism"):
         RepeatAndSelect(1.0, 2.0, 1.0)  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, derandomize=True, deadline=None, database=None)
+@given(sigma=st.floats(0.05, 0.6), mean=st.floats(1.01, 1e3), shape=st.floats(0.0, 5.0),
+       lam=st.floats(1.01, 100.0))
+@example(sigma=0.1410857221959826, mean=184.81722236597113, shape=1.4441431925684445, lam=1.1705368283971276)
+@example(sigma=0.1415017353975106, mean=7.940355784953171, shape=3.231661664578882, lam=1.2170634802703493)
+@example(sigma=0.06176943748797168, mean=715.7248890667549, shape=2.3829669433067076, lam=1.0261161577227416)
+def test_theorem2_is_not_below_its_own_formula_in_mpmath(sigma: float, mean: float, shape: float,
+                                                          lam: float) -> None:
+    """Theorem 2's sums, rounded up: where 2 sigma^2 log(1/gamma) < 1 the free order's bracket
+    (lam-hat - 1) / (2 sigma^2) + log(1/gamma) / lam-hat is least at lam-hat = 1, so the bound at
+    order o is eps(o) + log(mean) / (o - 1) + (1 + eta) log(1/gamma), with the base's RDP and
+    gamma as the code reads them; the answer at lam, the least of that at lam and at the grid's
+    orders above it, is at least its mpmath value (the unrounded sums were up to 2.4e-16 below,
+    and the answer, one ulp above them, 3.9e-17 below at the second example)."""
+    log_gamma = tnb_log_gamma(shape, mean)
+    assume(2.0 * sigma * sigma * -log_gamma < 0.9)
+    base = Gaussian(sigma)
+    got = mp.mpf(float(RepeatAndSelect(base, mean, shape).rdp(lam)))
+    with mp.workdps(60):
+        constant = (1 + mp.mpf(shape)) * -mp.mpf(log_gamma)
+
+        def bound(order: float) -> mp.mpf:
+            return mp.mpf(float(base.rdp(order))) + mp.log(mp.mpf(mean)) / (mp.mpf(order) - 1) + constant
+        least = min(bound(float(o)) for o in (lam, *_ORDERS[_ORDERS >= lam]))
+        assert got >= least, (sigma, mean, shape, lam, got, least)
