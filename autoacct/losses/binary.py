@@ -20,16 +20,24 @@ _EPS = MACHINE_EPSILON
 
 class RandomizedResponseLoss(DiscreteLoss):
     """Loss of binary randomized response with log-odds ``eps0``: P = (p, 1-p), Q = (1-p, p),
-    p = e^eps0 / (1 + e^eps0); its profile in closed form (``exact_profile``)."""
+    p = e^eps0 / (1 + e^eps0); its profile in closed form (``exact_profile``).
+    ``value_error``: an absolute bound on the rounding of a computed eps0 (0 when it is exact),
+    which readers that take the atoms' values as they are (the phi route's enumeration) add."""
 
     exact_profile = True
 
-    def __init__(self, eps0: float, tight: bool = True) -> None:
+    def __init__(self, eps0: float, tight: bool = True, value_error: float = 0.0) -> None:
         # expit(-eps0) keeps the small mass's relative precision (1 - p would cancel).
         p, r = special.expit(eps0), special.expit(-eps0)
         super().__init__(np.array([-eps0, eps0]), np.array([r, p]), np.array([p, r]),
                          lattice=eps0 if eps0 > 0 else None, tight=tight)
         self.eps0 = float(eps0)
+        self.value_error = float(value_error)
+
+    @property
+    def key(self) -> tuple:
+        # (equal atoms from an exact and from a computed eps0 are not the same law's bounds)
+        return (*super().key, self.value_error)
 
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
         """A relative PROFILE_REL of the closed form, plus its change over the few roundoffs
@@ -60,13 +68,14 @@ class RandomizedResponseLoss(DiscreteLoss):
         return np.clip(np.where(eps >= 0.0, pos, neg), 0.0, 1.0)
 
 
-def randomized_response_loss(eps: float, tight: bool = True) -> DiscreteLoss:
+def randomized_response_loss(eps: float, tight: bool = True, value_error: float = 0.0) -> DiscreteLoss:
     """Loss of binary randomized response with log-odds ``eps``.
 
     P = (p, 1-p), Q = (1-p, p) with p = e^eps / (1 + e^eps). ``tight``: whether
-    the mechanism described is known to attain this pair (see ``PrivacyLoss.tight``).
+    the mechanism described is known to attain this pair (see ``PrivacyLoss.tight``);
+    ``value_error``: a bound on |eps - the true log-odds| where eps was computed.
     """
-    return RandomizedResponseLoss(eps, tight=tight)
+    return RandomizedResponseLoss(eps, tight=tight, value_error=value_error)
 
 
 class LeakyRandomizedResponseLoss(DiscreteLoss):

@@ -134,7 +134,9 @@ def enumerate_atoms(laws: Sequence[tuple[Law, int]]) -> Enumerated | None:
     Rounding: a composed value is a sum of sum_i k_i atoms formed along a tree of depth
     at most ``depth``, so it is off by at most depth u times the sum of the |x| it was
     formed from; log masses likewise. Both are raised by (four times) that bound, which
-    also covers the merging of values equal up to rounding. One law taken once is exact.
+    also covers the merging of values equal up to rounding. One law taken once adds no
+    rounding of its own. The laws' own value errors (a computed log-odds) are added too, k
+    times each law's: raising a loss only raises sum_j p_j (1 - e^{eps - x_j})_+.
     """
     atom_laws = [(law, k) for law, k in laws if isinstance(law, AtomsLaw)]
     if not laws or len(atom_laws) != len(laws):
@@ -164,7 +166,9 @@ def enumerate_atoms(laws: Sequence[tuple[Law, int]]) -> Enumerated | None:
         return None
     values, logp, absum = acc
     keep = np.isfinite(logp)
-    return Enumerated(values=values[keep] + rel * absum[keep], logp=logp[keep] + l_err,
+    shift = math.fsum(k * law.value_error for law, k in atom_laws)
+    shift += 2.0 * UNIT_ROUNDOFF * shift
+    return Enumerated(values=values[keep] + rel * absum[keep] + shift, logp=logp[keep] + l_err,
                        p_inf=p_inf, p_inf_rel=p_inf_rel)
 
 

@@ -167,6 +167,7 @@ class AtomsLaw(Law):
 
     On a lattice (x_j = (start + j) h), M(alpha + i t_k) at all nodes t_k = k D with
     D = 2 pi / (N h) comes from one FFT of length N of the tilted weights w_j e^{alpha x_j}.
+    ``value_error`` bounds the rounding of every x_j (the loss's ``value_error``, its largest).
     """
 
     x: np.ndarray = field(default_factory=lambda: np.zeros(1))
@@ -174,6 +175,7 @@ class AtomsLaw(Law):
     logw_q: np.ndarray = field(default_factory=lambda: np.zeros(1))
     h: float | None = None
     start: int = 0
+    value_error: float = 0.0
 
     def __post_init__(self) -> None:
         self.mass_p = float(np.exp(special.logsumexp(self.logw_p))) if self.x.size else 0.0
@@ -291,6 +293,7 @@ def discrete_law(loss: PrivacyLoss, arrays: tuple[np.ndarray, np.ndarray, np.nda
         lq = np.log(q_mass)
     keep = np.isfinite(lp) | np.isfinite(lq)
     values, lp, lq = values[keep], lp[keep], lq[keep]
+    error = float(np.max(loss.value_error, initial=0.0))
     h = getattr(loss, "lattice", None)
     if h and values.size > _EXACT_ATOMS:
         idx = np.round(values / h)
@@ -305,10 +308,10 @@ def discrete_law(loss: PrivacyLoss, arrays: tuple[np.ndarray, np.ndarray, np.nda
                 np.logaddexp.at(full_p, j, lp)
                 np.logaddexp.at(full_q, j, lq)
                 law = AtomsLaw(x=(start + np.arange(n)) * h, logw_p=full_p, logw_q=full_q,
-                             h=float(h), start=start)
+                             h=float(h), start=start, value_error=error)
                 law.p_inf = float(loss.p_inf)
                 return law
-    law = AtomsLaw(x=values, logw_p=lp, logw_q=lq)
+    law = AtomsLaw(x=values, logw_p=lp, logw_q=lq, value_error=error)
     law.p_inf = float(loss.p_inf)
     return law
 

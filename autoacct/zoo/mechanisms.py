@@ -15,7 +15,6 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy import special
 
 from autoacct import _validation as check
 from autoacct.exactness import MACHINE_EPSILON, ExactFloat, rational_up, round_up
@@ -222,11 +221,17 @@ class RandomizedResponsePair(Mechanism, abstract=True):
 
     @property
     def eps0(self) -> float:
-        """Log-odds of the dominating randomized response."""
+        """Log-odds of the dominating randomized response: exact (``exact_eps0``) or computed
+        to within a relative 3 MACHINE_EPSILON (three correctly rounded operations)."""
         raise NotImplementedError
 
     def loss_parts(self) -> list[LossPart]:
-        loss = randomized_response_loss(self.eps0, tight=self.attained)
+        # A computed eps0 declares its rounding (a relative 3 MACHINE_EPSILON, counted as 4) as
+        # the atoms' value error: the phi route read its atoms as exact, and a single
+        # RandomizedResponse(0.6).delta(eps0 (1 - 1e-9), via="phi") came out 4e-8 relatively
+        # below the truth from p (logit(0.6) is 1.6e-17 below log(1.5)).
+        err = 0.0 if self.exact_eps0() is not None else 4.0 * MACHINE_EPSILON * self.eps0
+        loss = randomized_response_loss(self.eps0, tight=self.attained, value_error=err)
         return [LossPart(loss, loss, 1)]
 
     def rdp_curve(self) -> PairRdp:
@@ -241,9 +246,10 @@ class RandomizedResponsePair(Mechanism, abstract=True):
         return curve
 
     def dp_guarantee(self) -> tuple[float, float]:
-        # logit(p) is off by an ulp or so; a user's own eps (PureDP) is exact.
+        # A computed eps0 is within a relative 3 MACHINE_EPSILON (see eps0), which round_up
+        # covers (two ulps up covered one); a user's own eps (PureDP) is exact.
         exact = self.exact_eps0()
-        return (exact if exact is not None else math.nextafter(math.nextafter(self.eps0, math.inf), math.inf)), 0.0
+        return (exact if exact is not None else round_up(self.eps0)), 0.0
 
     def exact_eps0(self) -> ExactFloat | None:
         """eps0 when it is given exactly (not computed), else None."""
@@ -265,7 +271,12 @@ class RandomizedResponse(RandomizedResponsePair):
 
     @property
     def eps0(self) -> float:
-        return float(special.logit(self.p))
+        """log(p / (1 - p)) = log1p((2p - 1) / (1 - p)): 2p - 1 and 1 - p are exact for p in
+        [1/2, 1) (Sterbenz), so the quotient is one rounding, which log1p passes on at most
+        as it is (|y log1p'(y) / log1p(y)| <= 1), plus its own: within 2 MACHINE_EPSILON
+        relatively, however small eps0 (log(p / (1 - p)) keeps only an absolute ulp of 1:
+        a relative 5e-5 at p = 0.5 + 1e-12)."""
+        return math.log1p((2.0 * self.p - 1.0) / (1.0 - self.p))
 
 
 @dataclass(frozen=True, eq=False, repr=False)

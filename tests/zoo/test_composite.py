@@ -53,6 +53,24 @@ def test_laplace_svt_is_pure_dp(c: int, monotone: bool, expected: float) -> None
     assert mech.rdp(4.0) == pytest.approx(ref.rdp(4.0), rel=1e-12)
 
 
+@pytest.mark.parametrize("b_threshold, b_query, c", [(0.3, 1.1, 3), (10.0, 13.0, 2)])
+def test_laplace_svt_is_not_below_randomized_response_at_its_exact_eps(b_threshold: float, b_query: float,
+                                                                        c: int) -> None:
+    # eps = 1/b_threshold + 2c/b_query is computed in three roundings (8.787878787878787 for
+    # 8.78787878787878788...): the phi route read that float as the atom's exact value, and
+    # its delta at eps (1 - 1e-9) was 4.4e-8 relatively below randomized response's with the
+    # exact eps (1.2e-8 at the second case), 0 at the float nearest eps (truth 3.8e-16).
+    mech = LaplaceSVT(b_threshold, b_query, c)
+    with mpmath.workdps(60):
+        eps = 1 / mpmath.mpf(b_threshold) + 2 * c / mpmath.mpf(b_query)
+        p = 1 / (1 + mpmath.exp(-eps))
+        points = [float(eps * (1 - mpmath.mpf("1e-9"))), float(eps)]
+        for via in ("phi", "pld"):
+            for x, got in zip(points, mech.delta(points, via=via)):
+                assert max(p - mpmath.exp(mpmath.mpf(x)) * (1 - p), 0) <= got, (via, x, got)
+        assert eps <= mech.dp_guarantee()[0]
+
+
 # ----- Gaussian SVT --------------------------------------------------------------------------
 
 

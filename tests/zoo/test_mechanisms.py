@@ -20,7 +20,7 @@ import mpmath
 import numpy as np
 import pytest
 from closed_forms import gaussian_delta_closed, gaussian_eps_closed, rr_delta_closed, rr_eps_closed
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from scipy import optimize, special, stats
 from warning_policy import strict_warnings
@@ -449,6 +449,31 @@ def test_randomized_response_rdp_is_never_below_its_exact_value(log_eps, log_bet
                  mpmath.log(pp ** a * qq ** (1 - a) + qq ** a * pp ** (1 - a)) / (a - 1))
     for got in (m.rdp(alpha), float(m.rdp_curve()(np.array([alpha]))[0][0])):
         assert exact <= got <= exact * (1 + 1e-12)
+
+
+@_derandomised(150)
+@given(p=st.one_of(st.floats(0.5, 0.999999), st.floats(1e-13, 1e-3).map(lambda x: 0.5 + x)),
+       shave=st.sampled_from([1e-6, 1e-9, 1e-12]))
+@example(p=0.6, shave=1e-9)
+@example(p=0.5 + 1e-12, shave=1e-9)
+def test_randomized_response_is_bracketed_by_its_pair_from_p(p, shave):
+    # The truth is the pair ((p, 1 - p), (1 - p, p)) with p exact: log-odds L = log(p / (1 - p))
+    # and delta(eps) = p - e^eps (1 - p) below L, read at eps just below L and at the float
+    # nearest to it. eps0 = logit(p) is a rounding of L (logit(0.6) is 1.6e-17 below it), which
+    # the phi route took as the atom's exact value: delta(L (1 - 1e-9)) came out 4e-8
+    # relatively below the truth at p = 0.6, and 0 at the float nearest L (truth 9.4e-18).
+    m = RandomizedResponse(p)
+    with mpmath.workdps(60):
+        pp = mpmath.mpf(p)
+        log_odds = mpmath.log(pp / (1 - pp))
+        points = [float(log_odds * (1 - mpmath.mpf(shave))), float(log_odds)]
+        truth = [max(pp - mpmath.exp(mpmath.mpf(e)) * (1 - pp), 0) for e in points]
+        for via in ("phi", "pld"):
+            for t, got in zip(truth, np.atleast_1d(m.delta(points, via=via))):
+                assert t <= got, (p, via, got, t)
+        lower, upper = m.delta_bounds(points)
+        assert all(lo <= t <= up for lo, t, up in zip(lower, truth, upper))
+        assert log_odds <= m.epsilon(1e-300, via="dp") and log_odds <= m.dp_guarantee()[0]
 
 
 RDP_MECHANISMS = [
