@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy import optimize, special
 
 from autoacct import _validation as check
-from autoacct.exactness import MACHINE_EPSILON, round_up
+from autoacct.exactness import MACHINE_EPSILON, ExactFloat, rational_up, round_up
 from autoacct.mechanism import Mechanism, PairRdp
 from autoacct.subsampling.numerics import log_binom_table, lse_err
 from autoacct.zoo.mechanisms import RandomizedResponsePair, gaussian_rdp
@@ -89,8 +90,16 @@ class LaplaceSVT(RandomizedResponsePair):
 
     @property
     def eps0(self) -> float:
-        """The pure-DP epsilon of the class docstring."""
-        return 1.0 / self.b_threshold + (1.0 if self.monotone else 2.0) * self.c / self.b_query
+        """The pure-DP epsilon of the class docstring, summed in rationals and rounded up (the
+        float sum is three roundings off, on either side: 1/1.5 + 2/3 gave 1.3333333333333333,
+        below 4/3), so that it bounds the true one; exact where a float holds it."""
+        return rational_up(Fraction(1) / Fraction(self.b_threshold)
+                           + Fraction(1 if self.monotone else 2) * self.c / Fraction(self.b_query))
+
+    def exact_eps0(self) -> ExactFloat | None:
+        """eps0 where it equals the epsilon of the class docstring (1/2 + 2/4 = 1)."""
+        eps = self.eps0
+        return eps if isinstance(eps, ExactFloat) else None
 
 
 @dataclass(frozen=True, eq=False, repr=False)

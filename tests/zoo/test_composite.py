@@ -53,6 +53,18 @@ def test_laplace_svt_is_pure_dp(c: int, monotone: bool, expected: float) -> None
     assert mech.rdp(4.0) == pytest.approx(ref.rdp(4.0), rel=1e-12)
 
 
+def test_laplace_svt_epsilon_is_summed_in_rationals() -> None:
+    # 1/1.5 + 2/3 summed in floats is 1.3333333333333333, below 4/3 (and two ulps up was its
+    # only margin); 1/2 + 2/4 is exactly 1, where a 1-DP mechanism has delta(1) = 0 on every
+    # route that reads the epsilon (the rdp route said 2.7e-5 from one two ulps above 1; the
+    # pld route's closed form keeps its margin for a computed log-odds, as for PureDP(1)).
+    assert Fraction(LaplaceSVT(1.5, 3.0, 2, monotone=True).eps0) >= Fraction(4, 3)
+    exact = LaplaceSVT(2.0, 4.0)
+    assert exact.dp_guarantee() == (1.0, 0.0)
+    for via in ("auto", "phi", "rdp"):
+        assert exact.delta(1.0, via=via) == 0.0
+
+
 @pytest.mark.parametrize("b_threshold, b_query, c", [(0.3, 1.1, 3), (10.0, 13.0, 2)])
 def test_laplace_svt_is_not_below_randomized_response_at_its_exact_eps(b_threshold: float, b_query: float,
                                                                         c: int) -> None:
