@@ -30,8 +30,8 @@ import numpy as np
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import DiscretePLD
-from autoacct.pld.lawcache import log_mgf
-from autoacct.pld.mgf import log_mgf_roundings, log_mgfs
+from autoacct.pld.lawcache import log_mgf_up
+from autoacct.pld.mgf import log_mgfs_up
 
 #: Positive exponents at which cumulants are evaluated for tail bounds and tilts, 8 per
 #: decade (factors of 1.33 apart). Any exponent gives a valid Chernoff bound; this grid only
@@ -99,23 +99,22 @@ def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.nda
 
     Every use of K bounds a mass from above (the Chernoff bounds e^{K(t) - t a} on a
     window's tails, on the mass below or above it and on delta; windows and tilts only
-    choose), so each law's row carries its rounding (:func:`mgf.log_mgf_roundings`: up to
-    1315 u below the exact value, measured on a Gaussian's PLD) times its count, and the
-    products, the sum and the margin's addition (m + 2) u sum_i |k_i log M_i| for m laws.
+    choose), so each law's row is rounded up by its rounding (:func:`mgf.log_mgfs_up`: up to
+    1315 u below the exact value, measured on a Gaussian's PLD), and the sum by the products',
+    the sum's and the margin's own roundings, (m + 2) u sum_i |k_i log M_i| for m laws.
     """
     theta = np.atleast_1d(np.asarray(theta, dtype=float))
     plds = [side_pld(c, side) for c in comps]
     counts = np.array([float(c.count) for c in comps])
     # One law's row is kept with it while it is a cached discretised law (a ledger asks
     # for the same law's table query after query); several laws' rows are computed at once.
-    rows = log_mgf(plds[0], theta)[None, :] if len(comps) == 1 else log_mgfs(plds, theta)
+    rows = log_mgf_up(plds[0], theta)[None, :] if len(comps) == 1 else log_mgfs_up(plds, theta)
     # An empty law (log-MGF -inf) makes K = -inf; counts are positive, so no 0 * inf.
     terms = rows * counts[:, None]
     k = terms.sum(axis=0)
-    margin = (log_mgf_roundings(plds, theta, rows) * counts[:, None]).sum(axis=0)
     # (an infinite K is kept as it is: its margin is not added, and -inf + inf is not warned of)
     with np.errstate(invalid="ignore"):
-        margin += (len(comps) + 2) * _U * np.abs(terms).sum(axis=0)
+        margin = (len(comps) + 2) * _U * np.abs(terms).sum(axis=0)
         return np.where(np.isfinite(k), k + margin, k)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from autoacct.limits import afford
 from autoacct.losses import PrivacyLoss
-from autoacct.pld.mgf import log_mgfs
+from autoacct.pld.mgf import log_mgfs_up
 
 if TYPE_CHECKING:
     from autoacct.pld.discretize import DiscretePLD
@@ -46,7 +46,7 @@ def charge(nbytes: float, seconds: float, what: str) -> None:
 class _Law:
     """One discretised law in the cache: its upper PLD and its lower one, made when first
     asked for (from the kept cell masses of the upper one, when those were computed), and
-    the log-MGF rows computed from either (:func:`log_mgf`)."""
+    the log-MGF rows computed from either (:func:`log_mgf_up`)."""
 
     __slots__ = ("cache", "key", "upper", "made", "make", "rows", "charges")
 
@@ -115,7 +115,7 @@ class LawCache:
     def __init__(self, max_bytes: int = LAW_CACHE_BYTES) -> None:
         self.max_bytes = max_bytes
         self._laws: OrderedDict[Hashable, _Law] = OrderedDict()
-        # The laws kept, by the identity of their discrete PLDs (for log_mgf): a kept law
+        # The laws kept, by the identity of their discrete PLDs (for log_mgf_up): a kept law
         # keeps its PLDs alive, so an identity stays theirs while listed.
         self._by_pld: dict[int, _Law] = {}
         self._bytes = 0
@@ -207,17 +207,17 @@ def law_cache() -> LawCache:
     return _LAWS
 
 
-def log_mgf(pld: DiscretePLD, theta: np.ndarray) -> np.ndarray:
-    """``log_mgfs([pld], theta)[0]`` (read-only), kept with the law while ``pld`` is one of the
-    cache's discretised laws: the same values either way."""
+def log_mgf_up(pld: DiscretePLD, theta: np.ndarray) -> np.ndarray:
+    """``log_mgfs_up([pld], theta)[0]`` (read-only), kept with the law while ``pld`` is one of
+    the cache's discretised laws: the same values either way."""
     theta = np.asarray(theta, dtype=float)
     law = _LAWS.rows_of(pld)
     if law is None:
-        return log_mgfs([pld], theta)[0]
+        return log_mgfs_up([pld], theta)[0]
     key = (0 if pld is law.upper else 1, theta.tobytes())
     row = law.rows.get(key)
     if row is None:
-        row = log_mgfs([pld], theta)[0]
+        row = log_mgfs_up([pld], theta)[0]
         row.flags.writeable = False
         _LAWS.resized(law, lambda: law.rows.setdefault(key, row))
     return row

@@ -1,7 +1,7 @@
 """log E[e^{theta L}] of discrete PLDs on one lattice, every law at every exponent at once.
 
 The tables behind the grid sizing, the tilts and the Chernoff bounds (:mod:`cumulants`,
-:mod:`levels`); a kept law's rows are cached with it (:func:`autoacct.pld.lawcache.log_mgf`).
+:mod:`levels`); a kept law's rows are cached with it (:func:`autoacct.pld.lawcache.log_mgf_up`).
 """
 
 from __future__ import annotations
@@ -87,6 +87,13 @@ def log_mgf_roundings(plds: Sequence[DiscretePLD], theta: np.ndarray, values: np
         ulps = 2.0 * reach + 272.0 + np.ceil(n / _MGF_BLOCK) + 4.0 * np.abs(values) + 4.0 * theta * ends
     # (a law without mass has the row -inf exactly)
     return np.where(np.isfinite(values) & (n > 0.0), ulps * MACHINE_EPSILON, 0.0)
+
+
+def log_mgfs_up(plds: Sequence[DiscretePLD], theta: np.ndarray) -> np.ndarray:
+    """:func:`log_mgfs` rounded up, law by law, by :func:`log_mgf_roundings`: every table of
+    cumulants bounds a mass from above."""
+    rows = log_mgfs(plds, theta)
+    return rows + log_mgf_roundings(plds, theta, rows)
 
 
 def _block_sums(plds: list[DiscretePLD], from_top: bool, rate: np.ndarray) -> np.ndarray:

@@ -51,8 +51,8 @@ from autoacct.pld.components import Component
 from autoacct.pld.compose import LAW_REL
 from autoacct.pld.cumulants import CHERNOFF_THETAS, Components, Cumulant
 from autoacct.pld.discretize import RATIO_ULPS
-from autoacct.pld.lawcache import log_mgf
-from autoacct.pld.mgf import log_mgf_roundings, log_mgfs
+from autoacct.pld.lawcache import log_mgf_up
+from autoacct.pld.mgf import log_mgfs_up
 
 #: The exponents theta > 0 of the reversed direction's bound (16 per decade, as its own Chernoff bound's).
 _THETAS = CHERNOFF_THETAS
@@ -75,9 +75,9 @@ def reversed_chernoff(forward: Sequence[Component], reversed_laws: Sequence[Priv
     # One law's row is kept with it while it is a cached discretised law (a ledger or a
     # calibration asks for the same law's bound query after query); several laws' rows are
     # computed at once.
-    table = log_mgf(forward[0].upper, s)[None, :] if len(forward) == 1 else log_mgfs([c.upper for c in forward], s)
     # (each row rounded up by its log-sum-exp's rounding, and the sum below by (m + 2) roundoffs)
-    table = table + log_mgf_roundings([c.upper for c in forward], s, table)
+    table = (log_mgf_up(forward[0].upper, s)[None, :] if len(forward) == 1
+             else log_mgfs_up([c.upper for c in forward], s))
     with np.errstate(over="ignore"):
         # (capped: an empty law's row is -inf, and -inf + inf would be NaN)
         short = np.minimum((RATIO_ULPS + 16.0) * MACHINE_EPSILON * np.expm1(-s * h) / -math.expm1(-h), 1e300)

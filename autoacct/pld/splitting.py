@@ -26,11 +26,10 @@ from autoacct.pld.components import Component, LowerPld
 from autoacct.pld.compose import max_window
 from autoacct.pld.costs import afford_cells, lower_of
 from autoacct.pld.cumulants import Components, Cumulant, chernoff_exponents, least_rounding
-from autoacct.pld.discretize import DiscretePLD, discretize, discretize_upper
+from autoacct.pld.discretize import discretize, discretize_upper
 from autoacct.pld.grid import choose_spacing, index_range
-from autoacct.pld.lawcache import TAILS, law_key, log_mgf, round_up_quarter
+from autoacct.pld.lawcache import TAILS, law_key, log_mgf_up, round_up_quarter
 from autoacct.pld.made import Made
-from autoacct.pld.mgf import log_mgf_rounding
 from autoacct.pld.mixture import SUM_ULPS, MixtureProfile
 from autoacct.pld.profiles import DiscreteProfile
 from autoacct.pld.query import ROUNDING_SHARE, PldQuery, within
@@ -429,12 +428,6 @@ def _component_on(part: PrivacyLoss, h: float, eta: float, count: int, cost: flo
     return Component(*discretize(part, h, j_lo, j_hi), count)
 
 
-def _log_mgf_up(pld: DiscretePLD, theta: np.ndarray) -> np.ndarray:
-    """log_mgf rounded up by its rounding (:func:`~autoacct.pld.mgf.log_mgf_rounding`)."""
-    row = log_mgf(pld, theta)
-    return row + log_mgf_rounding(pld, theta, row)
-
-
 def split_chernoff(law: jumps.SplitLaw, count: int) -> tuple[ChernoffProfile, ChernoffProfile]:
     """The :class:`ChernoffProfile` pair of ``count`` copies of a split law's whole measure.
 
@@ -449,10 +442,10 @@ def split_chernoff(law: jumps.SplitLaw, count: int) -> tuple[ChernoffProfile, Ch
     bulk, tail = law.bulk_fine.upper, law.tail_coarse.upper
     grid = chernoff_exponents(bulk.h)
     moved = grid * law.offset
-    k_bulk, k_tail = _log_mgf_up(bulk, grid) + moved, _log_mgf_up(tail, grid)
+    k_bulk, k_tail = log_mgf_up(bulk, grid) + moved, log_mgf_up(tail, grid)
     with np.errstate(invalid="ignore"):
         if law.far is not None:
-            k_far = _log_mgf_up(law.far.upper, grid)
+            k_far = log_mgf_up(law.far.upper, grid)
             k_tail = np.logaddexp(k_tail, k_far) + SUM_ULPS * (np.abs(k_tail) + np.abs(k_far))
         per_copy = np.logaddexp(k_bulk, k_tail)
         # (rounded up: the sum, the move and the logarithm, a few ulps of the parts each)
