@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from closed_forms import gaussian_eps_closed, mp_gaussian_delta, mp_gaussian_tradeoff
 from scipy import optimize, special
+from warning_policy import strict_warnings
 
 from autoacct.dpsgd import dpsgd, dpsgd_schedule
 from autoacct.mechanism import Neighboring
@@ -312,6 +313,18 @@ def test_a_noise_multiplier_below_what_a_sampled_gaussian_takes_is_refused() -> 
         PoissonSubsample(0.01)(Gaussian(1e-30))
     lo, up = dpsgd(0.01, 1e-20, 3).epsilon_bounds(1e-5)
     assert 0.0 <= lo <= up
+
+
+def test_a_tiny_noise_multiplier_at_2_pow_52_steps_answers_a_valid_bracket() -> None:
+    # The PLD window asked for 4.6e18 points, and scipy's next_fast_len raised "Target length is
+    # too large to perform an FFT" before the window was capped. The truth: each step's loss is
+    # about 1 / (2 sigma^2) = 5e39 when the record is sampled (probability 1/2) and at least
+    # -log 2 otherwise, so with probability above 1 - 1e-5 the loss is at least
+    # (k / 2 - 2.5 sqrt(k)) 5e39 (1 - 1e-18) - k log 2 = 1.1259e55: eps(1e-5) is above 1.12e55.
+    with strict_warnings():
+        lo, up = dpsgd(0.5, 1e-20, 2 ** 52).epsilon_bounds(1e-5)
+    assert 0.0 <= lo <= up
+    assert 1.12e55 <= up < math.inf
 
 
 #: Balls-in-bins runs (t = 1/q steps an epoch, sigma, K steps) whose Renyi DP (their only route:

@@ -233,8 +233,11 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
     j_lo, j_hi = window(comps, h, lam, log_eta)
     if j_hi - j_lo + 1 > max_points:
         return None
-    n = sfft.next_fast_len(max(j_hi - j_lo + 1, 2), real=True)
+    need = max(j_hi - j_lo + 1, 2)
     cap = max_window()
+    # (a window past the cap is capped anyway; next_fast_len refuses lengths near 2^63, which
+    # a loss spread of 1e40 at 2^52 steps asks for)
+    n = sfft.next_fast_len(need, real=True) if need <= cap else need
     if n > cap:
         why = "" if cap == N_MAX else " by the memory budget (autoacct.limits(memory=...) raises it)"
         warnings.warn(f"the PLD grid needs {n} points; capped at {cap}{why}, so the bounds "

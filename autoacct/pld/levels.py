@@ -169,7 +169,7 @@ def plan(k: int, h: float, widths: np.ndarray, max_leak: float = math.inf,
             # Every plan with this many levels makes at least levels + 1 convolutions.
             break
         h_0 = h / math.sqrt(levels + 1)
-        ratio = np.arange(2, int((k / _MIN_TOP) ** (1.0 / (2 * levels))) + 1).astype(float)
+        ratio = _ratios(int((k / _MIN_TOP) ** (1.0 / (2 * levels))))
         if ratio.size == 0:
             break
         # Level j composes R^(2j + 2) copies on the spacing h_0 R^j, and the part of k below
@@ -202,6 +202,21 @@ def plan(k: int, h: float, widths: np.ndarray, max_leak: float = math.inf,
 
 #: Ratios of a one-level plan for which a block near R^2 is sought.
 _BLOCK_TRIES = 4
+#: Most blocks tried near one R^2 (see :func:`_block`).
+_BLOCK_CANDIDATES = 1 << 16
+
+
+def _ratios(top: int) -> np.ndarray:
+    """The ratios R of 2..top that a plan tries: all of them, or _MAX_RATIOS of them spaced
+    geometrically when there are more (2^24 at k = 2^52: the plan's arrays of one entry a
+    ratio then took 1.6 GB; the cost varies slowly in R, and any R gives a valid plan)."""
+    if top - 1 <= _MAX_RATIOS:
+        return np.arange(2, top + 1).astype(float)
+    return np.unique(np.round(np.geomspace(2, top, _MAX_RATIOS)))
+
+
+#: Most ratios a plan tries at each number of levels (see :func:`_ratios`).
+_MAX_RATIOS = 1 << 14
 
 
 def _block(k: int, square: int, max_extra: int) -> tuple[int, int]:
@@ -210,7 +225,12 @@ def _block(k: int, square: int, max_extra: int) -> tuple[int, int]:
     remainder then goes to a digit). R^2 itself is kept when it divides k."""
     if k % square == 0:
         return square, 0
-    cand = np.arange(max(2, int(0.85 * square)), int(1.15 * square) + 1, dtype=np.int64)
+    # At most _BLOCK_CANDIDATES blocks nearest R^2 are tried: the range is 30% of R^2, 2e13
+    # blocks at k = 2^50 (R^2 up to k / 16), which no memory holds. Any block composes k
+    # copies; the search only spares a convolution for the remainder.
+    half = _BLOCK_CANDIDATES // 2
+    cand = np.arange(max(2, int(0.85 * square), square - half), min(int(1.15 * square), square + half) + 1,
+                     dtype=np.int64)
     rem = k % cand
     j = int(np.argmin(rem + np.abs(cand - square) / (square + 1.0)))
     return (int(cand[j]), int(rem[j])) if rem[j] <= max_extra else (square, 0)

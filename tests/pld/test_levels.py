@@ -166,6 +166,21 @@ def test_plan_is_none_when_one_lattice_is_cheap():
     assert 0 < r.extra <= 500 and abs(r.copies / r.ratio ** 2 - 1.0) <= 0.15
 
 
+def test_plans_at_2_pow_52_copies_stay_small():
+    # The block search tried every B within 15% of R^2, 0.3 R^2 candidates: np.arange asked for
+    # 38.7 GB at k = 2^52 (dpsgd(1e-5, 0.01, 2**52)) and 15 GB at 2^50, which the kernel killed;
+    # the ratios' arrays, one entry for each R up to sqrt(k / 16), took 1.6 GB more.
+    k = 2 ** 52 - 1
+    block, extra = levels._block(k, 2 ** 46 + 1, k // 20_000)
+    assert abs(block / (2 ** 46 + 1) - 1.0) <= 0.15 and extra == k % block <= k // 20_000
+
+    def gaussian_width(counts: np.ndarray) -> np.ndarray:
+        return 100.0 * np.sqrt(counts)
+
+    p = levels.plan(k, 0.01, gaussian_width(levels.sample_counts(k)), max_extra=k // 20_000)
+    assert p is not None and p.count == k and p.points <= levels.max_window()
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
 def test_queries_keep_blas_threads_idle():
     """A levels query runs on the calling thread alone. A BLAS dot of more than 1e4 terms
