@@ -313,6 +313,13 @@ class Mechanism:
         mechanism's own are not composed (it has no PLD); None by default."""
         return None
 
+    def dominated_gaussian(self) -> Mechanism | None:
+        """An exactly GDP post-processing of this mechanism, as :meth:`dominated`, attained by
+        the same pair of datasets: compositions take its closed form's lower ends, which cost
+        nothing and can be the larger ones where composing the other pairs is capped (2^39
+        balls-in-bins epochs: their summed outputs); None by default."""
+        return None
+
     # ----- capabilities -----------------------------------------------------------
     @property
     def routes(self) -> tuple[str, ...]:

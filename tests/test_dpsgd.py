@@ -9,6 +9,7 @@ import logging
 import math
 from pathlib import Path
 
+import mpmath
 import numpy as np
 import pytest
 from closed_forms import gaussian_eps_closed, mp_gaussian_delta, mp_gaussian_tradeoff
@@ -354,6 +355,29 @@ def test_a_balls_in_bins_runs_upper_end_is_at_most_its_composed_gaussians(t, sig
     ref_curve = np.array([float(mp_gaussian_tradeoff(mu, a)) for a in fpr])
     # (the Gaussian's closed form is rounded down by up to 1e-15 absolutely)
     assert np.all(m.tradeoff(fpr) >= ref_curve * (1.0 - 1e-9) - 1e-14)
+
+
+def test_a_balls_in_bins_runs_lower_end_is_at_least_its_summed_outputs_gaussian():
+    # Each epoch's t outputs summed are N(1, t sigma^2) against N(0, t sigma^2), a post-processing
+    # of the epoch, so E epochs give mu = sqrt(E) / (sigma sqrt(t)) = 524.288 here (t = 2,
+    # E = 2^39, sigma = 1000), whose eps(1e-5) (Balle and Wang 2018) bounds the run's from below.
+    # Before, the epochs' cell sums composed on a capped grid gave [0.0013, 274943] and delta(1e5)
+    # was [0, 1]. (The upper end, the epochs' Renyi DP, is below the composed base Gaussians',
+    # mu = sqrt(E) / sigma = 741.46, eps(1e-5) = 278039.)
+    with strict_warnings():
+        m = dpsgd(0.5, 1000.0, 2 ** 40, sampling="balls-in-bins")
+        lo, up = m.epsilon_bounds(1e-5)
+        d_lo, d_up = m.delta_bounds(1e5)
+    with mpmath.workdps(60):
+        mu = mpmath.sqrt(mpmath.mpf(2) ** 39) / (1000 * mpmath.sqrt(2))
+        below, above = mpmath.mpf(1.3e5), mpmath.mpf(1.5e5)
+        for _ in range(100):  # bisection: delta(eps) decreases
+            mid = (below + above) / 2
+            below, above = (mid, above) if mp_gaussian_delta(mu, mid) > 1e-5 else (below, mid)
+        eps_ref = above
+    assert eps_ref * (1 - 1e-9) <= lo <= eps_ref <= up
+    delta_ref = mp_gaussian_delta(mu, 1e5)
+    assert delta_ref * (1 - 1e-9) <= d_lo <= delta_ref <= d_up
 
 
 def test_a_balls_in_bins_run_keeps_its_own_upper_end_where_it_is_tighter():

@@ -50,7 +50,8 @@ Renyi DP (upper bounds; the fallback, and ``via="rdp"``):
 Lower end where there is no PLD: the sum of the epoch's t outputs is N(1, t s^2) under P and
 N(0, t s^2) under Q, a post-processing of the attained pair, so the Gaussian with noise multiplier
 s sqrt(t) gives certified lower bounds (:meth:`RandomAllocatedMechanism.summed_step`; far below
-the upper end).
+the upper end). Compositions of epochs also take it, composed in closed form
+(``dominated_gaussian``), where it beats the cell sums composed on a capped grid.
 """
 
 from __future__ import annotations
@@ -604,6 +605,12 @@ class RandomAllocatedMechanism(SubsampledMechanism):
         the Gaussian with noise multiplier sigma sqrt(t) (rounded up: a larger one is dominated,
         so is the largest float where the product overflows)."""
         return Gaussian(min(self.sigma * math.sqrt(self.steps) * (1.0 + 4.0 * UNIT_ROUNDOFF), sys.float_info.max))
+
+    def dominated_gaussian(self) -> Mechanism:
+        """The summed outputs (:meth:`summed_step`), exactly Gaussian, which compositions of
+        epochs compose in closed form: 2^39 epochs of t = 2 at sigma = 1000 have eps(1e-5) >=
+        1.3967e5 from them, where the cell sums' pairs composed on a capped grid gave 0.0013."""
+        return self.summed_step()
 
     def epsilon_lower(self, delta: float) -> float:
         low = float(self.summed_step().epsilon_bounds(delta)[0])

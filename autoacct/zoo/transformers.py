@@ -248,7 +248,28 @@ class ComposedMechanism(Mechanism):
         if sum(k for _, k in kept) > 1:
             below = Composition()([d for d, _ in kept], [k for _, k in kept])
             lows.append(below.epsilon_bounds(delta)[0])
+        gaussian = self.dominated_gaussian()
+        if gaussian is not None:
+            lows.append(gaussian.epsilon_bounds(delta)[0])
         return max(lows)
+
+    def delta_lower(self, eps: np.ndarray) -> np.ndarray | None:
+        """The lower ends on delta of :meth:`dominated_gaussian`, a closed form. Not the other
+        lower ends :meth:`epsilon_lower` takes: this hook is asked on every delta query
+        (``routes._auto_delta``), where queries of the children would cost what the query does,
+        and the PLD route reads the ``dominated`` pairs' laws itself (``attained_parts``)."""
+        gaussian = self.dominated_gaussian()
+        return None if gaussian is None else np.asarray(gaussian.delta_bounds(eps)[0], dtype=float)
+
+    def dominated_gaussian(self) -> Mechanism | None:
+        """The composition of the children's ``dominated_gaussian`` pairs with their counts, the
+        other children's outputs dropped (post-processing); exactly GDP, with mu =
+        sqrt(sum_i k_i mu_i^2). None where no child has one."""
+        def make() -> Mechanism | None:
+            kept = [(d, k) for d, k in ((c.dominated_gaussian(), k) for c, k in zip(self.children, self.counts))
+                    if d is not None]
+            return Composition()([d for d, _ in kept], [k for _, k in kept]) if kept else None
+        return self.cached(("dominated gaussian",), make)
 
 
 def _scaled(curve: PairRdp, count: int, alpha: np.ndarray) -> np.ndarray:
