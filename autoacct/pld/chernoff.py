@@ -11,7 +11,7 @@ import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld.components import Component
-from autoacct.pld.cumulants import Cumulant, as_components, best_index, rounded_exponent
+from autoacct.pld.cumulants import Cumulant, as_components, best_index, composed_inf_mass, rounded_exponent
 
 _EPS = MACHINE_EPSILON
 
@@ -87,10 +87,9 @@ class ChernoffProfile:
 
 def chernoff_profiles(comps: Sequence[Component], h: float) -> tuple[ChernoffProfile, ChernoffProfile]:
     """(upper, lower) :class:`ChernoffProfile` of the composition of ``comps``."""
-    log_fin = sum(c.count * (math.log1p(-c.upper.p_inf) if c.upper.p_inf < 1.0 else -math.inf)
-                  for c in comps)
     # On the finer exponents of cumulants.CHERNOFF_THETAS too: any exponent gives a valid
     # bound, and these come close to the best one (a cached law's log-MGF rows are kept).
     k = Cumulant(as_components(comps), "upper", h, chernoff=True)
-    inf_mass = -math.expm1(log_fin)
+    # (rounded up: the profile reads it as the bound beyond the support, see composed_inf_mass)
+    inf_mass = composed_inf_mass([(c.upper.p_inf, c.count) for c in comps], True)
     return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)

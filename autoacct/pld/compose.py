@@ -54,6 +54,7 @@ from autoacct.pld.cumulants import (
     Cumulant,
     as_components,
     chernoff_bound,
+    composed_inf_mass,
     side_pld,
     single_step,
     support_ends,
@@ -180,14 +181,14 @@ class Convolution:
     def inf_mass(self, row: int) -> float:
         """Mass of the composed row at +inf: prod_i m_i^k_i - prod_i (m_i - p_i)^k_i for
         components of total mass m_i and mass p_i at +inf. For laws (m_i = 1, up to the
-        mass their discretisation dropped) 1 - prod_i (1 - p_i)^k_i. For parts of laws
+        mass their discretisation dropped) 1 - prod_i (1 - p_i)^k_i, rounded outward
+        (:func:`~autoacct.pld.cumulants.composed_inf_mass`). For parts of laws
         (sub-probability measures, see :mod:`jumps`), whose products are far below 1, the
         products themselves, rounded outward (up for the upper row, down for the lower)."""
         side = ("upper", "lower")[row]
         plds = [(side_pld(c, side), c.count) for c in self.comps]
         if all(pld.total >= _LAW_MASS for pld, _ in plds):
-            log_fin = sum(k * (math.log1p(-pld.p_inf) if pld.p_inf < 1.0 else -math.inf) for pld, k in plds)
-            return -math.expm1(log_fin)
+            return composed_inf_mass([(pld.p_inf, k) for pld, k in plds], row == 0)
         if all(pld.p_inf == 0.0 for pld, _ in plds):
             return 0.0
         log_all = sum(k * math.log(pld.total) if pld.total > 0 else -math.inf for pld, k in plds)

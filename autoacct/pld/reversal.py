@@ -49,7 +49,7 @@ from autoacct.losses import PrivacyLoss
 from autoacct.pld.chernoff import ChernoffProfile
 from autoacct.pld.components import Component
 from autoacct.pld.compose import LAW_REL
-from autoacct.pld.cumulants import CHERNOFF_THETAS, Components, Cumulant
+from autoacct.pld.cumulants import CHERNOFF_THETAS, Components, Cumulant, composed_inf_mass
 from autoacct.pld.discretize import RATIO_ULPS
 from autoacct.pld.lawcache import log_mgf_up
 from autoacct.pld.mgf import log_mgfs_up
@@ -99,9 +99,8 @@ def reversed_chernoff(forward: Sequence[Component], reversed_laws: Sequence[Priv
         total = np.where(np.isfinite(total), total + margin, total)
     values = np.concatenate(([0.0], total))
     k = Cumulant(Components(forward), "upper", h, values=values, grid=np.concatenate(([0.0], _THETAS)))
-    log_fin = sum(c.count * (math.log1p(-rev.p_inf) if rev.p_inf < 1.0 else -math.inf)
-                  for c, rev in zip(forward, reversed_laws, strict=True))
-    inf_mass = -math.expm1(log_fin)
+    inf_mass = composed_inf_mass([(rev.p_inf, c.count) for c, rev in zip(forward, reversed_laws, strict=True)],
+                                 True)
     return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)
 
 

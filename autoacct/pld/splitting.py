@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from autoacct.errors import BudgetExceeded
+from autoacct.exactness import round_up
 from autoacct.losses import PrivacyLoss
 from autoacct.losses.restricted import RestrictedLoss
 from autoacct.pld import blocks, jumps, levels, terms
@@ -25,7 +26,7 @@ from autoacct.pld.chernoff import ChernoffProfile
 from autoacct.pld.components import Component, LowerPld
 from autoacct.pld.compose import max_window
 from autoacct.pld.costs import afford_cells, lower_of
-from autoacct.pld.cumulants import Components, Cumulant, chernoff_exponents, least_rounding
+from autoacct.pld.cumulants import Components, Cumulant, chernoff_exponents, composed_inf_mass, least_rounding
 from autoacct.pld.discretize import discretize, discretize_upper
 from autoacct.pld.grid import choose_spacing, index_range
 from autoacct.pld.lawcache import TAILS, law_key, log_mgf_up, round_up_quarter
@@ -453,8 +454,9 @@ def split_chernoff(law: jumps.SplitLaw, count: int) -> tuple[ChernoffProfile, Ch
     values = np.where(np.isnan(per_copy), np.inf, per_copy) * float(count)
     # (a table of the whole law's values: the Chernoff profile reads only them and the grid)
     k = Cumulant(Components([law.bulk_fine]), "upper", bulk.h, values=values, grid=grid)
-    p_inf = bulk.p_inf + tail.p_inf + (0.0 if law.far is None else law.far.upper.p_inf)
-    inf_mass = -math.expm1(count * math.log1p(-p_inf)) if p_inf < 1.0 else 1.0
+    # (the parts' sum rounded up: two additions of positive terms)
+    p_inf = round_up(bulk.p_inf + tail.p_inf + (0.0 if law.far is None else law.far.upper.p_inf))
+    inf_mass = composed_inf_mass([(p_inf, count)], True)
     return ChernoffProfile(k, inf_mass, True), ChernoffProfile(k, inf_mass, False)
 
 

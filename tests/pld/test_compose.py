@@ -204,3 +204,29 @@ def test_slack_covers_a_composed_point_made_of_large_parts_of_both_signs():
     parts = (k // 2) * (Fraction(float(np.float64(a) * h)) + Fraction(float(np.float64(-b) * h)))
     off = abs(parts - Fraction(float(np.float64(s) * h)))
     assert profile.slack >= off, (profile.slack, float(off))
+
+
+def _exact_inf_mass(p: float, k: int) -> mpmath.mpf:
+    with mpmath.workdps(60):
+        return 1 - (1 - mpmath.mpf(p)) ** k
+
+
+# (p, k) whose mass at +inf -expm1(k log1p(-p)) fell more than an ulp below the exact one (the
+# first three) or above it (the last three): unrounded, the upper mass (and every upper delta
+# past the support, and eps(delta) for a delta it exceeds) was below the truth, the lower one above.
+_INF_CASES = [(4.6e-07, 10), (0.00119, 10), (0.196, 3), (0.000177, 3), (0.000329, 10), (0.0666, 3)]
+
+
+@pytest.mark.parametrize("p, k", _INF_CASES)
+def test_composed_mass_at_infinity_is_rounded_outward(p, k):
+    from autoacct.losses.binary import LeakyRandomizedResponseLoss
+
+    upper, lower = discretize(LeakyRandomizedResponseLoss(1.0, p), 1.0, -2, 2)
+    up, low = compose([Component(upper, lower, k)], 1.0, math.log(1e-18))
+    exact = _exact_inf_mass(p, k)
+    assert mpmath.mpf(up.inf_mass) >= exact and mpmath.mpf(low.inf_mass) <= exact
+    # Past the largest finite loss (k) the upper delta is the mass at +inf, and no finite eps
+    # has a delta below it.
+    assert mpmath.mpf(float(up.delta(np.array([2.0 * k]))[0])) >= exact
+    below = math.nextafter(float(exact), 0.0)
+    assert up.epsilon(below) == math.inf

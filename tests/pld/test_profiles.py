@@ -298,3 +298,18 @@ def test_chernoff_log_terms_are_never_below_log_c_plus_k():
             th = mpmath.mpf(float(t))
             exact = th * mpmath.log(th / (1 + th)) - mpmath.log1p(th) + mpmath.mpf(float(kv))
             assert mpmath.mpf(float(got)) >= exact, (t, float(got - exact))
+
+
+@pytest.mark.parametrize("p, k", [(4.6e-07, 10), (0.00119, 10), (6.07e-08, 1000), (0.196, 3)])
+def test_chernoff_profile_mass_at_infinity_is_rounded_up(p, k):
+    # -expm1(k log1p(-p)) came out up to 1.7 ulps below 1 - (1 - p)^k (60-digit mpmath):
+    # the profile then answered a finite eps for a delta the mass at +inf alone exceeds.
+    import mpmath
+
+    from autoacct.losses.binary import LeakyRandomizedResponseLoss
+
+    upper, _ = _profiles(LeakyRandomizedResponseLoss(1.0, p), k, 1.0)
+    with mpmath.workdps(60):
+        exact = 1 - (1 - mpmath.mpf(p)) ** k
+    assert mpmath.mpf(upper.inf_mass) >= exact
+    assert upper.epsilon(math.nextafter(float(exact), 0.0)) == math.inf

@@ -808,3 +808,16 @@ def test_zcdp_rdp_is_never_below_xi_plus_rho_alpha(log_rho, log_xi, log_beta):
     m = ZCDP(rho, xi)
     for got in (m.rdp(alpha), float(m.rdp_curve()(np.array([alpha]))[0][0])):
         assert exact <= Fraction(got) <= exact * (1 + Fraction(1, 10 ** 14))
+
+
+def test_composed_approx_dp_is_never_below_its_mass_at_infinity():
+    # 10 runs of ApproxDP(1, 4.6e-7): delta is 1 - (1 - 4.6e-7)^10 at every eps past 10, which
+    # -expm1(10 log1p(-4.6e-7)) had 1.7 ulps low: delta(1e5) came out below it (the outward ulp
+    # did not make it up), and eps(delta) was 10 for a delta just below it (truly infinite).
+    m = Composition()([ApproxDP(1.0, 4.6e-07)], [10])
+    with mpmath.workdps(60):
+        exact = 1 - (1 - mpmath.mpf(4.6e-07)) ** 10
+    assert mpmath.mpf(m.delta(1e5)) >= exact
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
+        assert m.epsilon(math.nextafter(float(exact), 0.0)) == math.inf
