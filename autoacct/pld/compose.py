@@ -46,7 +46,7 @@ import numpy as np
 from scipy import fft as sfft
 
 from autoacct.errors import AccuracyWarning
-from autoacct.exactness import MACHINE_EPSILON
+from autoacct.exactness import MACHINE_EPSILON, round_up
 from autoacct.limits import afford, max_points
 from autoacct.pld.components import Component
 from autoacct.pld.cumulants import (
@@ -169,14 +169,22 @@ class Convolution:
 
     def leak(self) -> float:
         """Ratio of the moment generating function at lam of the measure the exact upper
-        composition may exceed the composed components by, to theirs (see DiscretePLD.leak)."""
+        composition may exceed the composed components by, to theirs (see DiscretePLD.leak),
+        rounded up.
+
+        expm1(T), T = sum_i k_i log1p(leak_i): T is within (n + 3) unit roundoffs u of itself
+        (as in :func:`~autoacct.pld.cumulants.composed_inf_mass`), which moves expm1(T) by at
+        most e^T / (e^T - 1) T <= 1 + T times that relatively, and expm1 adds an ulp: (n + 6)
+        (1 + T) MACHINE_EPSILON covers both and the margin's own rounding."""
         total = 0.0
         for c in self.comps:
             if c.upper.leak > 0.0:
                 if c.upper.leak_lam != self.lam:
                     raise RuntimeError("a component's leak was bounded at another tilt")
                 total += c.count * math.log1p(c.upper.leak)
-        return math.expm1(total)
+        if total == 0.0:
+            return 0.0
+        return round_up(math.expm1(total), (len(self.comps) + 6.0) * (1.0 + total) * _U)
 
     def inf_mass(self, row: int) -> float:
         """Mass of the composed row at +inf: prod_i m_i^k_i - prod_i (m_i - p_i)^k_i for

@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from autoacct.exactness import MACHINE_EPSILON
+from autoacct.exactness import MACHINE_EPSILON, round_up
 from autoacct.losses import PrivacyLoss
 from autoacct.pld.components import Component
 from autoacct.pld.compose import Convolution, convolve, max_window, misplacement
@@ -315,7 +315,14 @@ def coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     lam = np.array([conv.lam])
     own = log_mgfs([up], lam)[0]
     own -= log_mgf_rounding(up, lam, own)
-    leak = missing * math.exp(float(conv.log_k[0]) - float(own[0]))
+    gap = float(conv.log_k[0]) - float(own[0])
+    # Rounded up past the roundings after conv.leak() (itself rounded up): the two tilted
+    # masses' exponentials (an ulp each), the sum of the three (two roundoffs), the difference
+    # of the logarithms (a roundoff of |gap|, which the exponential passes on as it is) and the
+    # exponential and product (an ulp and a roundoff): within (4 + |gap|) MACHINE_EPSILON.
+    # (A leak is charged as an upper bound on a measure left out: a leak rounded down could
+    # charge less than that measure; none stays an exact 0.)
+    leak = round_up(missing * math.exp(gap), (5.0 + abs(gap)) * MACHINE_EPSILON) if missing > 0.0 else 0.0
     up = replace(up, leak=leak, leak_lam=conv.lam)
     parts = max(misplacement(conv.comps, side, conv.h) for side in ("upper", "lower")[:conv.dens.shape[0]])
     if conv.dens.shape[0] == 1:
