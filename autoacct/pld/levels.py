@@ -479,8 +479,8 @@ def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
     (:func:`_lower_rounding`; measured up to 91 u above them for 400 copies of a Gaussian's
     PLD at lam = 8). They are moved outward to those of a measure below the exact one: P
     lowered by e^-r (the measure scaled by P~ / P <= 1) and Q raised by e^r, capped at the
-    half's left end e^-G P~ (part of the scaled mass moved down within the half, which only
-    lowers the profile: Koskela et al. 2021, Lemma 6). The Q-masses of the points at the
+    half's left end e^-G P~, rounded up (part of the scaled mass moved down within the half, which
+    only lowers the profile: Koskela et al. 2021, Lemma 6; see :func:`_cap`). The Q-masses of the points at the
     cells' right ends are then not known and are taken as 0: the slope -Q(L > G) is a
     subgradient there too.
     """
@@ -533,8 +533,9 @@ def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
     left_p, right_p = (x + (log_k - lam * g[:-1]) - e for x, e in zip(logs[:2], r[:2]))
     scale_q = log_k - (lam + 1.0) * g[:-1]
     # (Q raised by e^r, at most to the half's left end: the points above G_j, or above the midpoint)
-    left_q = np.minimum(logs[2] + scale_q + r[2], left_p - g[:-1])
-    right_q = np.minimum(logs[3] + scale_q + r[3], right_p - 0.5 * (g[:-1] + g[1:]))
+    mid = 0.5 * (g[:-1] + g[1:])
+    left_q = np.minimum(logs[2] + scale_q + r[2], _cap(left_p, g[:-1]))
+    right_q = np.minimum(logs[3] + scale_q + r[3], _cap(right_p, mid))
     below_p = below_log + log_k - lam * float(g[0]) - r_below
     below_q = below_log + log_k - (lam + 1.0) * float(g[0]) + r_below
     if max(float(np.max(np.maximum(left_q, right_q), initial=-np.inf)), below_q) > -_LOG_FLOOR:
@@ -543,6 +544,23 @@ def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> Discrete
     m_p = np.concatenate(([math.exp(below_p)], halves[0] + np.exp(right_p), [0.0]))
     m_q = np.concatenate(([math.exp(below_q)], halves[1] + np.exp(right_q), [0.0]))
     return lower_from_cell_masses(g, ratio * h, j_lo, m_p, m_q, halves, np.zeros(cells), conv.inf_mass(1))
+
+
+def _cap(log_p: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """log(e^-G P) for a half-cell of P-mass e^log_p above its left end G (``end``, computed):
+    the largest Q-mass of a measure of that P-mass at losses above G, rounded up.
+
+    A Q-mass capped below the scaled measure's would move its mass up (raising the lower
+    profile), one above it moves mass down within or below the half, which only lowers the
+    profile (Koskela et al. 2021, Lemma 6): the cap is rounded up. Its difference is off by a
+    roundoff of |log_p| + |G|, the computed G (a product, or the midpoint's sum and product) by
+    up to two of |G|, and the exponentials of the P-mass and of the capped Q-mass by an ulp each
+    (2 roundoffs, in the logarithms): MACHINE_EPSILON (|log_p| + 2 |G| + 3) covers them and the
+    margin's addition. (Where every point of a half sits at its left end, a midpoint alone in
+    its right half, the cap is the Q-mass taken.)"""
+    with np.errstate(invalid="ignore"):
+        out = log_p - end
+        return np.where(np.isfinite(out), out + MACHINE_EPSILON * (np.abs(log_p) + 2.0 * np.abs(end) + 3.0), out)
 
 
 def _lower_rounding(sums: np.ndarray, terms: int, span: float, log_k: float, tilt: np.ndarray) -> np.ndarray:
