@@ -73,3 +73,20 @@ def test_an_underflowed_p_mass_keeps_a_positive_upper_end(via, k):
     for x, up in zip(eps, upper):
         truth = max(mp_two_point_delta(tuple(px), tuple(py), k, x), mp_two_point_delta(tuple(py), tuple(px), k, x))
         assert truth > 0 and mp.mpf(up) >= truth, (via, k, x, up, truth)
+
+
+@pytest.mark.parametrize("ell", [1.0, 0.1, 1.0 / 3.0, 5.555555555555555, 2.0 ** -30])
+def test_purely_atomic_only_on_exact_multiples_of_the_lattice(ell):
+    # Values that are the float products n ell, or whose quotients by ell round to n, are within
+    # the unit roundoff of n ell: purely atomic. A value a relative 1e-11 off (the former check
+    # allowed 1e-9 of ell) is not: its lower PLD would be its connect-the-dots split as it is.
+    n = np.array([-7.0, -1.0, 0.0, 1.0, 3.0, 1000.0])
+    p = np.full(n.size, 1.0 / n.size)
+    exact = n * ell
+    assert DiscreteLoss(exact, p, p * np.exp(-exact), lattice=ell).purely_atomic
+    quotient = np.array([np.nextafter(v, np.inf) if np.nextafter(v, np.inf) / ell == k else v
+                         for v, k in zip(exact, n)])
+    assert DiscreteLoss(quotient, p, p * np.exp(-quotient), lattice=ell).purely_atomic
+    off = exact.copy()
+    off[4] *= 1.0 + 1e-11
+    assert not DiscreteLoss(off, p, p * np.exp(-off), lattice=ell).purely_atomic

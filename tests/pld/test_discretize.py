@@ -365,3 +365,20 @@ def test_atoms_of_a_lattice_close_to_the_grid_keep_their_side(rel, k_a, below):
     lo, up = routes.delta_bounds(Composition()([PureDP(a), PureDP(b)], [k_a, k_b]), np.array([eps]), "pld", 1e-3)
     exact = _two_rr_delta(a, k_a, b, k_b, eps)
     assert float(lo[0]) <= exact <= float(up[0]), (float(lo[0]), exact, float(up[0]))
+
+
+def test_an_atom_just_off_its_lattice_point_keeps_the_lower_pld_below_the_law():
+    # An atom at 1 + 5e-10 on the lattice 1 was accepted as purely atomic (within 1e-9 of a
+    # multiple): the lower PLD was the connect-the-dots split, which sends 8e-10 of its mass to
+    # the grid point 2, and the lower delta at eps in (1 + 5e-10, 2) was positive (2.2e-10 at
+    # 1.5) where the law's is 0 (no loss above eps, no mass at +inf).
+    from autoacct.losses import DiscreteLoss
+    from autoacct.pld.components import Component
+    from autoacct.pld.compose import compose
+
+    values = np.array([-1.0, 1.0 + 5e-10])
+    p = np.array([0.3, 0.7])
+    loss = DiscreteLoss(values, p, p * np.exp(-values), lattice=1.0)
+    up, low = discretize(loss, 1.0, -3, 3)
+    _, lower = compose([Component(up, low, 1)], 1.0, math.log(1e-18))
+    assert np.all(lower.delta(np.array([1.0 + 1e-9, 1.5, 1.9])) == 0.0)
