@@ -99,7 +99,10 @@ class Direction:
         self.gauss_mu2 = gauss_mu2
         #: The largest finite composed loss (+inf if a part's is unknown, a Gaussian's is):
         #: at eps >= top, delta(eps) = P(L > eps) - e^eps Q(L > eps) + p_inf is p_inf alone.
-        self.top = composed_max_loss([(loss.max_loss, k) for loss, k in parts])
+        #: Each part's largest loss is raised by its value error (a computed log-odds may be
+        #: below the true one), which composed_max_loss's margin (two roundoffs of each
+        #: product) does not cover.
+        self.top = composed_max_loss([(_raised(loss.max_loss, loss.value_error), k) for loss, k in parts])
         #: Whether no part has mass at +inf (the composition then has none either).
         self.no_inf_mass = all(loss.p_inf == 0.0 for loss, _ in parts)
         self.exact: list[tuple[Law, int]] = []
@@ -463,6 +466,12 @@ class Direction:
         vals = vals[np.isfinite(vals)]
         return float(max(vals.min(), 0.0)) if vals.size else np.inf
 
+
+
+def _raised(value: float, error: float | np.ndarray) -> float:
+    """``value`` raised by the largest of ``error``, rounded up (one addition)."""
+    err = float(np.max(error, initial=0.0))
+    return value if err == 0.0 else math.nextafter(value + err, math.inf)
 
 
 def warn_budget(exc: BudgetExceeded) -> None:

@@ -168,6 +168,13 @@ class AtomsLaw(Law):
     On a lattice (x_j = (start + j) h), M(alpha + i t_k) at all nodes t_k = k D with
     D = 2 pi / (N h) comes from one FFT of length N of the tilted weights w_j e^{alpha x_j}.
     ``value_error`` bounds the rounding of every x_j (the loss's ``value_error``, its largest).
+
+    The bounds read this law with every atom raised by ``value_error``: a loss raised only
+    raises E_P[(1 - e^{eps - L})_+], so that law's profile bounds the true one from above
+    (as :func:`~autoacct.phi.enumeration.enumerate_atoms` adds it), and the raised law's M(z)
+    is e^{z value_error} M(z): :meth:`log_m_grid` and :meth:`log_mgf` add z value_error (its
+    product and sum rounded like log M's other terms, which the spectrum's rounding bound
+    counts). :meth:`log_phi` describes the atoms as they are.
     """
 
     x: np.ndarray = field(default_factory=lambda: np.zeros(1))
@@ -204,6 +211,13 @@ class AtomsLaw(Law):
             return (np.log(flat_o) + top).reshape(t.shape)
 
     def log_m_grid(self, alpha: float, dt: float, n: int) -> tuple[np.ndarray, float]:
+        out, err = self._log_m_grid(alpha, dt, n)
+        if self.value_error > 0.0:
+            out = out + (alpha + 1j * dt * np.arange(n)) * self.value_error
+        return out, err
+
+    def _log_m_grid(self, alpha: float, dt: float, n: int) -> tuple[np.ndarray, float]:
+        """:meth:`log_m_grid` of the atoms as they are (without the value error's shift)."""
         if self.x.size == 0:
             return np.full(n, -np.inf + 0j), 0.0
         lw = self.logw_p + alpha * self.x            # tilted weights
@@ -258,7 +272,8 @@ class AtomsLaw(Law):
                 z = self.logw_p[None, :] + flat[i:i + step, None] * self.x[None, :]
                 top = z.max(axis=1)
                 out[i:i + step] = top + np.log(np.exp(z - top[:, None]).sum(axis=1))
-            memo[key] = out.reshape(s.shape)
+            # (raised by the value error: see the class docstring)
+            memo[key] = out.reshape(s.shape) + s * self.value_error
         return memo[key]
 
     def moments(self) -> tuple[float, float]:
@@ -297,10 +312,15 @@ def discrete_law(loss: PrivacyLoss, arrays: tuple[np.ndarray, np.ndarray, np.nda
     h = getattr(loss, "lattice", None)
     if h and values.size > _EXACT_ATOMS:
         idx = np.round(values / h)
-        if np.all(np.abs(values - idx * h) <= 1e-9 * h * np.maximum(1.0, np.abs(idx))):
+        moved = np.abs(values - idx * h)
+        if np.all(moved <= 1e-9 * h * np.maximum(1.0, np.abs(idx))):
             start = int(idx.min())
             n = int(idx.max()) - start + 1
             if n <= M_MAX:
+                # Each atom is moved to its lattice point idx h (the float product, x below):
+                # by at most the largest move, which the value error takes on too (the
+                # differences are exact where they are small, Sterbenz; one roundoff else).
+                error = float(np.max(moved, initial=0.0)) * (1.0 + UNIT_ROUNDOFF) + error
                 j = (idx - start).astype(int)
                 # Atoms on the lattice: dense arrays (log 0 = -inf where no atom).
                 full_p = np.full(n, -np.inf)

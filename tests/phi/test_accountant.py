@@ -385,3 +385,78 @@ def test_phi_delta_at_eps_near_the_largest_float(make):
     alone = float(m.delta(0.5, via="phi"))
     assert got[0] == pytest.approx(alone, rel=1e-2)
     assert got[0] >= float(m.delta_bounds(0.5)[0])
+
+
+def _off_lattice_law():
+    """300 atoms on the lattice 1, the top one 2e-7 above its point (within the 1e-9 h |j| that
+    the phi route's lattice accepts), masses decaying from the top."""
+    from autoacct.losses import DiscreteLoss
+
+    values = np.arange(300.0)
+    values[-1] += 2e-7
+    p = np.exp(-0.05 * (299.0 - np.arange(300.0)))
+    p /= p.sum()
+    return DiscreteLoss(values, p, p * np.exp(-values), lattice=1.0)
+
+
+def test_atoms_moved_onto_the_phi_lattice_count_their_move():
+    # The phi route puts a lattice law of more than 256 atoms on its lattice points, moving each
+    # by up to 1e-9 h |j| (here the top atom down by 2e-7): delta at 299 + 1e-7 came out 1e-300
+    # (the floor), the law's being p_top (1 - e^{-1e-7}) = 5e-10. The move is its value error now.
+    loss = _off_lattice_law()
+    eps = 299.0 + 1e-7
+    with mp.workdps(50):
+        truth = sum(mp.mpf(float(p)) * -mp.expm1(mp.mpf(eps) - mp.mpf(float(v)))
+                    for v, p in zip(loss.values, loss.p_mass) if v > eps)
+    assert mp.mpf(float(phi_delta([(loss, loss, 1)], np.array([eps]))[0])) >= truth
+    from autoacct.phi.laws import closed_form_law
+
+    law = closed_form_law(loss)
+    s = np.array([0.5, 2.0, 10.0])
+    got = law.log_mgf(s)
+    with mp.workdps(50):
+        for si, gi in zip(s, got):
+            exact = mp.log(mp.fsum(mp.mpf(float(p)) * mp.exp(si * mp.mpf(float(v)))
+                                   for v, p in zip(loss.values, loss.p_mass)))
+            assert mp.mpf(float(gi)) >= exact
+
+
+@pytest.mark.parametrize("p", [0.75, 0.999667])
+def test_log_mgf_of_a_computed_log_odds_is_not_below_the_true_one(p):
+    # RandomizedResponse(p) computes eps0 = log(p / (1 - p)) a fraction of an ulp below the true
+    # value at these p (0.54 and 0.55 MACHINE_EPSILON relatively): its atoms read as they are gave
+    # log E_P[e^{sL}] up to 5.7e-13 below the true pair's (50-digit mpmath), which the Chernoff
+    # bounds and the spectrum's normaliser read. The law now carries the value error declared.
+    from autoacct.phi.laws import closed_form_law
+
+    (part,) = RandomizedResponse(p).loss_parts()
+    s = np.array([1.0, 10.0, 100.0, 300.0, 600.0])
+    got = closed_form_law(part.forward).log_mgf(s)
+    with mp.workdps(50):
+        q = mp.mpf(p)
+        x = mp.log(q / (1 - q))
+        for si, gi in zip(s, got):
+            assert mp.mpf(float(gi)) >= mp.log(q * mp.exp(si * x) + (1 - q) * mp.exp(-si * x))
+
+
+@pytest.mark.parametrize("offset", [-3, 0, 3])
+def test_spectral_path_near_an_atom_of_a_computed_log_odds_holds_the_truth(offset):
+    # 100 runs of RandomizedResponse(0.999667) (log-odds 5.5e-16 relatively low) beside a
+    # Gaussian with mu = 3e-5, so that the spectrum answers, at eps within a few mu of the top
+    # atom: against the exact mixture sum_j P(j) delta_G(eps - x_j) in 50-digit mpmath. (The
+    # atoms' value error, 1e-13 over the composition, moves delta by about 4e-9 relatively
+    # here, and the spectral answers were 1.6e-8 to 1.5e-7 relatively above the truth before
+    # the law carried it: no spectral case was found where it decided the side.)
+    p, k, mu = 0.999667, 100, 3e-5
+    m = Composition()([RandomizedResponse(p), Gaussian(1.0 / mu)], [k, 1])
+    eps = k * RandomizedResponse(p).eps0 + offset * mu
+    got = m.delta(eps, via="phi", tol=1e-7)
+    with mp.workdps(50):
+        q, mm = mp.mpf(p), 1 / mp.mpf(1.0 / mu)
+        x0 = mp.log(q / (1 - q))
+
+        def gauss(e):
+            return mp.ncdf(-e / mm + mm / 2) - mp.exp(e) * mp.ncdf(-e / mm - mm / 2)
+        truth = mp.fsum(mp.binomial(k, j) * q ** j * (1 - q) ** (k - j) * gauss(mp.mpf(eps) - (2 * j - k) * x0)
+                        for j in range(k + 1))
+    assert mp.mpf(float(got)) >= truth
