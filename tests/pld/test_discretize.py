@@ -211,7 +211,7 @@ def test_law_cache_keeps_the_computed_values_and_stays_within_its_bytes():
     from autoacct.pld import lawcache as module
     from autoacct.pld.discretize import _made_lazy, _made_upper, law_maker
     from autoacct.pld.lawcache import LawCache
-    from autoacct.pld.mgf import log_mgfs
+    from autoacct.pld.mgf import log_mgfs_up
 
     loss = PoissonRemoveLoss(GaussianLoss(1 / 1.1), 0.01)
     cache = LawCache(max_bytes=1_000_000)
@@ -239,9 +239,9 @@ def test_law_cache_keeps_the_computed_values_and_stays_within_its_bytes():
     theta = np.array([-2.0, 0.0, 0.5, 3.0])
     rng = index_range(loss, 2e-3, 1e-16)
     kept = module.law_cache().law(loss, 2e-3, *rng, True, law_maker(loss, 2e-3, *rng, True))
-    row = module.log_mgf(kept.upper, theta)
-    assert np.array_equal(row, log_mgfs([kept.upper], theta)[0])
-    assert module.log_mgf(kept.upper, theta) is row
+    row = module.log_mgf_up(kept.upper, theta)
+    assert np.array_equal(row, log_mgfs_up([kept.upper], theta)[0])
+    assert module.log_mgf_up(kept.upper, theta) is row
 
 
 def test_law_cache_does_not_keep_a_law_larger_than_its_share():
