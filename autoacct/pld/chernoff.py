@@ -11,7 +11,7 @@ import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld.components import Component
-from autoacct.pld.cumulants import Cumulant, as_components, best_index, composed_inf_mass, rounded_exponent
+from autoacct.pld.cumulants import Cumulant, as_components, best_index, composed_inf_mass, margin, rounded_exponent
 
 _EPS = MACHINE_EPSILON
 
@@ -40,9 +40,7 @@ class ChernoffProfile:
         would cost 2 theta of them), log1p(theta) within one, K's own rounding already in K."""
         theta, k = self.k.grid[i], self.k(i)
         a, b = -theta * np.log1p(1.0 / theta), np.log1p(theta)
-        out = k + a - b
-        with np.errstate(invalid="ignore"):
-            return np.where(np.isfinite(out), out + 2.0 * _EPS * (np.abs(k) + 4.0 * np.abs(a) + 2.0 * b + 2.0), out)
+        return k + a - b + margin(2.0 * _EPS * (np.abs(k) + 4.0 * np.abs(a) + 2.0 * b + 2.0))
 
     def delta(self, eps: np.ndarray) -> np.ndarray:
         eps = np.asarray(eps, dtype=float)
@@ -76,9 +74,7 @@ class ChernoffProfile:
             def f(i: np.ndarray) -> np.ndarray:
                 log_t, theta = self._log_terms(i), self.k.grid[i]
                 out = (log_t - log_d) / theta
-                with np.errstate(invalid="ignore"):
-                    return np.where(np.isfinite(out), out + _EPS * ((np.abs(log_t) + abs(log_d)) / theta + np.abs(out)),
-                                    out)
+                return out + margin(_EPS * ((np.abs(log_t) + abs(log_d)) / theta + np.abs(out)))
 
             i = best_index(f, self.k.zero + 1, self.k.grid.size - 1)
             self._found[delta] = max(float(f(np.array([i]))[0]), 0.0)

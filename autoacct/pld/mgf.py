@@ -76,17 +76,17 @@ def log_mgf_roundings(plds: Sequence[DiscretePLD], theta: np.ndarray, values: np
     theta x (u |theta x| each) and their sum (u |value|): 2y + 264 + b + 3 |value| + 4 |theta x|,
     taken with x the larger of the support's two ends (measured: 1315 u below the exact value
     at most, on Gaussians' PLDs at |theta| <= 178, where this gives 2.5e4 u)."""
-    supports = [p.support for p in plds]
-    n = np.array([0 if s is None else s[1] - s[0] + 1 for s in supports], dtype=float)[:, None]
-    h = np.array([p.h for p in plds])[:, None]
-    ends = np.array([0.0 if s is None else max(abs(p.start + s[0]), abs(p.start + s[1])) * p.h
-                     for p, s in zip(plds, supports)])[:, None]
+    # Per law: the span (n - 1) h, the constant 272 + b and the larger end |x| (0 for a law
+    # without mass, whose row is -inf exactly and gets no margin).
+    laws = np.array([(0.0, 0.0, 0.0) if (s := p.support) is None else
+                     ((s[1] - s[0]) * p.h, 272.0 + -(-(s[1] - s[0] + 1) // _MGF_BLOCK),
+                      max(abs(p.start + s[0]), abs(p.start + s[1])) * p.h) for p in plds])
+    span, const, ends = laws[:, 0:1], laws[:, 1:2], laws[:, 2:3]
     theta = np.abs(np.asarray(theta, dtype=float))[None, :]
-    reach = np.minimum(theta * h * np.maximum(n - 1.0, 0.0), _LAST_EXPONENT)
-    with np.errstate(invalid="ignore", over="ignore"):
-        ulps = 2.0 * reach + 272.0 + np.ceil(n / _MGF_BLOCK) + 4.0 * np.abs(values) + 4.0 * theta * ends
-    # (a law without mass has the row -inf exactly)
-    return np.where(np.isfinite(values) & (n > 0.0), ulps * MACHINE_EPSILON, 0.0)
+    with np.errstate(over="ignore"):
+        ulps = 2.0 * np.minimum(theta * span, _LAST_EXPONENT) + const + 4.0 * (np.abs(values) + theta * ends)
+    # (capped, see cumulants.margin: an infinite value keeps no finite margin to lose)
+    return np.where(const > 0.0, np.fmin(ulps * MACHINE_EPSILON, 1e300), 0.0)
 
 
 def log_mgfs_up(plds: Sequence[DiscretePLD], theta: np.ndarray) -> np.ndarray:
