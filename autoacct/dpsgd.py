@@ -146,8 +146,10 @@ def dpsgd(sample_rate: float | None = None, noise_multiplier: float | None = Non
                          f"(user-level accounting is for Poisson sampling), got sampling={sampling!r}")
     if noise_multiplier is None:
         raise ValueError("noise_multiplier must be given")
-    # (a sampled Gaussian's noise multiplier is at least 1 / MAX_MU, see subsampling.base)
-    sigma = check.real("noise_multiplier", noise_multiplier, low=1.0 / MAX_MU)
+    # (a sampled Gaussian's noise multiplier is at least 1 / MAX_MU, see subsampling.base; the
+    # step's Gaussian has the noise multiplier over the scheme's sensitivity: sigma / 2 without
+    # replacement, whose refusal named that internal Gaussian rather than this argument)
+    sigma = check.real("noise_multiplier", noise_multiplier, low=mode.sensitivity_factor / MAX_MU)
     q, k = _run_shape(sample_rate, steps, dataset_size, batch_size, epochs)
     if users != 1:
         return Composition()([user_step(q, sigma, users)], [k])

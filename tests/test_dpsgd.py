@@ -314,6 +314,10 @@ def test_a_noise_multiplier_below_what_a_sampled_gaussian_takes_is_refused() -> 
         PoissonSubsample(0.01)(Gaussian(1e-30))
     lo, up = dpsgd(0.01, 1e-20, 3).epsilon_bounds(1e-5)
     assert 0.0 <= lo <= up
+    # Without replacement the step's Gaussian has sigma / 2: the floor is twice as high, and
+    # the refusal names the argument given (it named the internal Gaussian's 5e-21).
+    with pytest.raises(ValueError, match=r"noise_multiplier must lie in \[2e-20, inf\), got 1.5e-20"):
+        dpsgd(0.01, 1.5e-20, 10, sampling="without-replacement")
 
 
 def test_a_tiny_noise_multiplier_at_2_pow_52_steps_answers_a_valid_bracket() -> None:
