@@ -589,7 +589,7 @@ def _auto_epsilon(m: Mechanism, delta: float, tol: float) -> Bounds:
     if "exact" in m.routes:
         return _epsilon_by(m, "exact", delta, tol)
     results = []
-    # A route that misses tol says so; whether the user is told depends on the combined answer.
+    # A route that misses tol says so; the user is told if the combined answer does too, beside it.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if "pld" in m.routes:
@@ -599,8 +599,7 @@ def _auto_epsilon(m: Mechanism, delta: float, tol: float) -> Bounds:
             results.append(_epsilon_by(m, "rdp", delta, tol))
         if "dp" in m.routes:
             results.append(_epsilon_by(m, "dp", delta, tol))
-        above = _dominating(m)
-        if above is not None:
+        if (above := _dominating(m)) is not None:
             # Its upper end holds here (Mechanism.dominating); as a plain float, since it is
             # exact (ExactFloat) for the dominating mechanism only.
             results.append((0.0, float(epsilon_bounds(above, delta, "auto", tol)[1])))
@@ -609,7 +608,9 @@ def _auto_epsilon(m: Mechanism, delta: float, tol: float) -> Bounds:
     met = _within(lo, up, tol)
     for w in caught:
         if not (met and issubclass(w.category, AccuracyWarning)):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            told = w.message if len(results) == 1 else w.category(
+                f"{w.message} (from one route; the answer over all routes: [{lo:.6g}, {up:.6g}])")
+            warnings.warn_explicit(told, w.category, w.filename, w.lineno)
     return lo, up
 
 

@@ -378,3 +378,22 @@ def test_gaussian_closed_form_brackets_the_truth_at_tiny_mu(sigma):
     assert up[0] <= truth[0] * (1 + 1e-6) + 1e-300
     lo_e, up_e = Gaussian(sigma).epsilon_bounds(1e-5)
     assert lo_e == up_e == 0.0      # delta(0) < 1e-5 at these sigma
+
+
+def test_a_routes_warning_names_the_answer_where_other_routes_tightened_it():
+    """The PLD route stopped by the budget warns of its own bracket, [0, inf]; the auto answer
+    also takes the Renyi-DP route's, and the warning the user sees says so (it showed only
+    the route's bracket: [0, 15.28] where the answer was 0.956 at 2^49 discrete Laplace runs)."""
+    import warnings
+
+    import autoacct
+    from autoacct.errors import BudgetWarning
+
+    m = Composition()([PoissonSubsample(0.01)(Gaussian(1.0))], [1000])
+    with warnings.catch_warnings(record=True) as caught, autoacct.limits(seconds=1e-6):
+        warnings.simplefilter("always")
+        lo, up = m.epsilon_bounds(1e-5)
+    assert 0.0 < lo <= up < math.inf
+    told = [str(w.message) for w in caught if issubclass(w.category, BudgetWarning)]
+    assert told and all(msg.endswith(f"the answer over all routes: [{lo:.6g}, {up:.6g}])") for msg in told)
+    assert "bounds [0, inf]" in told[0]
