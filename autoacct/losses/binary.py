@@ -39,6 +39,10 @@ class RandomizedResponseLoss(DiscreteLoss):
         # (equal atoms from an exact and from a computed eps0 are not the same law's bounds)
         return (*super().key, self.value_error)
 
+    def value_bounds(self) -> np.ndarray:
+        # The atoms are -+eps0 as given, off only by a computed eps0's declared rounding.
+        return np.full(self.values.shape, self.value_error)
+
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
         """A relative PROFILE_REL of the closed form, plus its change over the few roundoffs
         by which eps0 (a computed log-odds) and |eps| - eps0 are off: near eps0 the factor
@@ -104,6 +108,10 @@ class LeakyRandomizedResponseLoss(DiscreteLoss):
     def profile(self, eps: np.ndarray) -> np.ndarray:
         d = self.delta0
         return np.clip(d + (1.0 - d) * self._binary.profile(eps), 0.0, 1.0)
+
+    def value_bounds(self) -> np.ndarray:
+        # The finite atoms are -+eps0 as given (the infinite ones have no error).
+        return np.zeros(self.values.shape)
 
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
         """(1 - delta0) times the binary profile's bound, plus the few roundoffs of the affine

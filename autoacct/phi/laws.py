@@ -308,7 +308,11 @@ def discrete_law(loss: PrivacyLoss, arrays: tuple[np.ndarray, np.ndarray, np.nda
         lq = np.log(q_mass)
     keep = np.isfinite(lp) | np.isfinite(lq)
     values, lp, lq = values[keep], lp[keep], lq[keep]
-    error = float(np.max(loss.value_error, initial=0.0))
+    # (a law of atoms bounds its values' distances to the pair's log-ratios, DiscreteLoss.value_bounds:
+    # read at a computed top value as exact, KaryRandomizedResponse taken once answered delta 0
+    # against 1e-16)
+    bounds = getattr(loss, "value_bounds", None)
+    error = float(np.max(bounds() if bounds is not None else loss.value_error, initial=0.0))
     h = getattr(loss, "lattice", None)
     if h and values.size > _EXACT_ATOMS:
         idx = np.round(values / h)
