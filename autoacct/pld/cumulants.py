@@ -109,11 +109,16 @@ def cumulant(comps: Sequence[Component], side: str, theta: np.ndarray) -> np.nda
     # One law's row is kept with it while it is a cached discretised law (a ledger asks
     # for the same law's table query after query); several laws' rows are computed at once.
     rows = log_mgf_up(plds[0], theta)[None, :] if len(comps) == 1 else log_mgfs_up(plds, theta)
-    # An empty law (log-MGF -inf) makes K = -inf; counts are positive, so no 0 * inf.
+    return counted_sum_up(rows, counts)
+
+
+def counted_sum_up(rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """sum_i k_i rows_i (rows of log-MGFs, rounded up already), rounded up by the products',
+    the sum's and the margin's own roundings, (m + 2) u sum_i |k_i rows_i| for m rows. An empty
+    law (row -inf) makes the sum -inf; counts are positive, so no 0 * inf; an infinite sum is
+    kept as it is (see :func:`margin`)."""
     terms = rows * counts[:, None]
-    k = terms.sum(axis=0)
-    # (an infinite K is kept as it is, see margin)
-    return k + margin((len(comps) + 2) * _U * np.abs(terms).sum(axis=0))
+    return terms.sum(axis=0) + margin((len(counts) + 2) * _U * np.abs(terms).sum(axis=0))
 
 
 class Components(tuple):
@@ -189,9 +194,7 @@ class Cumulant:
         (old,), (new,) = self.comps, comps
         # (K up, times the exact ratio, is above the new K: the ratio and the product round by 2u)
         scaled = self._values * (new.count / old.count)
-        with np.errstate(invalid="ignore"):
-            scaled = np.where(np.isfinite(scaled), scaled + 3.0 * _U * np.abs(scaled), scaled)
-        out = Cumulant(comps, self.side, self.h, self.lam, scaled)
+        out = Cumulant(comps, self.side, self.h, self.lam, scaled + margin(3.0 * _U * np.abs(scaled)))
         out.grid, out.zero = self.grid, self.zero
         return out
 

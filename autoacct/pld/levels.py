@@ -54,7 +54,7 @@ from autoacct.exactness import MACHINE_EPSILON, round_up
 from autoacct.losses import PrivacyLoss
 from autoacct.pld.components import Component
 from autoacct.pld.compose import Convolution, convolve, max_window, misplacement
-from autoacct.pld.cumulants import Components, window
+from autoacct.pld.cumulants import Components, margin, window
 from autoacct.pld.discretize import DiscretePLD, lower_from_cell_masses
 from autoacct.pld.mgf import log_mgf_rounding, log_mgfs
 
@@ -560,7 +560,7 @@ def _cap(log_p: np.ndarray, end: np.ndarray) -> np.ndarray:
     its right half, the cap is the Q-mass taken.)"""
     with np.errstate(invalid="ignore"):
         out = log_p - end
-        return np.where(np.isfinite(out), out + MACHINE_EPSILON * (np.abs(log_p) + 2.0 * np.abs(end) + 3.0), out)
+    return out + margin(MACHINE_EPSILON * (np.abs(log_p) + 2.0 * np.abs(end) + 3.0))
 
 
 def _lower_rounding(sums: np.ndarray, terms: int, span: float, log_k: float, tilt: np.ndarray) -> np.ndarray:

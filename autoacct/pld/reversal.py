@@ -49,7 +49,7 @@ from autoacct.losses import PrivacyLoss
 from autoacct.pld.chernoff import ChernoffProfile
 from autoacct.pld.components import Component
 from autoacct.pld.compose import LAW_REL
-from autoacct.pld.cumulants import CHERNOFF_THETAS, Components, Cumulant, composed_inf_mass
+from autoacct.pld.cumulants import CHERNOFF_THETAS, Components, Cumulant, composed_inf_mass, counted_sum_up
 from autoacct.pld.discretize import RATIO_ULPS
 from autoacct.pld.lawcache import log_mgf_up
 from autoacct.pld.mgf import log_mgfs_up
@@ -91,12 +91,7 @@ def reversed_chernoff(forward: Sequence[Component], reversed_laws: Sequence[Priv
         last = (pld.start + pld.masses.size - 1) * h
         above = math.log(beyond) + s * last if beyond > 0.0 else -np.inf
         table[i] = np.logaddexp(table[i], np.logaddexp(below, above))
-    counts = np.array([float(c.count) for c in forward])
-    terms = table * counts[:, None]
-    total = terms.sum(axis=0)
-    with np.errstate(invalid="ignore"):
-        margin = (len(forward) + 2) * MACHINE_EPSILON * np.abs(terms).sum(axis=0)
-        total = np.where(np.isfinite(total), total + margin, total)
+    total = counted_sum_up(table, np.array([float(c.count) for c in forward]))
     values = np.concatenate(([0.0], total))
     k = Cumulant(Components(forward), "upper", h, values=values, grid=np.concatenate(([0.0], _THETAS)))
     inf_mass = composed_inf_mass([(rev.p_inf, c.count) for c, rev in zip(forward, reversed_laws, strict=True)],
