@@ -21,7 +21,7 @@ from autoacct import _validation as check
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import DiscreteLoss
 from autoacct.mechanism import LossPart, Mechanism, PairRdp
-from autoacct.zoo.mechanisms import _log_g
+from autoacct.zoo.mechanisms import log_g
 
 __all__ = ["DiscretePair", "finite_pair_dp", "finite_pair_losses", "finite_pair_rdp"]
 
@@ -102,9 +102,9 @@ def _renyi(p: np.ndarray, q: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     lp = np.log(p[shared])
     loss = _log_ratio(p[shared], q[shared])
     q_off = math.fsum(q[(q > 0) & (p == 0)])
-    kl = float(np.sum(np.exp(lp + _log_g(-loss)))) + q_off
+    kl = float(np.sum(np.exp(lp + log_g(-loss)))) + q_off
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        terms = lp + _log_g(beta[..., None] * loss)
+        terms = lp + log_g(beta[..., None] * loss)
         log_kl = math.log(kl) if kl > 0 else -math.inf
         log_excess = np.logaddexp(special.logsumexp(terms, axis=-1), np.log(beta) + log_kl)
         v = np.logaddexp(0.0, log_excess) / beta

@@ -31,7 +31,7 @@ from autoacct.losses import DiscreteLoss, PrivacyLoss
 from autoacct.losses.atoms import MAX_ATOMS, TAIL_MASS, AtomLoss, atoms
 from autoacct.mechanism import LossPart, Mechanism, PairRdp
 from autoacct.zoo.custom import finite_pair_dp, finite_pair_rdp
-from autoacct.zoo.mechanisms import _LAPLACE_LOG_ULPS, _log_g
+from autoacct.zoo.mechanisms import LAPLACE_LOG_ULPS, log_g
 
 __all__ = ["Binomial", "DiscreteGaussian", "DiscreteLaplace", "KaryRandomizedResponse"]
 
@@ -384,27 +384,27 @@ def _lattice_pair_rdp(vals: np.ndarray, logp: np.ndarray, eps: float, alpha: np.
     the divergence is 1e-16, and k = 2^49 steps composed it to 5.1 (exact 0.056).
 
     Rounding. Each term's log is off by a few ulps of its parts' sizes: log P(L) (a few ulps
-    of |log P(L)|), log g(beta L) (g's own 20 ulps at most, see mechanisms._log_g, and beta L's
+    of |log P(L)|), log g(beta L) (g's own 20 ulps at most, see mechanisms.log_g, and beta L's
     rounding, 3 ulps, moving g by a relative (2 + |beta L|) times it), and the n-term sum adds
     n ulps: log S is raised by 4 ulps of the sum of these sizes, the count and |log S| (as
     Laplace's closed form is, mechanisms.Laplace._rdp), and the value rounded up."""
     beta = alpha - 1.0
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        log_g_kl = _log_g(-vals)
+        log_g_kl = log_g(-vals)
         kl_terms = logp + log_g_kl
         log_kl = float(special.logsumexp(kl_terms))
         kl_size = float(np.max(np.abs(logp) + np.abs(log_g_kl) + np.abs(vals), initial=0.0,
                                where=np.isfinite(kl_terms)))
         bl = beta[..., None] * vals
-        log_g = _log_g(bl)
-        terms = logp + log_g
-        sizes = np.max(np.where(np.isfinite(terms), np.abs(logp) + np.abs(log_g) + np.abs(bl), 0.0), axis=-1)
+        log_g_bl = log_g(bl)
+        terms = logp + log_g_bl
+        sizes = np.max(np.where(np.isfinite(terms), np.abs(logp) + np.abs(log_g_bl) + np.abs(bl), 0.0), axis=-1)
         log_beta = np.log(beta)
         log_s = np.logaddexp(special.logsumexp(terms, axis=-1), log_beta + log_kl)
         sizes = 40.0 + vals.size + sizes + kl_size + np.abs(log_beta) + abs(log_kl) + np.abs(log_s)
-        v = np.logaddexp(0.0, log_s + _LAPLACE_LOG_ULPS * sizes) / beta
+        v = np.logaddexp(0.0, log_s + LAPLACE_LOG_ULPS * sizes) / beta
         # Order 1: the KL divergence, the limit of the formula.
-        kl = math.exp(log_kl + _LAPLACE_LOG_ULPS * (40.0 + vals.size + kl_size + abs(log_kl)))
+        kl = math.exp(log_kl + LAPLACE_LOG_ULPS * (40.0 + vals.size + kl_size + abs(log_kl)))
         v = np.where(beta == 0.0, kl, v)
         v = np.where(np.isfinite(log_s) | (beta == 0.0), round_up(v), np.inf)
         zcdp = round_up(alpha * 0.5 * eps * eps)

@@ -116,7 +116,7 @@ class Laplace(Mechanism):
         # positive or fast-alternating terms), and moves with y's own rounding (1.5 ulps) by a
         # relative (2 + y) times it for y > 0, at most 2 times it for y < 0 (where g(y) ~ |y|).
         # So each size counts at most about 1.5 ulps and the constants about 40: log S is raised
-        # by _LAPLACE_LOG_ULPS (4 ulps) of the sizes plus 16, 11 times the largest error met
+        # by LAPLACE_LOG_ULPS (4 ulps) of the sizes plus 16, 11 times the largest error met
         # against 120-digit values in 3000 random (b, alpha), before the last two roundings
         # (round_up). The zCDP bound alpha x^2 / 2 (pure x-DP is x^2/2-zCDP; Bun and
         # Steinke 2016, Proposition 1.4) caps it, and stands in where S underflows to 0.
@@ -124,15 +124,15 @@ class Laplace(Mechanism):
         x = 1.0 / self.b
         beta = alpha - 1.0
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            log_g_up, log_g_down = _log_g(beta * x), _log_g(-alpha * x)
+            log_g_up, log_g_down = log_g(beta * x), log_g(-alpha * x)
             log_alpha, log_beta, log_ratio = np.log(alpha), np.log(beta), np.log(2.0 - 1.0 / alpha)
             log_s = np.logaddexp(log_alpha + log_g_up, log_beta + log_g_down) - (log_alpha + log_ratio)
             sizes = (16.0 + np.abs(beta * x) + np.abs(log_alpha) + np.abs(log_beta)
                      + np.abs(log_g_up) + np.abs(log_g_down) + np.abs(log_ratio) + np.abs(log_s))
-            closed = np.logaddexp(0.0, log_s + _LAPLACE_LOG_ULPS * sizes) / beta
+            closed = np.logaddexp(0.0, log_s + LAPLACE_LOG_ULPS * sizes) / beta
             # Order 1: the KL divergence e^{-x} - 1 + x = g(-x), the limit of the formula.
-            log_kl = float(_log_g(np.array(-x)))
-            kl = math.exp(log_kl + _LAPLACE_LOG_ULPS * (16.0 + abs(log_kl)))
+            log_kl = float(log_g(np.array(-x)))
+            kl = math.exp(log_kl + LAPLACE_LOG_ULPS * (16.0 + abs(log_kl)))
             closed = np.where(beta == 0.0, kl, closed)
             closed = np.where(np.isfinite(log_s) | (beta == 0.0), round_up(closed), np.inf)
             zcdp = round_up(alpha * 0.5 * x * x)
@@ -146,10 +146,10 @@ class Laplace(Mechanism):
 
 
 #: Roundings of Laplace's log S, in machine epsilons of its terms' sizes (Laplace._rdp).
-_LAPLACE_LOG_ULPS = 4.0 * MACHINE_EPSILON
+LAPLACE_LOG_ULPS = 4.0 * MACHINE_EPSILON
 
 
-def _log_g(y: np.ndarray) -> np.ndarray:
+def log_g(y: np.ndarray) -> np.ndarray:
     """log(e^y - 1 - y), elementwise, to a few ulps for every real y (-inf at 0, +inf at +-inf).
 
     g(y) = e^y - 1 - y is non-negative. Near 0 it is y^2/2 + y^3/6 + ..., where the
@@ -186,7 +186,7 @@ def rr_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
     value keeps its relative precision for tiny eps and for alpha near 1.
 
     Rounded up as Laplace's closed form is (``Laplace._rdp`` says why): the excess is carried
-    by its log, off by a few ulps of its terms' sizes, which are added (_LAPLACE_LOG_ULPS of
+    by its log, off by a few ulps of its terms' sizes, which are added (LAPLACE_LOG_ULPS of
     them plus 16); without it the value was below the truth in half of 3000 random
     (eps, alpha), by up to 1.2e-14 relative (eps = 1.5e-7, alpha = 1 + 1.9e-12). Capped by eps
     (the max divergence) and by the zCDP bound alpha eps^2 / 2 (Bun and Steinke 2016,
@@ -197,12 +197,12 @@ def rr_rdp(eps: float, alpha: np.ndarray) -> np.ndarray:
     lp = -np.logaddexp(0.0, -eps)
     lq = -np.logaddexp(0.0, eps)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        log_g_up, log_g_down = _log_g(beta * eps), _log_g(-beta * eps)
+        log_g_up, log_g_down = log_g(beta * eps), log_g(-beta * eps)
         log_linear = np.log(beta * eps) + np.log(np.tanh(eps / 2.0))
         log_excess = np.logaddexp(np.logaddexp(lp + log_g_up, lq + log_g_down), log_linear)
         sizes = (16.0 + np.abs(beta * eps) + abs(lp) + abs(lq) + np.abs(log_g_up) + np.abs(log_g_down)
                  + np.abs(log_linear) + np.abs(log_excess))
-        v = np.logaddexp(0.0, log_excess + _LAPLACE_LOG_ULPS * sizes) / beta
+        v = np.logaddexp(0.0, log_excess + LAPLACE_LOG_ULPS * sizes) / beta
         # Order 1: the KL divergence (p - q) eps, the limit of the formula.
         v = np.where(beta == 0.0, eps * np.tanh(eps / 2.0), v)
         v = np.where(np.isfinite(log_excess) | (beta == 0.0), round_up(v), np.inf)
