@@ -11,6 +11,7 @@ from scipy import special
 
 from autoacct.converters.rdp import DELTA_FLOOR
 from autoacct.phi.laws import UNIT_ROUNDOFF, AtomsLaw, Law
+from autoacct.pld.cumulants import composed_inf_mass
 
 #: Compositions of atom laws with at most this many distinct composed atoms are enumerated.
 N_ENUMERATE = 1 << 18
@@ -193,7 +194,20 @@ def composed_masses(laws: Sequence[tuple[Law, int]]) -> tuple[float, float, floa
         log_fin_q += k * math.log(law.mass_q) if law.mass_q > 0 else -np.inf
         log_ratio += k * math.log1p(-law.p_inf / total)
         log_total += k * math.log(total)
-    p_inf = -math.exp(log_total) * math.expm1(log_ratio)
+    if all(abs(law.mass_p + law.p_inf - 1.0) <= _PROBABILITY_SLACK for law, _ in laws):
+        # Probability laws (their totals 1 up to the rounding of the finite mass's sum): the
+        # atom is 1 - prod_i (1 - p_i)^k_i, rounded up. The product of the computed totals
+        # multiplied their rounding by the count: 10 to 5000 runs of ApproxDP(1, d0) had the
+        # atom up to 5.5e-13 relatively below the exact 1 - (1 - d0)^k (38 of 300 cases).
+        p_inf = composed_inf_mass([(law.p_inf, k) for law, k in laws], True)
+    else:
+        p_inf = -math.exp(log_total) * math.expm1(log_ratio)
     return math.exp(log_fin_p), (math.exp(log_fin_q) if np.isfinite(log_fin_q) else 0.0), p_inf
+
+
+#: A law whose finite P-mass and atom at +inf sum to 1 within this is taken as a probability
+#: law by :func:`composed_masses` (the finite mass, a sum of atoms in logs, is within a few
+#: hundred roundoffs of 1 - p_inf; laws that round their tails up exceed 1 by far more).
+_PROBABILITY_SLACK = 1e-12
 
 
