@@ -45,6 +45,7 @@ from autoacct.grouping import Grouped, grouped_pair, through_groups
 from autoacct.limits import current as current_limits
 from autoacct.limits import deadline
 from autoacct.losses import gaussian_delta_bounds
+from autoacct.losses.gdp import gaussian_epsilon_closed_lower, gaussian_epsilon_closed_upper
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
 from autoacct.shortcuts import max_loss, monotone, single_lower, single_profile, single_step, variation_up
@@ -231,10 +232,9 @@ class ExactRoute(Route):
         mu = self._mu(m)
         if mu == 0.0:
             return 0.0, 0.0
-        if mu > 1e155:
-            # At eps = mu^2/2 - 9 mu, a = 9: delta(eps) >= Phi(9) - e^{-81/2} > 1 - 2^-53, above
-            # every delta < 1; so eps(delta) exceeds that, beyond 1e308 (mu^2 overflows).
-            return 1e308, math.inf
+        lower, upper = gaussian_epsilon_closed_lower(mu, delta), gaussian_epsilon_closed_upper(mu, delta)
+        if 0.0 < lower and lower * (1 + 1e-13) >= upper:  # mu > 4e7 (gdp.py); past the floats: inf >= inf
+            return lower, upper
 
         def up_fn(e: Any) -> np.ndarray:
             return gaussian_delta_bounds(mu, e, EXACT_REL)[1]
@@ -243,12 +243,8 @@ class ExactRoute(Route):
             return gaussian_delta_bounds(mu, e, EXACT_REL)[0]
 
         guess = mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta))
-        # delta(eps) <= Phi(-eps/mu + mu/2), so mu^2/2 - mu Phi^-1(delta) is always an upper
-        # bound: it is the answer where mu is so large that the profile's own rounding
-        # (eps/mu - mu/2 cancels) leaves the bisection nothing to certify.
-        closed = (mu * mu / 2 - mu * float(special.ndtri(delta))) * (1 + 8 * _UNIT)
-        return (epsilon_from_profile(low_fn, delta, guess, upper=False, vectorised=True),
-                min(epsilon_from_profile(up_fn, delta, guess, upper=True, vectorised=True), closed))
+        return (max(epsilon_from_profile(low_fn, delta, guess, upper=False, vectorised=True), lower),
+                min(epsilon_from_profile(up_fn, delta, guess, upper=True, vectorised=True), upper))
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         mu = self._mu(m)
