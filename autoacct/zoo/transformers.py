@@ -20,7 +20,8 @@ from autoacct.limits import check_deadline
 from autoacct.losses import PrivacyLoss, randomized_response_loss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, RdpFamily, Transformer
 from autoacct.subsampling.numerics import interpolate_log_moments
-from autoacct.zoo.mechanisms import rr_rdp
+from autoacct.zoo.mechanisms import RandomizedResponsePair, rr_rdp
+from autoacct.zoo.rr_composition import rr_composition_delta_lower, rr_composition_epsilon_lower
 
 
 def common_neighboring(mechanisms: Sequence[Mechanism]) -> Neighboring | None:
@@ -251,15 +252,27 @@ class ComposedMechanism(Mechanism):
         gaussian = self.dominated_gaussian()
         if gaussian is not None:
             lows.append(gaussian.epsilon_bounds(delta)[0])
+        lows.extend(rr_composition_epsilon_lower(c.eps0, k, delta) for c, k in self._exact_rr_children())
         return max(lows)
 
+    def _exact_rr_children(self) -> list[tuple[RandomizedResponsePair, int]]:
+        """The children that attain randomized response with an exact log-odds (PureDP), with their
+        counts: each composed alone has the binomial profile of :mod:`~autoacct.zoo.rr_composition`,
+        whose central limit gives lower ends where the PLD grid is capped (2^36 runs and more)."""
+        return [(c, k) for c, k in zip(self.children, self.counts)
+                if isinstance(c, RandomizedResponsePair) and c.attained and c.exact_eps0() is not None]
+
     def delta_lower(self, eps: np.ndarray) -> np.ndarray | None:
-        """The lower ends on delta of :meth:`dominated_gaussian`, a closed form. Not the other
+        """The lower ends on delta of :meth:`dominated_gaussian` and of the children of
+        :meth:`_exact_rr_children`, closed forms. Not the other
         lower ends :meth:`epsilon_lower` takes: this hook is asked on every delta query
         (``routes._auto_delta``), where queries of the children would cost what the query does,
         and the PLD route reads the ``dominated`` pairs' laws itself (``attained_parts``)."""
+        lows = [rr_composition_delta_lower(c.eps0, k, eps) for c, k in self._exact_rr_children()]
         gaussian = self.dominated_gaussian()
-        return None if gaussian is None else np.asarray(gaussian.delta_bounds(eps)[0], dtype=float)
+        if gaussian is not None:
+            lows.append(np.asarray(gaussian.delta_bounds(eps)[0], dtype=float))
+        return np.max(lows, axis=0) if lows else None
 
     def dominated_gaussian(self) -> Mechanism | None:
         """The composition of the children's ``dominated_gaussian`` pairs with their counts, the
