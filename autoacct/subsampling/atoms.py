@@ -74,19 +74,26 @@ def _value_error(values: np.ndarray, log_q: float) -> float:
     return 8.0 * MACHINE_EPSILON * (top + abs(log_q) + 1.0)
 
 
-def poisson_atom_losses(base: DiscreteLoss, q: float, twins: tuple[PrivacyLoss, PrivacyLoss]
+def poisson_atom_losses(base: DiscreteLoss, q: float, twins: tuple[PrivacyLoss, PrivacyLoss] | None = None
                         ) -> tuple[AtomLoss, AtomLoss]:
     """The removal and addition laws of Poisson subsampling at rate q of the atom law ``base``.
+
+    The atoms of both laws are formed from the base's joint masses (p_i, q_i) alone, so they
+    are those of the pairs ((1-q) Q + q P, Q) and (Q, (1-q) Q + q P) for any base pair, also
+    one whose two directions differ (a partial balls-in-bins epoch:
+    :mod:`~autoacct.subsampling.partial_epoch`); only the twins' profiles assume a symmetric one.
 
     Parameters
     ----------
     base:
-        Law of L = log(dP/dQ) of a symmetric base pair (P, Q) held as atoms
-        (``values``, ``p_mass``, ``q_mass``, ``p_inf``, ``q_ninf``).
+        Law of L = log(dP/dQ) of a base pair (P, Q) held as atoms
+        (``values``, ``p_mass``, ``q_mass``, ``p_inf``, ``q_ninf``); symmetric where ``twins``
+        are given.
     q:
         Sampling probability, 0 < q < 1.
     twins:
-        The removal and addition laws held otherwise (see :class:`TwinnedAtomLoss`).
+        The removal and addition laws held otherwise (see :class:`TwinnedAtomLoss`), or None:
+        then the laws' profiles are their atoms' own.
 
     Returns
     -------
@@ -105,13 +112,18 @@ def poisson_atom_losses(base: DiscreteLoss, q: float, twins: tuple[PrivacyLoss, 
         mixed = np.concatenate(([(1.0 - q) * base.q_ninf], mixed))
         qm = np.concatenate(([base.q_ninf], qm))
     err = _value_error(v, phi.log_q)
-    removal = TwinnedAtomLoss(twins[0], ("poisson-remove-atoms", q, base.key), x, mixed, qm,
-                       p_inf=q * base.p_inf, p_inf_truncated=q * base.p_inf_truncated,
-                       tight=base.tight, merged_lower=True, value_error=err)
-    addition = TwinnedAtomLoss(twins[1], ("poisson-add-atoms", q, base.key), -x[::-1], qm[::-1], mixed[::-1],
-                        q_ninf=q * base.p_inf, tight=base.tight, merged_lower=True, value_error=err)
+    remove_twin, add_twin = (None, None) if twins is None else twins
+    removal = _atom_law(remove_twin, ("poisson-remove-atoms", q, base.key), x, mixed, qm,
+                        p_inf=q * base.p_inf, p_inf_truncated=q * base.p_inf_truncated,
+                        tight=base.tight, merged_lower=True, value_error=err)
+    addition = _atom_law(add_twin, ("poisson-add-atoms", q, base.key), -x[::-1], qm[::-1], mixed[::-1],
+                         q_ninf=q * base.p_inf, tight=base.tight, merged_lower=True, value_error=err)
     return removal, addition
 
+
+def _atom_law(twin: PrivacyLoss | None, *args: Any, **kwargs: Any) -> AtomLoss:
+    """An :class:`AtomLoss` of ``args`` and ``kwargs``, twinned with ``twin`` where there is one."""
+    return AtomLoss(*args, **kwargs) if twin is None else TwinnedAtomLoss(twin, *args, **kwargs)
 
 
 def symmetrized_atom_loss(half: AtomLoss, twin: PrivacyLoss) -> AtomLoss:

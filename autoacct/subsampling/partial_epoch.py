@@ -19,18 +19,64 @@ datasets, and its lower end can be the larger: at t = 10, sigma = 0.8, eps(1e-5)
 steps' sum is at least 1.959, of the first step 2.727. A run's own lower end takes the
 larger; its compositions compose the sum.
 
-Not used (yet) for the upper ends: conditioned on the other records' allocation (joint convexity
-of the hockey-stick divergence removes the mixture over it), x is in the r steps with probability
-r/t and then uniform among them, so the r steps are dominated by the pair
-((1 - r/t) Q_r + (r/t) P_r, Q_r) and its reverse, (P_r, Q_r) the attained pair of an epoch of r
-steps (Feldman and Shenfeld 2025): Poisson(r/t) subsampling of that epoch. Mixing P_r with Q_r
-only lowers both divergences, so ``RandomAllocation(r)`` dominates too, but it is looser than the
-whole epoch (t = 10, r = 2, sigma = 1: eps(1e-5) 3.697 against 2.189). The subsampled pair is far
-tighter (about 1.84 there by quadrature, 0.245 at t = 100 against 0.621), but ``PoissonSubsample``
-takes a base of one symmetric pair, and the epoch's laws differ in their two directions; both
-subsampled profiles are convex in the epoch's likelihood ratio, so its spread lattice laws
-(:mod:`~autoacct.subsampling.allocation_pld`) would bound them, once their masses at +inf are
-carried through the subsampling.
+For the upper ends (r >= 2): conditioned on the other records' allocation (joint convexity of the
+hockey-stick divergence removes the mixture over it), x is in the r steps with probability
+g = r/t and then uniform among them, so with (P_r, Q_r) the attained pair of an epoch of r steps
+(Feldman and Shenfeld 2025) the r steps are dominated by
+
+    removal: (A, Q_r), A = (1 - g) Q_r + g P_r;    addition: (Q_r, A),
+
+Poisson(g) subsampling of that epoch. (It is also the whole epoch's attained pair with the
+outputs of its last t - r steps dropped, the pair of the r steps on the datasets above: so it is
+attained, and never looser than the whole epoch; mixing P_r
+with Q_r only lowers both divergences, so ``RandomAllocation(r)`` dominates too, but is looser
+than the whole epoch: t = 10, r = 2, sigma = 1, eps(1e-5) 3.697 against 2.189.) With R = dP_r/dQ_r
+and e = e^eps > 0, both profiles are expectations of convex functions of R under Q_r:
+
+    H_e(A || Q_r) = E_Q[(1 - g + g R - e)_+] = g H_e'(P_r || Q_r),   e' = (e - 1 + g) / g,
+
+for e >= 1 - g (and 1 - e below, the largest value a pair of laws can have there), and
+
+    H_e(Q_r || A) = E_Q[(1 - e (1 - g) - e g R)_+] = c H_b(Q_r || P_r),   c = 1 - e (1 - g),
+                                                                          b = e g / c,
+
+for c > 0 (and 0 for c <= 0: the integrand vanishes). Each is increasing in the r-step epoch's
+profile of the same direction at one point e', b >= 0, so any pair whose profile in that
+direction is at least the epoch's at every point >= 0 gives, subsampled the same way, a pair
+whose profile is at least the subsampled one's at every e: the spread lattice laws of
+:mod:`~autoacct.subsampling.allocation_pld` are such pairs, the forward law for the removal and
+the backward law for the addition. Both are held as atoms (loss, mass under the first law, mass
+under the second), so the subsampled pairs are atoms too
+(:func:`~autoacct.subsampling.atoms.poisson_atom_losses`, which forms them from the joint masses
+alone, for any base pair). A law whose profile is at least a pair's at every e > 0 dominates
+it, also composed (Zhu, Dong and Wang 2022). The masses at +-inf are carried as follows.
+
+* Removal, from the forward law (P'-masses p_i at log u_i, Q'-masses q_i = p_i / u_i, P'-mass
+  p_inf at +inf). Subsampled, its atoms are ((1 - g) q_i + g p_i, q_i) at log(1 - g + g u_i)
+  and g p_inf at +inf; at e >= 1 - g their profile is g times the forward law's at e', by the
+  identity. Below, at e < 1 - g, the subsampled pair's profile is 1 - e, which the law reaches
+  only if its laws have total mass 1: the Q'-mass the atoms leave out, q_0 = 1 - sum_i q_i
+  (rounded up; the overflow, the lattice's dropped windows, the roundings), is put at
+  L = -inf, which is the atom ((1 - g) q_0, q_0) at log(1 - g) once subsampled. It adds nothing
+  at e >= 1 - g, and below the law's profile is then at least
+  sum_i ((1 - g - e) q_i + g p_i) + g p_inf + (1 - g - e) q_0 >= (1 - g - e) + g = 1 - e.
+* Addition, from the backward law (Q'-masses m_j at -log u_j, P'-masses m_j / u_j, Q'-mass
+  b_inf at +inf: R' = 0, the overflow, the roundings). The pair (Q', (1 - g) Q' + g P') is
+  :func:`~autoacct.subsampling.atoms.poisson_atom_losses`'s addition pair of the reversed base
+  (P', Q') with b_inf as that base's Q-mass at L = -inf: atoms (m_j, (1 - g) m_j + g m_j / u_j)
+  at -log(1 - g + g u_j), and (b_inf, (1 - g) b_inf) at -log(1 - g) (the outcomes of b_inf,
+  their P'-mass taken 0). At c > 0 its profile is
+  sum_j (c m_j - e g m_j / u_j)_+ + c b_inf = c (backward law's profile at b) >= c H_b(Q_r || P_r),
+  the addition pair's; at c <= 0 both are 0.
+
+The first law of each has total mass at least 1 (rounded up; mass beyond only raises
+profiles), and neither is ``tight``: the lower ends are not read off them. At t = 10, r = 2, sigma = 1,
+eps(1e-5) is 1.84 (2.19 the whole epoch's); at t = 100, 0.245 (0.621). The rate g is rounded
+up (a larger rate dominates: :meth:`~autoacct.subsampling.poisson.PoissonSubsampledMechanism.snap`).
+Where the r-step epoch has no lattice laws (a small sigma), the whole epoch's upper ends serve.
+
+r = 1: the one step is exactly ``PoissonSubsample(1/t)(Gaussian(sigma))`` (above), its upper
+and lower ends both.
 """
 
 from __future__ import annotations
@@ -38,15 +84,41 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from autoacct import _validation as check
+from autoacct.losses.atoms import AtomLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp
 from autoacct.subsampling.allocation import RandomAllocation
+from autoacct.subsampling.allocation_pld import EpochLaws, epoch_laws
+from autoacct.subsampling.atoms import poisson_atom_losses
 from autoacct.subsampling.numerics import UNIT_ROUNDOFF
 from autoacct.subsampling.poisson import PoissonSubsample
 from autoacct.zoo.mechanisms import Gaussian
+
+
+def rate_up(used: int, steps: int) -> float:
+    """The least float at least r/t (``used`` / ``steps``)."""
+    g = used / steps
+    return g if Fraction(g) >= Fraction(used, steps) else math.nextafter(g, 1.0)
+
+
+def subsampled_laws(laws: EpochLaws, rate: float) -> tuple[AtomLoss, AtomLoss]:
+    """The removal and addition laws of Poisson subsampling at ``rate`` g of an epoch's upper
+    laws ``laws`` (module docstring): the removal's from the forward law with the Q-mass its
+    atoms leave out at L = -inf, the addition's from the backward law reversed, with its mass
+    at +inf as that base's Q-mass at L = -inf."""
+    f = laws.forward_upper
+    # (1 - fsum is within a rounding of the true deficit, the Q-masses p e^-v within a few each)
+    q_0 = max(1.0 - math.fsum(f.q_mass), 0.0) + 4.0 * (len(f.q_mass) + 1) * UNIT_ROUNDOFF
+    forward = AtomLoss(f.key + ("Q-mass left out at -inf",), f.values, f.p_mass, f.q_mass,
+                       p_inf=f.p_inf, q_ninf=q_0, tight=False)
+    b = laws.backward_upper
+    reversed_backward = AtomLoss(b.key + ("reversed",), -b.values[::-1], b.q_mass[::-1], b.p_mass[::-1],
+                                 q_ninf=b.p_inf, tight=False)
+    return poisson_atom_losses(forward, rate)[0], poisson_atom_losses(reversed_backward, rate)[1]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -54,10 +126,13 @@ class PartialEpochMechanism(Mechanism):
     """The first ``used`` of the ``steps`` steps of one balls-in-bins epoch of a Gaussian with
     noise multiplier ``sigma`` (module docstring). Add/remove relation.
 
-    Upper bounds are the whole epoch's (``RandomAllocation(steps)(Gaussian(sigma))``); lower
-    bounds are those of the sum of the ``used`` outputs, ``PoissonSubsample(used / steps)``
-    of ``Gaussian(sigma sqrt(used))`` (the noise multiplier rounded up: a larger one is
-    dominated).
+    Upper bounds: for r >= 2, the laws of Poisson(r/t) subsampling of the epoch of r steps
+    (:func:`subsampled_laws`), or where that epoch has none the whole epoch's
+    (``RandomAllocation(steps)(Gaussian(sigma))``), whose Renyi DP and (eps, delta)-DP also
+    serve; lower bounds are those of the sum of the ``used`` outputs,
+    ``PoissonSubsample(used / steps)`` of ``Gaussian(sigma sqrt(used))`` (the noise multiplier
+    rounded up: a larger one is dominated), and of the first output. For r = 1 everything is
+    the first output's, ``PoissonSubsample(1 / steps)(Gaussian(sigma))``, which is exact.
 
     Parameters
     ----------
@@ -100,20 +175,33 @@ class PartialEpochMechanism(Mechanism):
         """The pair of the first step's output alone, which these steps dominate (module docstring)."""
         return self.cached(("first",), lambda: PoissonSubsample(1.0 / self.steps)(Gaussian(self.sigma)))
 
+    def subsampled_parts(self) -> list[LossPart] | None:
+        """The upper laws of Poisson(r/t) subsampling of the epoch of r >= 2 steps (module
+        docstring), or None where that epoch has no lattice laws."""
+        def make() -> list[LossPart] | None:
+            laws = epoch_laws(self.used, self.sigma) if self.used >= 2 else None
+            if laws is None:
+                return None
+            return [LossPart(*subsampled_laws(laws, rate_up(self.used, self.steps)), 1)]
+        return self.cached(("subsampled parts",), make)
+
     def loss_parts(self) -> list[LossPart] | None:
-        # The epoch's upper laws (t >= 2), never ``tight``: no lower bound is read off them.
-        parts = self.epoch().loss_parts()
+        if self.used == 1:
+            return self.first_step().loss_parts()
+        # The subsampled laws, else the epoch's upper laws (t >= 2); never ``tight``: no lower
+        # bound is read off them.
+        parts = self.subsampled_parts() or self.epoch().loss_parts()
         assert parts is None or not any(f.tight or b.tight for f, b, _ in parts)
         return parts
 
     def attained_parts(self) -> list[LossPart] | None:
-        return self.summed().loss_parts()
+        return (self.first_step() if self.used == 1 else self.summed()).loss_parts()
 
     def rdp_curve(self) -> PairRdp | None:
-        return self.epoch().rdp_curve()
+        return (self.first_step() if self.used == 1 else self.epoch()).rdp_curve()
 
     def dp_guarantee(self) -> tuple[float, float] | None:
-        return self.epoch().dp_guarantee()
+        return (self.first_step() if self.used == 1 else self.epoch()).dp_guarantee()
 
     def epsilon_lower(self, delta: float) -> float:
         return max(float(self.summed().epsilon_bounds(delta)[0]), float(self.first_step().epsilon_bounds(delta)[0]))
