@@ -19,8 +19,9 @@ and Honkela 2020), given by the sampling scheme
   (random allocation; Chua et al. 2025, Feldman and Shenfeld 2025). The unit composed is
   the epoch, ``RandomAllocation(t)(Gaussian(noise_multiplier))``, K // t times for K
   steps, then the first K mod t steps of one more
-  (:class:`~autoacct.subsampling.partial_epoch.PartialEpochMechanism`: a whole epoch's upper
-  bounds, its steps' summed outputs' lower bounds). Its bounds come from the epoch's certified
+  (:class:`~autoacct.subsampling.partial_epoch.PartialEpochMechanism`: upper bounds of
+  Poisson(r/t) subsampling of an epoch of r steps, lower bounds of its steps' summed outputs
+  and of its first step). Its bounds come from the epoch's certified
   PLD laws, or where the epoch has none (a small noise multiplier, a very long epoch) from
   Renyi DP (see :mod:`autoacct.subsampling.allocation`). Each epoch, whole or partial, is
   dominated by the Gaussian of one step, so the run's upper ends are also at most those of
