@@ -269,13 +269,14 @@ def test_a_partial_last_epoch_gives_no_whole_epoch_lower_end(steps: int, referen
 
 
 def test_a_partial_epoch_reads_its_lower_ends_off_its_summed_outputs() -> None:
-    # 50 of 100 steps: dominated by the whole epoch (upper end), dominating the sum of its 50
-    # outputs, PoissonSubsample(1/2)(Gaussian(sqrt(50))) (lower end).
+    # 50 of 100 steps: dominated by the whole epoch and, more tightly, by Poisson(1/2) subsampling
+    # of the 50-step epoch (upper end: 0.5349, the whole epoch's 0.6209), dominating the sum of
+    # its 50 outputs, PoissonSubsample(1/2)(Gaussian(sqrt(50))) (lower end).
     part = PartialEpochMechanism(1.0, 100, 50)
     lo, up = part.epsilon_bounds(1e-5)
     whole = RandomAllocation(100)(Gaussian(1.0)).epsilon_bounds(1e-5)
     summed = PoissonSubsample(0.5)(Gaussian(math.sqrt(50.0))).epsilon_bounds(1e-5)
-    assert up == pytest.approx(whole[1], rel=1e-12)
+    assert up < 0.9 * whole[1]
     assert summed[0] * (1 - 1e-6) <= lo <= summed[1]
     # Without PLD laws (a small noise multiplier) the lower run sums the partial epoch's outputs too.
     below = dpsgd_lower_run(0.01, 0.3, 250, sampling="balls-in-bins")
