@@ -111,7 +111,8 @@ def subsampled_laws(laws: EpochLaws, rate: float) -> tuple[AtomLoss, AtomLoss]:
     atoms leave out at L = -inf, the addition's from the backward law reversed, with its mass
     at +inf as that base's Q-mass at L = -inf."""
     f = laws.forward_upper
-    # (1 - fsum is within a rounding of the true deficit, the Q-masses p e^-v within a few each)
+    # (fsum rounds the atoms' sum once, 1 - it once more: with the margin, the law's Q-masses
+    # total at least 1, which its profile below log(1 - g) needs once subsampled)
     q_0 = max(1.0 - math.fsum(f.q_mass), 0.0) + 4.0 * (len(f.q_mass) + 1) * UNIT_ROUNDOFF
     forward = AtomLoss(f.key + ("Q-mass left out at -inf",), f.values, f.p_mass, f.q_mass,
                        p_inf=f.p_inf, q_ninf=q_0, tight=False)
