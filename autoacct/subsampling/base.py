@@ -78,7 +78,7 @@ def sampler_params(base: Mechanism, prefix: str, own: Mapping[str, float]) -> di
     return out
 
 
-def _convexity_rdp(base_eps: np.ndarray, q: float, alpha: np.ndarray) -> np.ndarray:
+def convexity_rdp(base_eps: np.ndarray, q: float, alpha: np.ndarray) -> np.ndarray:
     """log(1 + q (e^{(a-1) eps(a)} - 1)) / (a - 1): joint convexity of int p^a r^(1-a).
 
     Each subsampled pair is a q-mixture of a base pair with a pair of equal
@@ -122,7 +122,7 @@ class SubsampledRdp:
     def __call__(self, alpha: np.ndarray) -> np.ndarray:
         a = np.asarray(alpha, dtype=float)
         base_eps = np.asarray(self._curve(a), dtype=float)
-        out = _convexity_rdp(base_eps, self._q, a)
+        out = convexity_rdp(base_eps, self._q, a)
         inside = a <= RDP_TABLE_MAX
         if np.any(inside):
             table = self._log_moments()

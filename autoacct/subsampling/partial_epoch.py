@@ -75,6 +75,12 @@ eps(1e-5) is 1.84 (2.19 the whole epoch's); at t = 100, 0.245 (0.621). The rate 
 up (a larger rate dominates: :meth:`~autoacct.subsampling.poisson.PoissonSubsampledMechanism.snap`).
 Where the r-step epoch has no lattice laws (a small sigma), the whole epoch's upper ends serve.
 
+Renyi DP (r >= 2; :meth:`PartialEpochMechanism.rdp_curve`), the least at each order of the whole
+epoch's and the subsampled pair's: the removal's log E_Q[(1 - g + g R)^n] is a binomial expansion
+over the r-step epoch's exact moments E_Q[R^l]; the addition's log E_Q[(1 - g + g R)^(1-n)], of a
+convex decreasing function of R, is bounded through the backward law as above (the Q'-mass its
+atoms leave out at R = 0, the largest value), and by Zhu and Wang (2019) and joint convexity.
+
 r = 1: the one step is exactly ``PoissonSubsample(1/t)(Gaussian(sigma))`` (above), its upper
 and lower ends both.
 """
@@ -83,19 +89,28 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 
 import numpy as np
 
 from autoacct import _validation as check
+from autoacct.exactness import round_up
 from autoacct.losses.atoms import AtomLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp
 from autoacct.subsampling.allocation import RandomAllocation
 from autoacct.subsampling.allocation_pld import EpochLaws, epoch_laws
 from autoacct.subsampling.atoms import poisson_atom_losses
+from autoacct.subsampling.base import SubsampledRdp, base_curve, convexity_rdp
 from autoacct.subsampling.numerics import UNIT_ROUNDOFF
-from autoacct.subsampling.poisson import PoissonSubsample
+from autoacct.subsampling.poisson import (
+    PAIR_RDP_MAX_ORDER,
+    PoissonSubsample,
+    poisson_add_log_moments,
+    poisson_rdp_bound,
+)
 from autoacct.zoo.mechanisms import Gaussian
 
 
@@ -108,18 +123,24 @@ def rate_up(used: int, steps: int) -> float:
 def subsampled_laws(laws: EpochLaws, rate: float) -> tuple[AtomLoss, AtomLoss]:
     """The removal and addition laws of Poisson subsampling at ``rate`` g of an epoch's upper
     laws ``laws`` (module docstring): the removal's from the forward law with the Q-mass its
-    atoms leave out at L = -inf, the addition's from the backward law reversed, with its mass
-    at +inf as that base's Q-mass at L = -inf."""
+    atoms leave out at L = -inf, the addition's from the backward law reversed
+    (:func:`reversed_backward`)."""
     f = laws.forward_upper
     # (fsum rounds the atoms' sum once, 1 - it once more: with the margin, the law's Q-masses
     # total at least 1, which its profile below log(1 - g) needs once subsampled)
     q_0 = max(1.0 - math.fsum(f.q_mass), 0.0) + 4.0 * (len(f.q_mass) + 1) * UNIT_ROUNDOFF
     forward = AtomLoss(f.key + ("Q-mass left out at -inf",), f.values, f.p_mass, f.q_mass,
                        p_inf=f.p_inf, q_ninf=q_0, tight=False)
+    return poisson_atom_losses(forward, rate)[0], poisson_atom_losses(reversed_backward(laws), rate)[1]
+
+
+def reversed_backward(laws: EpochLaws) -> AtomLoss:
+    """The epoch's backward upper law as the law of log(dP'/dQ') under P' (the pair (P', Q') of
+    its atoms: Q'-masses m_j at -log u_j, P'-masses m_j / u_j), with its Q'-mass at +inf as
+    Q'-mass at L = -inf (the P'-mass it leaves out is left out: module docstring)."""
     b = laws.backward_upper
-    reversed_backward = AtomLoss(b.key + ("reversed",), -b.values[::-1], b.q_mass[::-1], b.p_mass[::-1],
-                                 q_ninf=b.p_inf, tight=False)
-    return poisson_atom_losses(forward, rate)[0], poisson_atom_losses(reversed_backward, rate)[1]
+    return AtomLoss(b.key + ("reversed",), -b.values[::-1], b.q_mass[::-1], b.p_mass[::-1],
+                    q_ninf=b.p_inf, tight=False)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -199,7 +220,54 @@ class PartialEpochMechanism(Mechanism):
         return (self.first_step() if self.used == 1 else self.summed()).loss_parts()
 
     def rdp_curve(self) -> PairRdp | None:
-        return (self.first_step() if self.used == 1 else self.epoch()).rdp_curve()
+        """For r >= 2, at each order and in each direction the least of the whole epoch's Renyi
+        DP and Poisson(r/t) subsampling's of the r-step epoch's (module docstring): for the
+        removal, the exact binomial expansion over the r-step epoch's removal direction
+        (:func:`~autoacct.subsampling.poisson.poisson_rdp_bound`, ``removal_only``; its joint
+        convexity bound above the table); for the addition, the least of Zhu and Wang (2019,
+        Theorem 6) from the larger of the r-step epoch's two directions, the integral over its
+        backward law (:meth:`_subsampled_rdp`), and joint convexity,
+        log(1 - g + g e^{(n-1) D_n(Q_r || P_r)}) / (n - 1)."""
+        if self.used == 1:
+            return self.first_step().rdp_curve()
+        whole = self.epoch().rdp_curve()
+        if whole is None:
+            return None
+        addition, removal, pair, g = self.cached(("subsampled rdp",), self._subsampled_rdp)
+
+        def curve(alpha: np.ndarray) -> np.ndarray:
+            a = np.asarray(alpha, dtype=float)
+
+            def make() -> np.ndarray:
+                add = np.minimum(addition(a), round_up(convexity_rdp(np.maximum(pair(a)[1], 0.0), g, a)))
+                return np.minimum(whole(a), np.stack([removal(a), add]))
+            return self.cached(("rdp", a.shape, a.tobytes()), make)
+        return curve
+
+    def _subsampled_rdp(self) -> tuple[SubsampledRdp, SubsampledRdp, PairRdp, float]:
+        """The addition's bound and the removal's expansion over the r-step epoch's Renyi DP (each
+        tabulated once), its pair curve, and the rate, for :meth:`rdp_curve`."""
+        epoch = RandomAllocation(self.used)(Gaussian(self.sigma))
+        pair = epoch.rdp_curve()
+        assert pair is not None
+        g = rate_up(self.used, self.steps)
+        laws = epoch_laws(self.used, self.sigma)
+        base = None if laws is None else reversed_backward(laws)
+
+        def addition(curve: Callable[[np.ndarray], np.ndarray], q: float, orders: np.ndarray) -> np.ndarray:
+            # Zhu and Wang's bound; up to PAIR_RDP_MAX_ORDER also log E_Q[(1 - g + g R)^(1-n)]
+            # integrated over the backward law's atoms (poisson_add_log_moments): the integrand
+            # is convex in R, so the lattice's spread R' bounds it, and the Q-mass its atoms leave
+            # out is counted at R = 0, the integrand's largest value.
+            out = np.asarray(poisson_rdp_bound(curve, q, orders), dtype=float)
+            inside = orders <= PAIR_RDP_MAX_ORDER
+            if base is not None and np.any(inside):
+                own = poisson_add_log_moments(base, q, orders[inside]) / (orders[inside] - 1.0)
+                out[inside] = np.minimum(out[inside], own)
+            return out
+
+        removal = SubsampledRdp(lambda a: np.maximum(pair(a)[0], 0.0), g, partial(poisson_rdp_bound, removal_only=True))
+        return SubsampledRdp(base_curve(epoch), g, addition), removal, pair, g
 
     def dp_guarantee(self) -> tuple[float, float] | None:
         return (self.first_step() if self.used == 1 else self.epoch()).dp_guarantee()
