@@ -78,8 +78,9 @@ The rate g is rounded up (a larger rate dominates:
 :meth:`~autoacct.subsampling.poisson.PoissonSubsampledMechanism.snap`). These laws replace the
 whole epoch's rather than meet them in a minimum (the least of two profiles is in general no
 pair's): exactly, they are never the looser, and computed they were below at every r of
-t = 3..10 (sigma = 1 and 0.8). Where the r-step epoch has no lattice laws (a small sigma), the
-whole epoch's serve; the Renyi DP, (eps, delta)-DP and Gaussian answers still take the least.
+t = 3..10 at sigma = 1 and of t = 3, 5, 10 at 0.8. Where the r-step epoch has no lattice laws
+(a small sigma), the whole epoch's serve; the Renyi DP, (eps, delta)-DP and Gaussian answers
+still take the least.
 
 Renyi DP (r >= 2; :meth:`PartialEpochMechanism.rdp_curve`), the least at each order of the whole
 epoch's and the subsampled pair's: the removal's log E_Q[(1 - g + g R)^n] is a binomial expansion
