@@ -127,6 +127,13 @@ def rate_up(used: int, steps: int) -> float:
     return g if Fraction(g) >= Fraction(used, steps) else math.nextafter(g, 1.0)
 
 
+def rate_down(used: int, steps: int) -> float:
+    """The largest float at most r/t (``used`` / ``steps``): a smaller rate's pair is dominated,
+    so its lower ends are the steps' too."""
+    g = used / steps
+    return g if Fraction(g) <= Fraction(used, steps) else math.nextafter(g, 0.0)
+
+
 def subsampled_laws(laws: EpochLaws, rate: float) -> tuple[AtomLoss, AtomLoss]:
     """The removal and addition laws of Poisson subsampling at ``rate`` g of an epoch's upper
     laws ``laws`` (module docstring): the removal's from the forward law with the Q-mass its
@@ -197,12 +204,18 @@ class PartialEpochMechanism(Mechanism):
         def make() -> Mechanism:
             # (the largest float where the product overflows: a larger noise is dominated too)
             sigma = min(self.sigma * math.sqrt(self.used) * (1.0 + 4.0 * UNIT_ROUNDOFF), sys.float_info.max)
-            return PoissonSubsample(self.used / self.steps)(Gaussian(sigma))
+            return PoissonSubsample(rate_down(self.used, self.steps))(Gaussian(sigma))
         return self.cached(("summed",), make)
 
     def first_step(self) -> Mechanism:
-        """The pair of the first step's output alone, which these steps dominate (module docstring)."""
-        return self.cached(("first",), lambda: PoissonSubsample(1.0 / self.steps)(Gaussian(self.sigma)))
+        """The pair of the first step's output alone, which these steps dominate (module
+        docstring), at the rate 1/t rounded down: its lower ends are theirs."""
+        return self.cached(("first",), lambda: PoissonSubsample(rate_down(1, self.steps))(Gaussian(self.sigma)))
+
+    def first_step_up(self) -> Mechanism:
+        """The first step's pair at the rate 1/t rounded up, which dominates it: the upper ends
+        of one step (r = 1)."""
+        return self.cached(("first up",), lambda: PoissonSubsample(rate_up(1, self.steps))(Gaussian(self.sigma)))
 
     def subsampled_parts(self) -> list[LossPart] | None:
         """The upper laws of Poisson(r/t) subsampling of the epoch of r >= 2 steps (module
@@ -216,7 +229,7 @@ class PartialEpochMechanism(Mechanism):
 
     def loss_parts(self) -> list[LossPart] | None:
         if self.used == 1:
-            return self.first_step().loss_parts()
+            return self.first_step_up().loss_parts()
         # The subsampled laws, else the epoch's upper laws (t >= 2); never ``tight``: no lower
         # bound is read off them.
         parts = self.subsampled_parts() or self.epoch().loss_parts()
@@ -236,7 +249,7 @@ class PartialEpochMechanism(Mechanism):
         backward law (:meth:`_subsampled_rdp`), and joint convexity,
         log(1 - g + g e^{(n-1) D_n(Q_r || P_r)}) / (n - 1)."""
         if self.used == 1:
-            return self.first_step().rdp_curve()
+            return self.first_step_up().rdp_curve()
         whole = self.epoch().rdp_curve()
         if whole is None:
             return None
@@ -277,7 +290,7 @@ class PartialEpochMechanism(Mechanism):
         return SubsampledRdp(base_curve(epoch), g, addition), removal, pair, g
 
     def dp_guarantee(self) -> tuple[float, float] | None:
-        return (self.first_step() if self.used == 1 else self.epoch()).dp_guarantee()
+        return (self.first_step_up() if self.used == 1 else self.epoch()).dp_guarantee()
 
     def epsilon_lower(self, delta: float) -> float:
         return max(float(self.summed().epsilon_bounds(delta)[0]), float(self.first_step().epsilon_bounds(delta)[0]))

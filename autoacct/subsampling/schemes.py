@@ -124,14 +124,12 @@ def _allocation_epochs(q: float, k: int) -> int:
 
 
 def _allocation_rest(q: float, sigma: float, k: int) -> Mechanism | None:
-    # A last, partial epoch is dominated by a whole one, but does not attain its lower bounds.
-    # Its first step alone takes each record independently with probability 1/t: exactly a
-    # Poisson-subsampled step.
+    # A last, partial epoch (partial_epoch.py). One step of it (r = 1) takes each record
+    # independently with probability 1/t: a Poisson-subsampled step, at 1/t rounded up for the
+    # upper ends and down for the lower ones (1/t is a float only where t is a power of 2).
     t = epoch_steps(q)
     r = k % t
-    if r == 0:
-        return None
-    return PoissonSubsample(1.0 / t)(Gaussian(sigma)) if r == 1 else PartialEpochMechanism(sigma, t, r)
+    return None if r == 0 else PartialEpochMechanism(sigma, t, r)
 
 
 #: The schemes by name, the default first.
