@@ -67,6 +67,12 @@ from scipy import special
 from autoacct import _validation as check
 from autoacct.exactness import round_up
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp
+from autoacct.subsampling.allocation_fractional import (
+    TAYLOR_ORDERS,
+    add_log_moments_fractional,
+    remove_log_moments_fractional,
+    tail_points,
+)
 from autoacct.subsampling.allocation_pld import AllocationLowerPair, EpochLaws, epoch_laws
 from autoacct.subsampling.base import RDP_TABLE_MAX, Sampler, SubsampledMechanism
 from autoacct.subsampling.numerics import UNIT_ROUNDOFF, interpolate_log_moments
@@ -572,9 +578,25 @@ class RandomAllocatedMechanism(SubsampledMechanism):
                 add = interpolate_log_moments(self._add_k, b)
                 gm = add_log_moment_gm(self.steps, sigma, b) / (b - 1.0)
                 add = np.minimum(add, round_up(np.asarray(gm)))
+                frac = above & (a < 2.0)
+                if np.any(frac):
+                    # Orders in (1, 2): the chord of K through orders 1 and 2 is up to twice
+                    # the truth; bounded there directly (allocation_fractional).
+                    k_remove, k_add = self._fractional(a[frac])
+                    remove[frac] = np.minimum(remove[frac], round_up(k_remove / (a[frac] - 1.0)))
+                    add[frac] = np.minimum(add[frac], round_up(k_add / (a[frac] - 1.0)))
                 return np.where(above, np.stack([remove, add]), np.inf)
             return self.cached(("rdp", a.shape, a.tobytes()), make)
         return curve
+
+    def _fractional(self, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Upper bounds on (alpha - 1) D_alpha in both directions (removal, addition) at orders
+        alpha in (1, 2) (:mod:`~autoacct.subsampling.allocation_fractional`)."""
+        t, sigma = self.steps, self.sigma
+        mu = self.cached(("central moments",), lambda: central_moments(t, sigma, max(TAYLOR_ORDERS)))
+        tail = self.cached(("tail at splits",), lambda: lower_tail_log_bound(t, sigma, tail_points()))
+        return (remove_log_moments_fractional(alpha, mu, tail),
+                add_log_moments_fractional(alpha, mu, t, sigma))
 
     def _laws(self) -> EpochLaws | None:
         """The epoch's certified PLD laws (:mod:`autoacct.subsampling.allocation_pld`), or None
