@@ -29,7 +29,9 @@ Renyi DP (upper bounds; the fallback, and ``via="rdp"``):
   from the multinomial expansion over the t summands (Feldman and Shenfeld 2025, a sum over
   the partitions of n; their Corollary 6.2 in the numbering the authors' code cites),
   evaluated in log space by binary powering of the moment sequence with a running
-  rounding-error bound. Fractional orders: convexity of the log-moment. Every order: at most
+  rounding-error bound. Orders in (1, 2], both directions: a Taylor bound of their own
+  (:mod:`~autoacct.subsampling.allocation_fractional`); other fractional orders: convexity of
+  the log-moment. Every order: at most
   the Gaussian's alpha / (2 s^2) (joint convexity).
 * Addition direction, E_P[(dQ/dP)^n] = E_Q[R^{1-n}], bounded by the least of
   (a) three bounds derived here (:func:`add_log_moments_taylor`, :func:`add_log_moments_excess`,
@@ -578,20 +580,22 @@ class RandomAllocatedMechanism(SubsampledMechanism):
                 add = interpolate_log_moments(self._add_k, b)
                 gm = add_log_moment_gm(self.steps, sigma, b) / (b - 1.0)
                 add = np.minimum(add, round_up(np.asarray(gm)))
-                frac = above & (a < 2.0)
+                frac = above & (a <= 2.0)
                 if np.any(frac):
-                    # Orders in (1, 2): the chord of K through orders 1 and 2 is up to twice
-                    # the truth; bounded there directly (allocation_fractional).
-                    k_remove, k_add = self._fractional(a[frac])
-                    remove[frac] = np.minimum(remove[frac], round_up(k_remove / (a[frac] - 1.0)))
-                    add[frac] = np.minimum(add[frac], round_up(k_add / (a[frac] - 1.0)))
+                    # Orders in (1, 2]: the chord of K through orders 1 and 2 is up to twice the
+                    # truth, and order 2's tables lose Var(R) to rounding for very long epochs;
+                    # bounded there directly (allocation_fractional).
+                    c = np.where(frac, a, 2.0)
+                    k_remove, k_add = (k.reshape(c.shape) for k in self._fractional(c.ravel()))
+                    remove = np.where(frac, np.minimum(remove, round_up(k_remove / (c - 1.0))), remove)
+                    add = np.where(frac, np.minimum(add, round_up(k_add / (c - 1.0))), add)
                 return np.where(above, np.stack([remove, add]), np.inf)
             return self.cached(("rdp", a.shape, a.tobytes()), make)
         return curve
 
     def _fractional(self, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Upper bounds on (alpha - 1) D_alpha in both directions (removal, addition) at orders
-        alpha in (1, 2) (:mod:`~autoacct.subsampling.allocation_fractional`)."""
+        alpha in (1, 2] (:mod:`~autoacct.subsampling.allocation_fractional`)."""
         t, sigma = self.steps, self.sigma
         mu = self.cached(("central moments",), lambda: central_moments(t, sigma, max(TAYLOR_ORDERS)))
         tail = self.cached(("tail at splits",), lambda: lower_tail_log_bound(t, sigma, tail_points()))

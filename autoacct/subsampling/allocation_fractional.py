@@ -1,4 +1,4 @@
-"""Renyi DP of one epoch of random allocation at the fractional orders alpha in (1, 2).
+"""Renyi DP of one epoch of random allocation at the orders alpha in (1, 2].
 
 The epoch's pair (module :mod:`autoacct.subsampling.allocation`) has likelihood ratio
 R = dP/dQ = (1/t) sum_j l_j, l_j iid log-normal under Q with E_Q[l] = 1, and
@@ -8,30 +8,33 @@ R = dP/dQ = (1/t) sum_j l_j, l_j iid log-normal under Q with E_Q[l] = 1, and
 Between the integer orders 1 and 2 the convexity of alpha -> log E_Q[R^alpha] only gives the chord
 D_alpha <= D_2, which at a large noise multiplier is twice the truth near order 1 (there
 D_alpha ~ alpha Var(R) / 2: the divergence of two close distributions grows like alpha times
-half the chi-square one, van Erven and Harremoes 2014). Here both directions are bounded at
-each order directly, by the Taylor expansion of f(x) = x^gamma at x = 1 with a remainder that
-decreases in x, the device of the addition direction's integer orders
+half the chi-square one, van Erven and Harremoes 2014), and at order 2 itself the tables of
+integer orders lose Var(R) to rounding when it is far below 1e-12 (log E[S^2] ~ 2 log t
+carries an absolute rounding error). Here both directions are bounded at each order directly,
+by the Taylor expansion of f(x) = x^gamma at x = 1 with a remainder that decreases in x, the
+device of the addition direction's integer orders
 (:func:`~autoacct.subsampling.allocation.add_log_moments_taylor`), which the exact central
 moments of R and its lower tail complete.
 
-For gamma in (1, 2) (removal, gamma = alpha) or gamma in (-1, 0) (addition, gamma = 1 - alpha)
-and K >= 1, f^(2K)(x) = gamma (gamma - 1) ... (gamma - 2K + 1) x^{gamma - 2K} is positive (for
-gamma in (1, 2) the factors gamma - 2, ..., gamma - 2K + 1 are 2K - 2 negative ones; for gamma < 0
-all 2K are negative) and decreasing in x > 0, so with T the Taylor polynomial of f at 1 of
-degree 2K - 1, the remainder
+For gamma in (1, 2] (removal, gamma = alpha) or gamma in [-1, 0) (addition, gamma = 1 - alpha)
+and K >= 1, f^(2K)(x) = gamma (gamma - 1) ... (gamma - 2K + 1) x^{gamma - 2K} is non-negative (for
+gamma in (1, 2] the factors gamma - 2, ..., gamma - 2K + 1 are 2K - 2 non-positive ones; for
+gamma < 0 all 2K are negative) and non-increasing in x > 0, so with T the Taylor polynomial of
+f at 1 of degree 2K - 1, the remainder
 
     f(x) - T(x) = (x - 1)^{2K} g(x),   g(x) = int_0^1 (1 - s)^{2K-1} f^(2K)(1 + s (x - 1)) ds / (2K - 1)!,
 
-has g >= 0 decreasing on x > 0. For a split point x0 in (0, 1), g0 = g(x0) and
+has g >= 0 non-increasing on x > 0. For a split point x0 in (0, 1), g0 = g(x0) and
 p(x) = T(x) + g0 (x - 1)^{2K}: f <= p on [x0, inf). T's terms C(gamma, i) (x - 1)^i are >= 0
-for i >= 2 and x < 1 (C(gamma, i) has the sign (-1)^i for gamma in (1, 2), and for gamma < 0),
+for i >= 2 and x < 1 (C(gamma, i) is 0 or has the sign (-1)^i for gamma in (1, 2], and for
+gamma < 0),
 so p(x) >= 1 + gamma (x - 1) on [0, 1). With mu_i = E_Q[(R - 1)^i] (mu_1 = 0) and B(x0) >= Q(R < x0):
 
-* removal (gamma in (1, 2)): on R < x0, f(R) - p(R) = (1 - R)^{2K} (g(R) - g0) <= g(0+) - g0 <=
+* removal (gamma in (1, 2]): on R < x0, f(R) - p(R) = (1 - R)^{2K} (g(R) - g0) <= g(0+) - g0 <=
   gamma - 1, as g(0+) = f(0) - T(0) = (gamma - 1) - sum_{2 <= i < 2K} |C(gamma, i)| (g is continuous
   at 0, f^(2K) being integrable there for gamma > 1). Hence
   E_Q[R^gamma] <= 1 + sum_{2 <= i < 2K} C(gamma, i) mu_i + g0 mu_{2K} + (gamma - 1) B(x0).
-* addition (gamma = -b, b in (0, 1)): p >= 0 on [0, 1) (every term of T is), so
+* addition (gamma = -b, b in (0, 1]): p >= 0 on [0, 1) (every term of T is), so
   E[f(R) 1{R >= x0}] <= E[p(R)], and E[R^{-b} 1{R < x0}] <= E[G^{-b} 1{G < x0}], G the geometric
   mean of the l_j, R >= G (both factors grow when R is replaced by G); under Q, log G ~ N(m, v),
   m = -1/(2 sigma^2), v = 1/(t sigma^2), so E[G^{-b} 1{G < x0}] = e^{-b m + b^2 v / 2}
@@ -120,7 +123,7 @@ def _least(main: np.ndarray, err: np.ndarray, tail: np.ndarray) -> np.ndarray:
 
 
 def remove_log_moments_fractional(alpha: np.ndarray, mu: np.ndarray, log_tail: np.ndarray) -> np.ndarray:
-    """Upper bounds on (alpha - 1) D_alpha(P || Q) = log E_Q[R^alpha] at orders alpha in (1, 2).
+    """Upper bounds on (alpha - 1) D_alpha(P || Q) = log E_Q[R^alpha] at orders alpha in (1, 2].
 
     ``mu``: the central moments E_Q[(R - 1)^i], i = 0..8; ``log_tail``: upper bounds on
     log Q(R < x0) at the split points (:func:`tail_points`). See the module docstring."""
@@ -131,7 +134,7 @@ def remove_log_moments_fractional(alpha: np.ndarray, mu: np.ndarray, log_tail: n
 
 
 def add_log_moments_fractional(alpha: np.ndarray, mu: np.ndarray, steps: int, sigma: float) -> np.ndarray:
-    """Upper bounds on (alpha - 1) D_alpha(Q || P) = log E_Q[R^{1-alpha}] at orders alpha in (1, 2)
+    """Upper bounds on (alpha - 1) D_alpha(Q || P) = log E_Q[R^{1-alpha}] at orders alpha in (1, 2]
     of an epoch of ``steps`` = t steps at noise multiplier ``sigma``; ``mu`` as in
     :func:`remove_log_moments_fractional`. See the module docstring."""
     a = np.asarray(alpha, dtype=float)
