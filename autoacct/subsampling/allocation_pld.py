@@ -94,14 +94,24 @@ _NDTR_REL = 2e-15
 #: Lattice spacing as a fraction of the standard deviation of one summand, sqrt(e^{1/s^2} - 1).
 SPACING = 0.02
 #: Standard deviations of Z_1 ~ N(1/s, 1) (the summand that carries the record under P) above
-#: its mean covered by the lattice: the truncated summand's P-mass is Phi(-7) ~ 1.3e-12.
-_Z_SPAN = 7.0
+#: its mean covered by the lattice (:func:`lattice`). The truncated summand's P-mass is
+#: Phi(-span) and each other summand's Q-mass beyond is Phi(-span - 1/s), so an epoch of t steps
+#: moves about t Phi(-span) to +inf: at span 7 alone that was 8e-10 at t = 1000, sigma = 20,
+#: which kept the PLD from answering at delta = 1e-10.
+_Z_SPANS = (7.0, 8.0, 9.0, 10.0)
+#: Target for t Phi(-span): the first span of :data:`_Z_SPANS` that meets it is taken.
+_OVERFLOW = 1e-14
+#: Most points of one summand's lattice for a span above the first of :data:`_Z_SPANS` (a
+#: longer lattice costs in every window, see :meth:`Lattice.window`).
+_TOP_POINTS = 1 << 14
 #: Cells whose masses (per unit of l) exceed this are computed in mpmath (:func:`_exact_shares`).
 _EXACT_TAIL = 1e-7
 #: Standard deviations sqrt(k Var l) of a sum of k summands kept on each side of its mean.
 _SUM_SPAN = 12.0
 #: Longest head of a vector whose products are summed directly (:func:`_product`).
 _DIRECT = 2048
+#: Entries of a head per block of its direct products (:func:`_direct`).
+_BLOCK = 16
 #: Most lattice points per law (a few seconds; larger epochs answer by Renyi DP only).
 MAX_POINTS = 1 << 19
 
@@ -123,8 +133,8 @@ class EpochLaws:
 class Lattice:
     """The lattice x_k = k d of the summands and of their sums.
 
-    One summand's points are 0..``top`` (to l at Z = 1/s + 7: the record's summand beyond is
-    the overflow B). A sum of k summands keeps the points of :meth:`window`: 12 standard
+    One summand's points are 0..``top`` (to l at Z = 1/s + span, :data:`_Z_SPANS`: the
+    record's summand beyond is the overflow B). A sum of k summands keeps the points of :meth:`window`: 12 standard
     deviations sqrt(k Var l) on each side of its mean k, and ``top`` more points above (the
     heavy tail of one large summand). What falls outside is counted as overflow (upper laws)
     or left out (lower laws), so the window is a choice of accuracy, not of soundness: the
@@ -146,15 +156,27 @@ class Lattice:
         return hi - lo + 1
 
 
-def lattice(sigma: float) -> Lattice | None:
-    """The lattice for noise multiplier ``sigma``: spacing d = 0.02 sqrt(e^{1/s^2} - 1) (see
-    :data:`SPACING`); None where e^{1/s^2} overflows."""
+def lattice(sigma: float, steps: int = 2) -> Lattice | None:
+    """The lattice for noise multiplier ``sigma`` and epochs of ``steps`` steps: spacing
+    d = 0.02 sqrt(e^{1/s^2} - 1) (see :data:`SPACING`), the top at Z_1 = 1/s + span, span the
+    first of :data:`_Z_SPANS` with steps Phi(-span) <= :data:`_OVERFLOW`, or the last whose
+    summand fits in :data:`_TOP_POINTS` points (at least the first); None where e^{1/s^2}
+    overflows."""
     s = sigma
     if 1.0 / (s * s) > 700.0:
         return None
     d = SPACING * math.sqrt(math.expm1(1.0 / (s * s)))
-    top = math.exp(min((1.0 / s + _Z_SPAN) / s - 1.0 / (2.0 * s * s), 700.0))
-    if not (math.isfinite(d) and d > 0.0) or top / d > MAX_POINTS:
+    if not (math.isfinite(d) and d > 0.0):
+        return None
+    top = 0.0
+    for span in _Z_SPANS:
+        reach = math.exp(min((1.0 / s + span) / s - 1.0 / (2.0 * s * s), 700.0))
+        if top > 0.0 and reach / d > _TOP_POINTS:
+            break
+        top = reach
+        if steps * special.ndtr(-span) <= _OVERFLOW:
+            break
+    if top / d > MAX_POINTS:
         return None
     return Lattice(d, int(math.ceil(top / d)) + 1, d / SPACING)
 
@@ -291,6 +313,34 @@ def _head(x: np.ndarray) -> tuple[int, int]:
     return i, i + _DIRECT
 
 
+def _direct(ha: np.ndarray, hb: np.ndarray) -> tuple[np.ndarray, int]:
+    """(ha * hb computed, m) where each computed entry is within gamma_m = m u / (1 - m u) of
+    the sum of its products' magnitudes (ha, hb >= 0).
+
+    ha is cut into blocks of :data:`_BLOCK` entries: each block's product with hb (np.convolve)
+    has entries that are sums of at most _BLOCK products, each product and addition one
+    rounding, so within gamma_BLOCK whatever the order of the additions (every product passes
+    through at most _BLOCK roundings; Higham 2002, section 3.1). The shifted block products are
+    then summed pairwise, a tree of depth h = ceil(log2(blocks)), which adds h roundings
+    to every product's path (Higham 2002, section 4.2), so m = _BLOCK + h
+    ((1 + theta_j)(1 + theta_k) = 1 + theta_(j+k), Higham 2002, Lemma 3.3). A single np.convolve
+    of the heads gave m = len(head) + 1, up to 2049: its 1-norm error, about 4.5e-13 per
+    product, doubled with every squaring of the binary powering and put 1e-9 of mass at +inf
+    in an epoch of t = 1000 steps."""
+    blocks = [ha[i:i + _BLOCK] for i in range(0, len(ha), _BLOCK)]
+    width = len(ha) + len(hb) - 1
+    rows = np.zeros((len(blocks), width))
+    for j, block in enumerate(blocks):
+        rows[j, j * _BLOCK:j * _BLOCK + len(block) + len(hb) - 1] = np.convolve(block, hb)
+    depth = 0
+    while rows.shape[0] > 1:
+        if rows.shape[0] % 2:
+            rows = np.vstack((rows, np.zeros((1, width))))  # (adding 0 is exact)
+        rows = rows[0::2] + rows[1::2]
+        depth += 1
+    return rows[0], min(_BLOCK, len(ha)) + depth
+
+
 def _fft_error(n: int, a1: float, a2: float, b1: float, b2: float) -> float:
     """A bound on the 2-norm of the rounding error of ifft(fft(a) fft(b)) on n points (a power of 2)
     for vectors with 1-norms a1, b1 and 2-norms a2, b2 (see the module docstring)."""
@@ -312,10 +362,10 @@ def _product(a: _Vec, b: _Vec, window: tuple[int, int]) -> _Vec:
     are dropped: the true vector restricted likewise is a sub-measure), with its error bounds.
 
     With H the heads of a and b (:func:`_head`) and T = a - H their tails, a * b is H_a * H_b,
-    summed directly (every entry a sum of at most m = len(H) non-negative products, so off by a
-    relative gamma_(m+1) = (m + 1) u / (1 - (m + 1) u), Higham 2002, section 3.1: its 1- and
-    inf-norm join the data errors), plus T_a * b + H_a * T_b by FFT, whose rounding is bounded
-    (module docstring) from the norms of the small tails. The data errors propagate by
+    summed directly (:func:`_direct`: every entry off by a relative gamma_m of its non-negative
+    products' sum, m about 23; its 1- and inf-norm join the data errors), plus
+    T_a * b + H_a * T_b by FFT, whose rounding is bounded (module docstring) from the norms of
+    the small tails. The data errors propagate by
     |e_a * b^ + a * e_b|_p <= |e_a|_p |b^|_1 + |a|_1 |e_b|_p (every p; |a|_1 <= 1)."""
     length = len(a.values) + len(b.values) - 1
     n = 1 << max(1, math.ceil(math.log2(length)))
@@ -328,7 +378,7 @@ def _product(a: _Vec, b: _Vec, window: tuple[int, int]) -> _Vec:
     tb[bi:bj] = 0.0
     spectrum = sfft.fft(ta, n) * sfft.fft(b.values, n) + sfft.fft(np.pad(ha, (ai, 0)), n) * sfft.fft(tb, n)
     full = sfft.ifft(spectrum).real
-    direct = np.convolve(ha, hb)
+    direct, m = _direct(ha, hb)
     full[ai + bi:ai + bi + len(direct)] += direct
     c = np.maximum(full[lo - start:hi - start + 1], 0.0)
     a1, a2 = _norms(a.values, n)
@@ -337,7 +387,6 @@ def _product(a: _Vec, b: _Vec, window: tuple[int, int]) -> _Vec:
     tb1, tb2 = _norms(tb, n)
     ha1, ha2 = _norms(ha, n)
     fft_err = _fft_error(n, ta1, ta2, b1, b2) + _fft_error(n, ha1, ha2, tb1, tb2)
-    m = min(len(ha), len(hb)) + 1
     gamma = m * _U / (1.0 - m * _U)
     h1 = ha1 * float(np.sum(hb)) * (1.0 + 2.0 * n * _U)
     # The direct sums' rounding, and that of adding them to the FFT part (one rounding of each
@@ -489,7 +538,7 @@ def epoch_laws(steps: int, sigma: float) -> EpochLaws | None:
     noise multiplier ``sigma`` (see the module docstring); None when a window of the lattice
     would hold more than :data:`MAX_POINTS` points (a small sigma, whose record's summand is
     too heavy-tailed, or a very long epoch)."""
-    grid = lattice(sigma)
+    grid = lattice(sigma, steps)
     if grid is None or grid.points(steps) > MAX_POINTS:
         return None
     vec = summand_masses(sigma, grid.spacing, grid.top + 1)
