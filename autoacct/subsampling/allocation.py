@@ -29,7 +29,7 @@ Renyi DP (upper bounds; the fallback, and ``via="rdp"``):
   from the multinomial expansion over the t summands (Feldman and Shenfeld 2025, a sum over
   the partitions of n; their Corollary 6.2 in the numbering the authors' code cites),
   evaluated in log space by binary powering of the moment sequence with a running
-  rounding-error bound. Orders in (1, 2], both directions: a Taylor bound of their own
+  rounding-error bound. Orders in (1, 2]: a Taylor bound of their own
   (:mod:`~autoacct.subsampling.allocation_fractional`); other fractional orders: convexity of
   the log-moment. Every order: at most
   the Gaussian's alpha / (2 s^2) (joint convexity).
@@ -47,7 +47,10 @@ Renyi DP (upper bounds; the fallback, and ``via="rdp"``):
   valid at every real order. (b) and (c) stay above (n-1) / (2 s^2) for every t; (a) follows
   the truth at low orders (at t = 100, s = 1, order 2: 0.0172, the removal direction 0.0170;
   within 1.5 times Monte Carlo estimates of the truth up to order 12 for t >= 50), and is loose
-  at high orders and for small t, where (c) takes over.
+  at high orders and for small t, where (c) takes over; (d) at every real order, the Taylor bound
+  of :mod:`~autoacct.subsampling.allocation_fractional` (its remainder's factor at a split
+  point, and the geometric mean's tail below it), which follows the truth for long epochs
+  at a large noise multiplier up to orders near 1 / sqrt(Var R).
 
 Lower end where there is no PLD: the sum of the epoch's t outputs is N(1, t s^2) under P and
 N(0, t s^2) under Q, a post-processing of the attained pair, so the Gaussian with noise multiplier
@@ -580,26 +583,27 @@ class RandomAllocatedMechanism(SubsampledMechanism):
                 add = interpolate_log_moments(self._add_k, b)
                 gm = add_log_moment_gm(self.steps, sigma, b) / (b - 1.0)
                 add = np.minimum(add, round_up(np.asarray(gm)))
+                # Bounded directly (allocation_fractional): the removal direction at orders in
+                # (1, 2], where the chord of K through orders 1 and 2 is up to twice the truth
+                # and order 2's tables lose Var(R) to rounding for very long epochs; the
+                # addition direction at every order (above 256 the tables' fallbacks are near
+                # the base's (alpha - 1) / (2 sigma^2), t times the truth for long epochs).
                 frac = above & (a <= 2.0)
-                if np.any(frac):
-                    # Orders in (1, 2]: the chord of K through orders 1 and 2 is up to twice the
-                    # truth, and order 2's tables lose Var(R) to rounding for very long epochs;
-                    # bounded there directly (allocation_fractional).
-                    c = np.where(frac, a, 2.0)
-                    k_remove, k_add = (k.reshape(c.shape) for k in self._fractional(c.ravel()))
-                    remove = np.where(frac, np.minimum(remove, round_up(k_remove / (c - 1.0))), remove)
-                    add = np.where(frac, np.minimum(add, round_up(k_add / (c - 1.0))), add)
+                k_remove, k_add = (k.reshape(b.shape) for k in self._fractional(b.ravel()))
+                remove = np.where(frac, np.minimum(remove, round_up(k_remove / (b - 1.0))), remove)
+                add = np.minimum(add, round_up(k_add / (b - 1.0)))
                 return np.where(above, np.stack([remove, add]), np.inf)
             return self.cached(("rdp", a.shape, a.tobytes()), make)
         return curve
 
     def _fractional(self, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Upper bounds on (alpha - 1) D_alpha in both directions (removal, addition) at orders
-        alpha in (1, 2] (:mod:`~autoacct.subsampling.allocation_fractional`)."""
+        """Upper bounds on (a - 1) D_a(P || Q) at the orders a = min(alpha, 2) (removal) and on
+        (alpha - 1) D_alpha(Q || P) (addition), alpha > 1
+        (:mod:`~autoacct.subsampling.allocation_fractional`)."""
         t, sigma = self.steps, self.sigma
         mu = self.cached(("central moments",), lambda: central_moments(t, sigma, max(TAYLOR_ORDERS)))
         tail = self.cached(("tail at splits",), lambda: lower_tail_log_bound(t, sigma, tail_points()))
-        return (remove_log_moments_fractional(alpha, mu, tail),
+        return (remove_log_moments_fractional(np.minimum(alpha, 2.0), mu, tail),
                 add_log_moments_fractional(alpha, mu, t, sigma))
 
     def _laws(self) -> EpochLaws | None:

@@ -1,4 +1,4 @@
-"""Renyi DP of one epoch of random allocation at the orders alpha in (1, 2].
+"""Renyi DP of one epoch of random allocation: removal at orders in (1, 2], addition at every order.
 
 The epoch's pair (module :mod:`autoacct.subsampling.allocation`) has likelihood ratio
 R = dP/dQ = (1/t) sum_j l_j, l_j iid log-normal under Q with E_Q[l] = 1, and
@@ -16,8 +16,8 @@ device of the addition direction's integer orders
 (:func:`~autoacct.subsampling.allocation.add_log_moments_taylor`), which the exact central
 moments of R and its lower tail complete.
 
-For gamma in (1, 2] (removal, gamma = alpha) or gamma in [-1, 0) (addition, gamma = 1 - alpha)
-and K >= 1, f^(2K)(x) = gamma (gamma - 1) ... (gamma - 2K + 1) x^{gamma - 2K} is non-negative (for
+For gamma in (1, 2] (removal, gamma = alpha) or gamma < 0 (addition, gamma = 1 - alpha, any
+alpha > 1) and K >= 1, f^(2K)(x) = gamma (gamma - 1) ... (gamma - 2K + 1) x^{gamma - 2K} is non-negative (for
 gamma in (1, 2] the factors gamma - 2, ..., gamma - 2K + 1 are 2K - 2 non-positive ones; for
 gamma < 0 all 2K are negative) and non-increasing in x > 0, so with T the Taylor polynomial of
 f at 1 of degree 2K - 1, the remainder
@@ -34,7 +34,7 @@ so p(x) >= 1 + gamma (x - 1) on [0, 1). With mu_i = E_Q[(R - 1)^i] (mu_1 = 0) an
   gamma - 1, as g(0+) = f(0) - T(0) = (gamma - 1) - sum_{2 <= i < 2K} |C(gamma, i)| (g is continuous
   at 0, f^(2K) being integrable there for gamma > 1). Hence
   E_Q[R^gamma] <= 1 + sum_{2 <= i < 2K} C(gamma, i) mu_i + g0 mu_{2K} + (gamma - 1) B(x0).
-* addition (gamma = -b, b in (0, 1]): p >= 0 on [0, 1) (every term of T is), so
+* addition (gamma = -b, b > 0): p >= 0 on [0, 1) (every term of T is), so
   E[f(R) 1{R >= x0}] <= E[p(R)], and E[R^{-b} 1{R < x0}] <= E[G^{-b} 1{G < x0}], G the geometric
   mean of the l_j, R >= G (both factors grow when R is replaced by G); under Q, log G ~ N(m, v),
   m = -1/(2 sigma^2), v = 1/(t sigma^2), so E[G^{-b} 1{G < x0}] = e^{-b m + b^2 v / 2}
@@ -48,12 +48,12 @@ noise multiplier, where only this route answers).
 
 Rounding: the split points x0 = 1 - y, y = j / 1024, are exact, and so is y; each Taylor term is a
 product of at most 2K + 2 rounded factors and g0's numerator f(x0) - T(x0) a sum of at most 2K
-of them and an exponential of an argument at most 2 log 1024 in magnitude, so each is within
-a few hundred roundings of the magnitudes summed; a relative :data:`_REL` = 1e-10 of those
-magnitudes is allowed. The lower tail B(x0) of the removal direction is read at s = -log x0
-rounded down (B increases in x0 = e^{-s}); the closed form of the addition direction's is
-evaluated at its argument raised by 8 roundings of its terms' magnitudes (Phi increases), with
-a relative 1e-6 for scipy's log_ndtr and exp (as
+of them and an exponential (within (|argument| + 2) roundings, the argument below 710 or the
+result inf), so each is within a few thousand roundings of the magnitudes summed; a
+relative :data:`_REL` = 1e-10 of those magnitudes is allowed. The lower tail B(x0) of the
+removal direction is read at s = -log x0 rounded down (B increases in x0 = e^{-s}); the closed
+form of the addition direction's is evaluated at its argument raised by 8 roundings of its
+terms' magnitudes (Phi increases), with a relative 1e-6 for scipy's log_ndtr and exp (as
 :func:`~autoacct.subsampling.allocation.add_log_moments_taylor`). The sum then takes one log1p
 (a relative allowance of 4 machine epsilons, :func:`~autoacct.exactness.round_up`).
 """
@@ -134,7 +134,7 @@ def remove_log_moments_fractional(alpha: np.ndarray, mu: np.ndarray, log_tail: n
 
 
 def add_log_moments_fractional(alpha: np.ndarray, mu: np.ndarray, steps: int, sigma: float) -> np.ndarray:
-    """Upper bounds on (alpha - 1) D_alpha(Q || P) = log E_Q[R^{1-alpha}] at orders alpha in (1, 2]
+    """Upper bounds on (alpha - 1) D_alpha(Q || P) = log E_Q[R^{1-alpha}] at orders alpha > 1
     of an epoch of ``steps`` = t steps at noise multiplier ``sigma``; ``mu`` as in
     :func:`remove_log_moments_fractional`. See the module docstring."""
     a = np.asarray(alpha, dtype=float)
