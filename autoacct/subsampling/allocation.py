@@ -20,7 +20,7 @@ What is certified here (:class:`RandomAllocatedMechanism`):
   a mean-preserving spread of each l_j onto a lattice (convex order), lower laws from the
   post-processing N = sum of the l_j's cells (:class:`~autoacct.subsampling.allocation_pld.AllocationLowerPair`,
   the epoch's ``attained_parts`` and ``dominated`` pair), both by convolutions with error bounds.
-  At t = 100, 10 epochs, delta = 1e-5: [1.4197, 1.4203] at s = 1.1, [1.7009, 1.7019] at s = 1.
+  At t = 100, 10 epochs, delta = 1e-5: [1.4197, 1.4203] at s = 1.1, [1.7011, 1.7018] at s = 1.
   Unavailable where the lattice would be too long (small s, very large t).
 
 Renyi DP (upper bounds; the fallback, and ``via="rdp"``):

@@ -215,7 +215,7 @@ def test_removal_rdp_is_below_poisson_at_rate_one_over_t(t: int, sigma: float) -
 def test_dpsgd_certified_epsilon_against_poisson(sigma: float) -> None:
     # t = 100, 10 epochs, delta 1e-5. Poisson at q = 0.01: PLD [1.8275, 1.8289] (sigma 1),
     # [0.6219, 0.6222] (sigma 2); its RDP answers 2.1013, 0.6860. Balls-in-bins is certified by
-    # its PLD (allocation_pld): [1.7009, 1.7019] at sigma 1, below Poisson's, and far below both
+    # its PLD (allocation_pld): [1.7011, 1.7018] at sigma 1, below Poisson's, and far below both
     # RDP answers; the summed outputs (the Gaussian with noise multiplier 10 sigma composed 10
     # times) stay a lower end below it.
     run = dpsgd(0.01, sigma, 1000, sampling="balls-in-bins")
