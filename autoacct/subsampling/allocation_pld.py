@@ -160,25 +160,24 @@ def lattice(sigma: float, steps: int = 2) -> Lattice | None:
     """The lattice for noise multiplier ``sigma`` and epochs of ``steps`` steps: spacing
     d = 0.02 sqrt(e^{1/s^2} - 1) (see :data:`SPACING`), the top at Z_1 = 1/s + span, span the
     first of :data:`_Z_SPANS` with steps Phi(-span) <= :data:`_OVERFLOW`, or the last whose
-    summand fits in :data:`_TOP_POINTS` points (at least the first); None where e^{1/s^2}
-    overflows."""
+    summand fits in :data:`_TOP_POINTS` points and whose epoch's window in :data:`MAX_POINTS`
+    (at least the first); None where e^{1/s^2} overflows."""
     s = sigma
     if 1.0 / (s * s) > 700.0:
         return None
     d = SPACING * math.sqrt(math.expm1(1.0 / (s * s)))
     if not (math.isfinite(d) and d > 0.0):
         return None
-    top = 0.0
+    grid: Lattice | None = None
     for span in _Z_SPANS:
-        reach = math.exp(min((1.0 / s + span) / s - 1.0 / (2.0 * s * s), 700.0))
-        if top > 0.0 and reach / d > _TOP_POINTS:
+        top = math.exp(min((1.0 / s + span) / s - 1.0 / (2.0 * s * s), 700.0))
+        wider = Lattice(d, int(math.ceil(min(top / d, 2.0 * MAX_POINTS))) + 1, d / SPACING)
+        if grid is not None and (top / d > _TOP_POINTS or wider.points(steps) > MAX_POINTS):
             break
-        top = reach
+        grid = wider
         if steps * special.ndtr(-span) <= _OVERFLOW:
             break
-    if top / d > MAX_POINTS:
-        return None
-    return Lattice(d, int(math.ceil(top / d)) + 1, d / SPACING)
+    return grid if grid is not None and grid.top <= MAX_POINTS + 1 else None
 
 
 def _cells(a: np.ndarray, extra: float) -> tuple[np.ndarray, np.ndarray]:
