@@ -220,15 +220,34 @@ class Convolution:
         if all(pld.deficit == 0.0 for pld, _ in plds):
             return 0.0
         if all(pld.total >= _LAW_MASS for pld, _ in plds):
-            return math.expm1(sum(k * math.log1p(pld.deficit) for pld, k in plds))
+            return _expm1_or_inf(sum(k * math.log1p(pld.deficit) for pld, k in plds))
         # Each mass rounded up (a float sum of at most a few million terms).
         masses = [(pld.total * (1.0 + _SUB_REL), pld.deficit, k) for pld, k in plds]
         if any(m <= 0.0 for m, _, _ in masses):
-            value = math.exp(sum(k * math.log(m + c) if m + c > 0 else -math.inf for m, c, k in masses))
+            value = _exp_or_inf(sum(k * math.log(m + c) if m + c > 0 else -math.inf for m, c, k in masses))
         else:
             log_all = sum(k * math.log(m) for m, _, k in masses)
-            value = math.exp(log_all) * math.expm1(sum(k * math.log1p(c / m) for m, c, k in masses))
+            grown = sum(k * math.log1p(c / m) for m, c, k in masses)
+            # expm1(grown) < e^grown: past expm1's range the product is formed in logs
+            # (1e11 steps of deficits 1e-8 overflowed it).
+            value = (math.exp(log_all) * math.expm1(grown) if grown < _EXP_LAST
+                     else _exp_or_inf(log_all + grown))
         return value * (1.0 + _SUB_REL)
+
+
+def _exp_or_inf(x: float) -> float:
+    """e^x, inf past the floats (math.exp raises there): a clipped mass beyond them leaves the
+    lower profile 0."""
+    return math.exp(x) if x < _EXP_LAST else math.inf
+
+
+def _expm1_or_inf(x: float) -> float:
+    """e^x - 1, inf past the floats."""
+    return math.expm1(x) if x < _EXP_LAST else math.inf
+
+
+#: Largest argument :func:`_exp_or_inf` hands to math.exp (e^709.78 is the largest float).
+_EXP_LAST = 709.0
 
 
 def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 0.0,

@@ -230,3 +230,25 @@ def test_composed_mass_at_infinity_is_rounded_outward(p, k):
     assert mpmath.mpf(float(up.delta(np.array([2.0 * k]))[0])) >= exact
     below = math.nextafter(float(exact), 0.0)
     assert up.epsilon(below) == math.inf
+
+
+def test_a_deficit_past_the_floats_leaves_the_lower_profile_zero_not_an_overflow():
+    """The clipped mass given back by parts of laws, (t + c)^j - t^j, formed as
+    t^j expm1(j log1p(c / t)), overflowed math.expm1 once j log1p(c / t) passed 709:
+    dpsgd(1e-7, 5.0, 10**11) raised OverflowError from ``clipped``. Beyond the floats it is
+    inf, and the lower profile is 0 (never NaN, never above the one without the deficit)."""
+    import dataclasses
+
+    import autoacct
+    from autoacct.losses.restricted import RestrictedLoss
+
+    loss = autoacct.dpsgd(sample_rate=1e-3, noise_multiplier=0.5, steps=1).loss_parts()[0].forward
+    tail = RestrictedLoss(loss, 1.0, math.inf)
+    h, j = 0.01, 5
+    up, low = discretize(tail, h, int(1.0 / h) - 1, int(loss.quantile_range(1e-30)[1] / h) + 1)
+    raised = dataclasses.replace(low, deficit=1e300)
+    eps = np.linspace(0.0, 25.0, 51)
+    _, plain = compose([Component(up, low, j)], h, math.log(1e-40), 0.2)
+    _, counted = compose([Component(up, raised, j)], h, math.log(1e-40), 0.2)
+    c = counted.delta(eps)
+    assert not np.any(np.isnan(c)) and np.all(c == 0.0) and np.any(plain.delta(eps) > 0.0)
