@@ -240,8 +240,12 @@ def test_dpsgd_balls_in_bins_composes_epochs() -> None:
     assert isinstance(run, ComposedMechanism) and run.counts == (10, 1)
     epoch, step = run.children
     assert isinstance(epoch, RandomAllocatedMechanism) and epoch.steps == 100 and epoch.sigma == 1.5
-    # The first step of an epoch takes each record with probability 1/t, independently.
-    assert step.params == PoissonSubsample(0.01)(Gaussian(1.5)).params
+    # The first step of an epoch takes each record with probability 1/t, independently: a
+    # Poisson-subsampled step, its rate 1/t rounded up for the upper ends, down for the lower.
+    assert isinstance(step, PartialEpochMechanism) and (step.steps, step.used, step.sigma) == (100, 1, 1.5)
+    lo, up = step.epsilon_bounds(1e-5)
+    plo, pup = PoissonSubsample(0.01)(Gaussian(1.5)).epsilon_bounds(1e-5)
+    assert lo <= up and abs(lo - plo) <= 1e-12 * plo and abs(up - pup) <= 1e-12 * pup
     run = dpsgd(0.01, 1.5, 1050, sampling="balls-in-bins")
     assert run.counts == (10, 1) and isinstance(run.children[1], PartialEpochMechanism)
     assert (run.children[1].steps, run.children[1].used) == (100, 50)
