@@ -104,3 +104,25 @@ def test_bad_parameters_name_themselves(make, match):
 def test_non_numeric_sensitivities_are_a_type_error():
     with pytest.raises(TypeError, match="sensitivities"):
         MixtureOfGaussians(1.0, 1.0, (1.0,))
+
+
+@pytest.mark.parametrize("p_far", [1e-300, 1e-100, 1e-20])
+def test_a_rare_far_component_is_bounded_by_the_total_variation(p_far: float) -> None:
+    """A component of tiny probability far out (shift 100 noise stds) makes the pair's total
+    variation p TV(N(100, 1), N(0, 1)) = p erf(100 / (2 sqrt 2)), in mpmath (p the stored
+    probability over the stored probabilities' sum): delta(eps) is at most that at every
+    eps >= 0, and eps(1e-5) is 0. The discretised PLD of such a law is
+    costly: under a one-second budget it answered eps(1e-5) <= inf and delta(eps) <= 1.0."""
+    import mpmath as mp
+
+    from autoacct import limits
+    m = MixtureOfGaussians(0.01, (0.0, 1.0), (1.0 - p_far, p_far))
+    with mp.workdps(50):
+        weight = mp.mpf(m.probabilities[1]) / (mp.mpf(m.probabilities[0]) + mp.mpf(m.probabilities[1]))
+        tv = weight * mp.erf(mp.mpf(m.sensitivities[1]) / mp.mpf(m.sigma) / (2 * mp.sqrt(2)))
+    with limits(seconds=1.0), pytest.warns(Warning):
+        eps_up = m.epsilon_bounds(1e-5)[1]
+        delta_up = m.delta_bounds(np.array([0.0, 1.0, 30.0]))[1]
+    assert eps_up == 0.0
+    assert np.all(delta_up >= float(tv))
+    assert np.all(delta_up <= float(tv) * (1 + 1e-12))
