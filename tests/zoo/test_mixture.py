@@ -9,6 +9,7 @@ divergence integrated by scipy.integrate.quad from the two densities; dp_account
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -112,15 +113,18 @@ def test_a_rare_far_component_is_bounded_by_the_total_variation(p_far: float) ->
     variation p TV(N(100, 1), N(0, 1)) = p erf(100 / (2 sqrt 2)), in mpmath (p the stored
     probability over the stored probabilities' sum): delta(eps) is at most that at every
     eps >= 0, and eps(1e-5) is 0. The discretised PLD of such a law is
-    costly: under a one-second budget it answered eps(1e-5) <= inf and delta(eps) <= 1.0."""
+    costly: under a one-second budget it answered eps(1e-5) <= inf and delta(eps) <= 1.0. (The
+    PLD route may still say it missed tol within the budget: a BudgetWarning, an AccuracyWarning,
+    ignored here; the answer does not depend on it.)"""
     import mpmath as mp
 
-    from autoacct import limits
+    from autoacct import AccuracyWarning, limits
     m = MixtureOfGaussians(0.01, (0.0, 1.0), (1.0 - p_far, p_far))
     with mp.workdps(50):
         weight = mp.mpf(m.probabilities[1]) / (mp.mpf(m.probabilities[0]) + mp.mpf(m.probabilities[1]))
         tv = weight * mp.erf(mp.mpf(m.sensitivities[1]) / mp.mpf(m.sigma) / (2 * mp.sqrt(2)))
-    with limits(seconds=1.0), pytest.warns(Warning):
+    with limits(seconds=1.0), warnings.catch_warnings():
+        warnings.simplefilter("ignore", AccuracyWarning)
         eps_up = m.epsilon_bounds(1e-5)[1]
         delta_up = m.delta_bounds(np.array([0.0, 1.0, 30.0]))[1]
     assert eps_up == 0.0
