@@ -119,6 +119,7 @@ from autoacct.subsampling.poisson import (
     poisson_rdp_bound,
 )
 from autoacct.zoo.mechanisms import Gaussian
+from autoacct.zoo.transformers import not_attained
 
 
 def rate_up(used: int, steps: int) -> float:
@@ -229,7 +230,9 @@ class PartialEpochMechanism(Mechanism):
 
     def loss_parts(self) -> list[LossPart] | None:
         if self.used == 1:
-            return self.first_step_up().loss_parts()
+            # (not tight: the rate is rounded up, so the lower ends are read off first_step's)
+            parts = self.first_step_up().loss_parts()
+            return None if parts is None else [LossPart(not_attained(f), not_attained(b), k) for f, b, k in parts]
         # The subsampled laws, else the epoch's upper laws (t >= 2); never ``tight``: no lower
         # bound is read off them.
         parts = self.subsampled_parts() or self.epoch().loss_parts()
