@@ -85,7 +85,8 @@ def single_lower(m: Mechanism, laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any) 
 
 def single_profile(laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any, upper: bool) -> np.ndarray:
     """The larger of the two laws' profiles, moved by each law's rounding bound; the lower
-    one also leaves out mass that truncation moved to +inf, and is 0 unless both pairs are
+    one also leaves out mass that truncation moved to +-inf (``p_inf_truncated``,
+    ``profile_truncated``), and is 0 unless both pairs are
     attained (``tight``)."""
     vals = []
     for law in laws:
@@ -97,7 +98,7 @@ def single_profile(laws: tuple[PrivacyLoss, PrivacyLoss], eps: Any, upper: bool)
             val = val + err
             vals.append(np.where((val < DELTA_FLOOR) & (np.asarray(eps) < law.max_loss), DELTA_FLOOR, val))
         else:
-            vals.append(val - err - law.p_inf_truncated)
+            vals.append(val - err - law.p_inf_truncated - law.profile_truncated)
     best = np.maximum(vals[0], vals[1])
     if upper:
         return np.minimum(best, 1.0)

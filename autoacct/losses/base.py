@@ -95,6 +95,11 @@ class PrivacyLoss(ABC):
     p_inf_truncated: float = 0.0
     #: Q(L = -inf): mass of Q where P vanishes.
     q_ninf: float = 0.0
+    #: A bound, at every eps >= 0, on the part of :meth:`profile` that comes from mass a
+    #: truncation moved to +-inf and that ``p_inf_truncated`` does not count: a profile read
+    #: through the base pair's symmetry (the addition law of Poisson subsampling) counts the
+    #: base's truncated tails too. Sound for upper bounds; a lower bound must not count it.
+    profile_truncated: float = 0.0
     #: Spacing of a lattice containing every finite loss value, if there is one.
     lattice: float | None = None
     #: mu when this is the loss of (N(mu, 1), N(0, 1)); such laws compose in closed form.

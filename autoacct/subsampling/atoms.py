@@ -118,6 +118,9 @@ def poisson_atom_losses(base: DiscreteLoss, q: float, twins: tuple[PrivacyLoss, 
                         tight=base.tight, merged_lower=True, value_error=err)
     addition = _atom_law(add_twin, ("poisson-add-atoms", q, base.key), -x[::-1], qm[::-1], mixed[::-1],
                          q_ninf=q * base.p_inf, tight=base.tight, merged_lower=True, value_error=err)
+    if add_twin is not None:
+        # Its profile is the twin's, which counts the base's truncated tails (PoissonAddLoss).
+        addition.profile_truncated = add_twin.profile_truncated
     return removal, addition
 
 

@@ -236,6 +236,11 @@ class PoissonAddLoss(RepresentedLoss):
         self._removal = removal if removal is not None and removal.base is base and removal.q == self.q else None
         self.p_inf = 0.0
         self.q_ninf = self.q * base.p_inf
+        # The profile below reads H_beta(Q || P) as H_beta(P || Q), which counts the base's
+        # truncated tails (P-mass moved to +inf), times 1 - (1-q) e^eps <= q at eps >= 0: a
+        # lower bound leaves that out (a discrete Gaussian at q = 1 - 1e-7 had delta(10) >=
+        # 1.9e-49 from its tails, the truth 1.2e-73).
+        self.profile_truncated = self.q * base.p_inf_truncated
         self.has_atoms = bool(base.has_atoms or base.q_ninf > 0)
         # The profile below is the base's at a transformed point, times a factor.
         self.exact_profile = base.exact_profile
