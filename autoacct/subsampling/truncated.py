@@ -22,7 +22,7 @@ from autoacct.mechanism import LossPart, Neighboring, PairRdp
 from autoacct.subsampling.base import DRAW_TAIL, Sampler, SubsampledMechanism
 from autoacct.subsampling.numerics import UNIT_ROUNDOFF
 from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss, PoissonSubsampledMechanism
-from autoacct.subsampling.with_replacement import MixtureLoss
+from autoacct.subsampling.with_replacement import SF_REL, MixtureLoss
 from autoacct.zoo.mechanisms import Gaussian
 
 #: Most groups of sampled-record counts s >= B, each accounted at the largest rate in it.
@@ -62,12 +62,6 @@ class DominatingMixtureLoss(MixtureLoss):
         return self.profile_with_error(eps)[1]
 
 
-#: Relative accuracy allowed to scipy's binomial distribution and survival functions
-#: (regularised incomplete beta functions; against exact rational sums, at most 1.4e-13 off in
-#: 300 random (n <= 5000, q, B) within 10 sd of the mean, a cdf in the lower tail): the groups'
-#: weights are rounded by it so that mass only ever moves to larger rates, and the two parts'
-#: totals up by it.
-_SF_REL = 1e-12
 
 
 def _first_at_most(levels: np.ndarray, tail: Callable[[np.ndarray], np.ndarray], lo: int, hi: int) -> np.ndarray:
@@ -95,7 +89,7 @@ def truncated_groups(q: float, n: int, b: int) -> tuple[float, np.ndarray, np.nd
     probability and its smallest s's rate, the largest in it. The tail beyond s_max
     joins the last group, whose rate exceeds its counts' rates. Returns
     (1 - t, weights, rates) with t = P(s >= b) the sum of the weights, both rounded up by
-    _SF_REL (below).
+    SF_REL (:data:`~autoacct.subsampling.with_replacement.SF_REL`).
 
     No count is enumerated: the cuts are found by bisection on the survival function and
     the weights are differences of the binomial's tails, so the work is the same at
@@ -110,8 +104,8 @@ def truncated_groups(q: float, n: int, b: int) -> tuple[float, np.ndarray, np.nd
     # are not ordered, so mass lost by either is not made up by the other. scipy's tails are
     # not rounded up (t was 1.9e-14 relatively below the exact rational sum at q = 0.01,
     # n = 1000, B = 60, and P(s < B) 4.2e-14 below at q = 0.05, n = 1000, B = 30): the total
-    # handed to the groups, and P(s < B) below, are rounded up by _SF_REL.
-    t_up = t * (1.0 + _SF_REL)
+    # handed to the groups, and P(s < B) below, are rounded up by SF_REL.
+    t_up = t * (1.0 + SF_REL)
     s_lo = b
 
     def upper_tail(x: np.ndarray) -> np.ndarray:
@@ -140,7 +134,7 @@ def truncated_groups(q: float, n: int, b: int) -> tuple[float, np.ndarray, np.nd
     # relative precision (at n = 10^12, q = 0.1, B = 5 the first groups' mass is e^-(10^9),
     # which t - P(s >= start) rounds to 0 or to 1e-16): distribution functions below the
     # median, survival functions above it, the group across the median the rest of t rounded
-    # up. Lower groups (larger rates) are rounded up by _SF_REL, upper ones down: the mass of
+    # up. Lower groups (larger rates) are rounded up by SF_REL, upper ones down: the mass of
     # the groups before any group (at larger rates) is then at least the truth, so is their
     # total, and the last group's
     # weight, its whole upper tail, takes in the far tail below DRAW_TAIL (at a rate larger
@@ -150,14 +144,14 @@ def truncated_groups(q: float, n: int, b: int) -> tuple[float, np.ndarray, np.nd
     above = stats.binom.sf(np.append(s_lo - 1, ends), n1, q)
     mid = int(np.argmax(below[1:] >= 0.5))
     weights = np.empty(starts.size)
-    weights[:mid] = np.maximum(below[1:mid + 1] * (1.0 + _SF_REL) - below[:mid] * (1.0 - _SF_REL), 0.0)
-    weights[mid + 1:] = np.maximum(above[mid + 1:-1] * (1.0 - _SF_REL) - above[mid + 2:] * (1.0 + _SF_REL), 0.0)
+    weights[:mid] = np.maximum(below[1:mid + 1] * (1.0 + SF_REL) - below[:mid] * (1.0 - SF_REL), 0.0)
+    weights[mid + 1:] = np.maximum(above[mid + 1:-1] * (1.0 - SF_REL) - above[mid + 2:] * (1.0 + SF_REL), 0.0)
     weights[mid] = max(t_up - float(weights[:mid].sum()) - float(weights[mid + 1:].sum()), 0.0)
     rates = q * b / (starts + 1.0)
     keep = weights > 0
     weights, rates = weights[keep], rates[keep]
     # P(s < B) itself, not 1 - t: that would be 1e-16 where the truth is e^-(10^5) or 0.
-    return float(stats.binom.cdf(b - 1, n1, q)) * (1.0 + _SF_REL), weights, rates
+    return float(stats.binom.cdf(b - 1, n1, q)) * (1.0 + SF_REL), weights, rates
 
 
 @dataclass(frozen=True, eq=False, repr=False)
