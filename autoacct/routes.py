@@ -45,7 +45,7 @@ from autoacct.grouping import Grouped, grouped_pair, through_groups
 from autoacct.limits import current as current_limits
 from autoacct.limits import deadline
 from autoacct.losses import gaussian_delta_bounds
-from autoacct.losses.gdp import gaussian_epsilon_closed_lower, gaussian_epsilon_closed_upper
+from autoacct.losses.gdp import NORMAL_REL, gaussian_epsilon_closed_lower, gaussian_epsilon_closed_upper
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
 from autoacct.shortcuts import max_loss, monotone, single_lower, single_profile, single_step, variation_up
@@ -56,8 +56,9 @@ if TYPE_CHECKING:
 #: Smallest delta a query accepts: below it (subnormal floats) profiles lose their precision.
 MIN_DELTA = 1e-300
 #: Relative margin on the analytic Gaussian profile beyond its computed rounding bound
-#: (:func:`~autoacct.losses.gaussian_delta_with_error`), for scipy's log_ndtr's own error.
-EXACT_REL = 1e-12
+#: (:func:`~autoacct.losses.gaussian_delta_with_error`), for scipy's log_ndtr's own error: the
+#: allowance of scipy's normal functions that the closed forms of :mod:`autoacct.losses.gdp` take.
+EXACT_REL = NORMAL_REL
 #: A query by epsilon has no delta to size the PLD grid from: the grid is sized for the
 #: epsilon scale at this delta, where the accountant's error model is calibrated.
 REFERENCE_DELTA = 1e-6

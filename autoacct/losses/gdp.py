@@ -18,9 +18,10 @@ from scipy import special
 
 from autoacct.exactness import MACHINE_EPSILON
 
-#: Relative error allowed to scipy's ndtr and ndtri and to the normal density formed from exp,
-#: the margin the exact route allows log_ndtr (Cephes documents 1e-15 at most for ndtr;
-#: exp(-a^2/2) with |a| <= 40 carries a relative a^2 ulps, below 2e-13).
+#: Relative error allowed to scipy's ndtr, ndtri and log_ndtr and to the normal density formed
+#: from exp, here, on the exact route and in :mod:`autoacct.zoo.rr_composition` (Cephes
+#: documents 1e-15 at most for ndtr; exp(-a^2/2) with |a| <= 40 carries a relative a^2 ulps,
+#: below 2e-13).
 NORMAL_REL = 1e-12
 #: Ulps by which a mechanism's mu may miss the pair's own (``Mechanism.rdp_curve``'s 4, doubled).
 _MU_ULPS = 8.0

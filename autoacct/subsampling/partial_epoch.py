@@ -218,11 +218,16 @@ class PartialEpochMechanism(Mechanism):
         of one step (r = 1)."""
         return self.cached(("first up",), lambda: PoissonSubsample(rate_up(1, self.steps))(Gaussian(self.sigma)))
 
+    def used_laws(self) -> EpochLaws | None:
+        """The upper lattice laws of an epoch of r >= 2 steps, kept with the mechanism (its laws
+        and its Renyi DP read them; epoch_laws' own cache holds two epochs only), or None."""
+        return self.cached(("used laws",), lambda: epoch_laws(self.used, self.sigma) if self.used >= 2 else None)
+
     def subsampled_parts(self) -> list[LossPart] | None:
         """The upper laws of Poisson(r/t) subsampling of the epoch of r >= 2 steps (module
         docstring), or None where that epoch has no lattice laws."""
         def make() -> list[LossPart] | None:
-            laws = epoch_laws(self.used, self.sigma) if self.used >= 2 else None
+            laws = self.used_laws()
             if laws is None:
                 return None
             return [LossPart(*subsampled_laws(laws, rate_up(self.used, self.steps)), 1)]
@@ -274,7 +279,7 @@ class PartialEpochMechanism(Mechanism):
         pair = epoch.rdp_curve()
         assert pair is not None
         g = rate_up(self.used, self.steps)
-        laws = epoch_laws(self.used, self.sigma)
+        laws = self.used_laws()
         base = None if laws is None else reversed_backward(laws)
 
         def addition(curve: Callable[[np.ndarray], np.ndarray], q: float, orders: np.ndarray) -> np.ndarray:

@@ -25,11 +25,10 @@ import numpy as np
 from scipy import special
 
 from autoacct.exactness import MACHINE_EPSILON
+from autoacct.losses.gdp import NORMAL_REL
 
 #: Berry-Esseen constant for identically distributed summands (Shevtsova 2011: C <= 0.4748).
 BERRY_ESSEEN = 0.4748
-#: Relative error allowed to scipy's ndtr and ndtri (Cephes: 1e-15 at most), as for the Gaussian.
-NORMAL_REL = 1e-12
 #: Shares of delta above which P(J <= j) is aimed, for the lower end on eps (the best is kept).
 _AIMS = (1.0 + 1e-9, 1.0 + 1e-6, 1.0 + 1e-3, 1.1, 2.0)
 #: Steps t below the largest j with L_j >= eps tried for the lower end on delta: 1, 2, 4, ...
