@@ -192,12 +192,16 @@ def test_lower_pair_bad_input_names_the_parameter() -> None:
         AllocationLowerPair(10, "1")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("steps,sigma,most", [(10, 2.0, 1.2e-11), (100, 20.0, 3e-11),
-                                              (1000, 2.0, 1e-10), (1000, 20.0, 1e-10)])
+@pytest.mark.parametrize("steps,sigma,most", [(10, 2.0, 2e-13), (100, 20.0, 2e-12),
+                                              (1000, 2.0, 2.5e-11), (1000, 20.0, 2.5e-11),
+                                              (100, 1.0, 4e-12), (1000, 1.0, 3e-11)])
 def test_upper_laws_put_little_mass_at_infinity(steps: int, sigma: float, most: float) -> None:
     # The overflow (t Phi(-span) for the lattice's span) and the products' rounding bounds
-    # (the direct sums in short blocks) at +inf: before, 1.6e-11, 1.7e-10, 9.9e-10 and 1.6e-9,
-    # which kept the PLD from answering at delta = 1e-10 after a few epochs.
+    # (the direct sums in short blocks) at +inf: two stops ago 1.6e-11, 1.7e-10, 9.9e-10,
+    # 1.6e-9, which kept the PLD from answering at delta = 1e-10 after a few epochs; then
+    # 2.1e-11, 5.0e-11, 6.8e-11, 6.8e-11, 3.0e-10 and 1.4e-9, mostly a 4 n u allowance for the
+    # discretiser's sums of the n atoms (now the law's own cell sums, rounded outward) and, at
+    # sigma = 1, the hat shares' cancellation (now quadrature, :func:`_thin_cells`).
     laws = epoch_laws(steps, sigma)
     assert laws is not None
     assert 0.0 < laws.forward_upper.p_inf <= most and 0.0 < laws.backward_upper.p_inf <= most
@@ -229,3 +233,57 @@ def test_three_epochs_at_small_delta_are_answered_by_their_laws() -> None:
     lo, up = (float(v) for v in run.epsilon_bounds(1e-10))
     summed = float(Gaussian(20.0 * math.sqrt(100.0 / 3.0)).epsilon(1e-10))
     assert summed <= lo <= up <= 1.03 * lo
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 5.0])
+def test_thin_cells_are_within_their_bounds(sigma: float) -> None:
+    # Each cell's masses m_k, mu_k and hat shares against 50-digit differences of normal
+    # tails (mpmath): within the stated bounds, which are themselves within a
+    # relative 1e-11 (the float route's shares were off by up to a relative 3e-7 at sigma = 1).
+    import mpmath
+
+    from autoacct.subsampling.allocation_pld import _THIN, SPACING, _thin_cells
+
+    d = SPACING * math.sqrt(math.expm1(1.0 / sigma ** 2))
+    first = math.ceil(sigma / _THIN)
+    ks = np.unique(np.geomspace(first, 3e5, 12).astype(int))
+    got = _thin_cells(sigma, d, ks)
+    with mpmath.workdps(50):
+        s, dd = mpmath.mpf(sigma), mpmath.mpf(d)
+        for i, k in enumerate(ks):
+            # (upper tails: the cells lie right of 0, where distribution functions cancel)
+            sf = [mpmath.ncdf(-(s * mpmath.log(dd * j) + shift)) for j in (int(k), int(k) + 1)
+                  for shift in (1 / (2 * s), -1 / (2 * s))]
+            m, mu = sf[0] - sf[2], sf[1] - sf[3]
+            exact = {"m": m, "mu": mu, "right": mu / dd - int(k) * m, "left": (int(k) + 1) * m - mu / dd}
+            for name, value in exact.items():
+                v, err = got[name][0][i], got[name][1][i]
+                assert abs(mpmath.mpf(float(v)) - value) <= err, (k, name)
+                if value > 1e-290:
+                    assert err <= 1e-11 * value, (k, name)
+
+
+def test_hat_masses_carry_small_error_bounds() -> None:
+    # sigma = 1, t = 100's lattice: the hat masses' and their first moments' summed error bounds
+    # (5.9e-13 and 5.6e-11 before the thin cells' quadrature; the first moments weigh a
+    # cell's error by its l, up to 1800) are now at rounding level.
+    from autoacct.subsampling.allocation_pld import lattice, summand_masses
+
+    grid = lattice(1.0, 100)
+    assert grid is not None
+    vec = summand_masses(1.0, grid.spacing, grid.top + 1)
+    assert float(np.sum(vec["w"][1])) < 1e-14
+    assert float(np.sum(vec["xw"][1])) < 1e-14
+
+
+def test_a_hundred_epochs_at_delta_1e_minus_7_within_tol() -> None:
+    # t = 100, sigma = 1, 100 epochs (10,000 steps), delta = 1e-7: the laws' mass at +inf, 100
+    # times 2.8e-12 per epoch, is far below delta, so the PLD brackets eps within the default
+    # tol; before (100 x 3.0e-10) the Renyi DP answered, [7.3474, 7.4430] (1.3% wide). The
+    # summed outputs' Gaussian (noise multiplier sigma sqrt(t / E) = 1, closed form) is an
+    # independent lower end, the Renyi DP route an upper one.
+    run = Composition()([RandomAllocation(100)(Gaussian(1.0))], [100])
+    lo, up = (float(v) for v in run.epsilon_bounds(1e-7))
+    assert up - lo <= 1e-3 * up
+    assert float(Gaussian(1.0).epsilon(1e-7)) <= lo
+    assert up <= float(run.epsilon(1e-7, via="rdp"))
