@@ -127,6 +127,11 @@ class EpochLaws:
     backward_lower: AtomLoss
     spacing: float
     points: int
+    #: The lower laws as sub-pairs of (P_N, Q_N), both masses of each atom and its likelihood
+    #: ratio at most the true ones (for the removal; for the addition the ratio at least),
+    #: both as laws of log(dP/dQ): what Poisson subsampling keeps below the subsampled pair
+    #: (:func:`~autoacct.subsampling.partial_epoch.subsampled_lower_laws`).
+    sub_pairs: tuple[AtomLoss, AtomLoss]
 
 
 @dataclass(frozen=True)
@@ -566,8 +571,8 @@ def _upper_laws(t: int, sigma: float, grid: Lattice,
     return forward, backward
 
 
-def _lower_laws(t: int, sigma: float, grid: Lattice,
-                vec: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[AtomLoss, AtomLoss]:
+def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.ndarray, np.ndarray]]
+                ) -> tuple[AtomLoss, AtomLoss, tuple[AtomLoss, AtomLoss]]:
     """The lower laws (module docstring). The computed vectors approximate P^w(n) = E_Q[l_1; N = n, F]
     and Q^w(n) = Q(N = n, F), F the event that the partial sums of the other summands' cells
     (and the total) stayed in their windows: below P_N(n) and Q_N(n), which exceed them by at
@@ -605,7 +610,31 @@ def _lower_laws(t: int, sigma: float, grid: Lattice,
     order = np.argsort(bv, kind="stable")
     bv, bq = bv[order], bq[order]
     backward = AtomLoss(key + ("backward lower",), bv, bq, bq * np.exp(-bv), tight=True)
-    return forward, backward
+    return forward, backward, _sub_pairs(key, p_lo, q_lo, v_lo, v_hi)
+
+
+def _sub_pairs(key: tuple, p_lo: np.ndarray, q_lo: np.ndarray, v_lo: np.ndarray, v_hi: np.ndarray
+               ) -> tuple[AtomLoss, AtomLoss]:
+    """Atoms (p', q') below (P_N(n), Q_N(n)) with log(p'/q') = v_lo (removal) or v_hi (addition).
+
+    Removal: p' = min(p_lo, q_lo e^v_lo), q' = p' e^-v_lo <= q_lo; addition: q' = min(q_lo,
+    p_lo e^-v_hi), p' = q' e^v_hi <= p_lo. Each is lowered by 8 u more, so that the product
+    formed from it stays below the bound it was capped by. With both masses at most the true
+    ones and the ratio on the side of the direction, every term of the profiles of the pair and
+    of its Poisson subsampling is at most the true cell's (partial_epoch's docstring)."""
+    laws = []
+    for name, v, first in (("removal", v_lo, True), ("addition", v_hi, False)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            if first:
+                p = np.minimum(p_lo, q_lo * np.exp(v)) * (1.0 - 8.0 * _U)
+                q = p * np.exp(-v)
+            else:
+                q = np.minimum(q_lo, p_lo * np.exp(-v)) * (1.0 - 8.0 * _U)
+                p = q * np.exp(v)
+        keep = (p > 0.0) & (q > 0.0) & np.isfinite(v) & np.isfinite(p)
+        order = np.argsort(v[keep], kind="stable")
+        laws.append(AtomLoss(key + (name + " sub-pair",), v[keep][order], p[keep][order], q[keep][order], tight=True))
+    return laws[0], laws[1]
 
 
 @lru_cache(maxsize=2)
@@ -619,8 +648,8 @@ def epoch_laws(steps: int, sigma: float) -> EpochLaws | None:
         return None
     vec = summand_masses(sigma, grid.spacing, grid.top + 1)
     fu, bu = _upper_laws(steps, sigma, grid, vec)
-    fl, bl = _lower_laws(steps, sigma, grid, vec)
-    return EpochLaws(fu, bu, fl, bl, grid.spacing, grid.points(steps))
+    fl, bl, subs = _lower_laws(steps, sigma, grid, vec)
+    return EpochLaws(fu, bu, fl, bl, grid.spacing, grid.points(steps), subs)
 
 
 @dataclass(frozen=True, eq=False, repr=False)

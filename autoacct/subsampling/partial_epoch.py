@@ -70,9 +70,22 @@ it, also composed (Zhu, Dong and Wang 2022). The masses at +-inf are carried as 
   the addition pair's; at c <= 0 both are 0.
 
 The first law of each has total mass at least 1 (rounded up; mass beyond only raises
-profiles), and neither is ``tight``: the lower ends are not read off them (the pair being
-attained, the lattice's lower laws subsampled could serve them, but those carry lowered masses
-and losses whose subsampling needs an argument of its own). At t = 10, r = 2, sigma = 1,
+profiles), and neither is ``tight``: the lower ends are not read off them.
+
+Lower ends (r >= 2; :func:`subsampled_lower_laws`). The r steps' pair is attained, and so is its
+post-processing by N, the sum of the cells of the r-step epoch's summands
+(:mod:`~autoacct.subsampling.allocation_pld`): ((1 - g) Q_N + g P_N, Q_N), Poisson(g) subsampling
+of (P_N, Q_N), and a smaller rate g' <= g is dominated (the rate is rounded down). The lattice's
+lower laws bound each cell n by masses p_n <= P_N(n), q_n <= Q_N(n) and a ratio
+v_lo <= log(P_N(n) / Q_N(n)) <= v_hi; their sub-pairs (``EpochLaws.sub_pairs``) are atoms with both
+masses at most the cell's and the ratio e^v_lo (removal) or e^v_hi (addition). For such an atom
+(p', q') of a cell (P, Q), p' / q' <= P / Q, the removal's subsampled term is below the cell's at
+every e >= 0: ((1 - g - e) q' + g p')_+ <= ((1 - g - e) Q + g P)_+ for e <= 1 - g (both
+coefficients non-negative), and g (p' - e' q')_+ <= g (P - e' Q)_+ above (q' (r' - e') with
+r' <= r, q' <= Q). For the addition, with p' / q' >= P / Q, (c q' - e g p')_+ = p' (c q' / p' - e g)_+
+<= P (c Q / P - e g)_+ at c = 1 - e (1 - g) > 0, and both vanish at c <= 0. Summed over the cells,
+each law's profile is at most the dominated pair's at every e >= 0, and the laws are ``tight``:
+their compositions' lower ends are the run's. At t = 10, r = 2, sigma = 1,
 eps(1e-5) is 1.8387 (2.1889 the whole epoch's, 1.8387 the truth); at t = 100, 0.2446 (0.6209).
 The rate g is rounded up (a larger rate dominates:
 :meth:`~autoacct.subsampling.poisson.PoissonSubsampledMechanism.snap`). These laws replace the
@@ -147,6 +160,13 @@ def subsampled_laws(laws: EpochLaws, rate: float) -> tuple[AtomLoss, AtomLoss]:
     forward = AtomLoss(f.key + ("Q-mass left out at -inf",), f.values, f.p_mass, f.q_mass,
                        p_inf=f.p_inf, q_ninf=q_0, tight=False)
     return poisson_atom_losses(forward, rate)[0], poisson_atom_losses(reversed_backward(laws), rate)[1]
+
+
+def subsampled_lower_laws(laws: EpochLaws, rate: float) -> tuple[AtomLoss, AtomLoss]:
+    """The removal and addition laws of Poisson subsampling at ``rate`` g (rounded down) of the
+    sub-pairs of an epoch's lower laws (module docstring, "Lower ends"): ``tight``."""
+    removal, addition = laws.sub_pairs
+    return poisson_atom_losses(removal, rate)[0], poisson_atom_losses(addition, rate)[1]
 
 
 def reversed_backward(laws: EpochLaws) -> AtomLoss:
@@ -245,7 +265,16 @@ class PartialEpochMechanism(Mechanism):
         return parts
 
     def attained_parts(self) -> list[LossPart] | None:
-        return (self.first_step() if self.used == 1 else self.summed()).loss_parts()
+        """Poisson(r/t) subsampling (rate rounded down) of the sub-pairs of the r-step epoch's
+        lower laws (module docstring), where that epoch has lattice laws; else the summed
+        outputs' pair; for r = 1 the first step's."""
+        if self.used == 1:
+            return self.first_step().loss_parts()
+        laws = self.used_laws()
+        if laws is None:
+            return self.summed().loss_parts()
+        return self.cached(("subsampled lower parts",), lambda: [
+            LossPart(*subsampled_lower_laws(laws, rate_down(self.used, self.steps)), 1)])
 
     def rdp_curve(self) -> PairRdp | None:
         """For r >= 2, at each order and in each direction the least of the whole epoch's Renyi

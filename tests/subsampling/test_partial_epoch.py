@@ -51,8 +51,10 @@ def test_a_partial_epochs_lower_end_is_at_least_its_first_steps(sigma, steps, us
     one_lower = one.epsilon_bounds(delta)[0]
     # (each lower end rounded down by its route: a few ulps apart)
     assert lower >= one_lower * (1 - 1e-14)
-    # The first step's exact delta at the lower end is at least delta: the end is certified.
-    assert _poisson_gaussian_delta(1.0 / steps, sigma, lower) >= delta * (1 - 1e-9)
+    # Below the truth: the binned bracket's estimate from above of the r steps' eps (it was
+    # the first step's, and is now the r-step epoch's lower laws subsampled).
+    remove, add = _subsampled_profiles(sigma, used, used / steps, 0.02)
+    assert lower <= max(_root(lambda e: remove(e)[1] - delta), _root(lambda e: add(e)[1] - delta))
     assert lower <= upper
 
 
@@ -234,7 +236,7 @@ def test_subsampled_laws_carry_the_masses_their_base_leaves_out():
     forward = AtomLoss(("toy", "forward"), v, p[:3], q[:3], p_inf=0.1, tight=False)
     order = np.argsort(-v)
     backward = AtomLoss(("toy", "backward"), -v[order], q[:3][order], p[:3][order], p_inf=0.1, tight=False)
-    laws = EpochLaws(forward, backward, forward, backward, 1.0, 3)
+    laws = EpochLaws(forward, backward, forward, backward, 1.0, 3, (forward, backward))
     g = 0.3
     removal, addition = subsampled_laws(laws, g)
     mixed = (1 - g) * q + g * p
@@ -289,6 +291,12 @@ def test_a_partial_epoch_composed_is_above_its_binned_pairs_composed():
     assert np.all(upper >= below)
     # (within 1%: the bins; it was the whole epoch's composed, 1.77e-3 at eps = 2 for 4.78e-5)
     assert np.all(upper <= below * 1.05 + 1e-12)
+    # The lower ends, from the subsampled 2-step epoch's lower laws (whose single run is checked
+    # against quadrature above), are within 2% of the binned pair's composed, a lower bound
+    # itself (they were the summed outputs' composed, far below).
+    lower = np.asarray(Composition()([PartialEpochMechanism(sigma, steps, used)], [k]).delta_bounds(eps)[0])
+    assert np.all(lower >= below * 0.98)
+    assert np.all(lower <= upper)
 
 
 def _remove_delta_two_steps(sigma: float, g: float, eps: float) -> float:
@@ -322,8 +330,11 @@ def test_two_steps_of_an_epoch_against_quadrature(steps):
     sigma, delta, g = 1.0, 1e-5, 2 / steps
     exact = optimize.brentq(lambda x: _remove_delta_two_steps(sigma, g, x) - delta, 0.0, 8.0, xtol=1e-14)
     assert (1 - g) * math.exp(exact) >= 1
-    upper = PartialEpochMechanism(sigma, steps, 2).epsilon_bounds(delta)[1]
+    lower, upper = PartialEpochMechanism(sigma, steps, 2).epsilon_bounds(delta)
     assert exact * (1 - 1e-9) <= upper <= exact * (1 + 2e-3)
+    # The lower end, from Poisson(2/t) subsampling of the 2-step epoch's lower laws: within tol
+    # below the truth (it was the first step's and the summed outputs', 1.6845 at t = 10).
+    assert exact * (1 - 1e-3) <= lower <= exact * (1 + 1e-9)
 
 
 def _two_step_log_moments(sigma: float, g: float, n: int) -> tuple[float, float]:
