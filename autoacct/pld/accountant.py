@@ -115,7 +115,8 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
         self._memo: dict[tuple, Any] = {}
         # The composed profiles made and kept, per direction: answers take the best certified
         # value over them (within the budget; see :mod:`autoacct.pld.made`).
-        self._made = Made(len(self._directions), self._forget)
+        # (told of a pair dropped through the memo alone: a bound method made a reference cycle)
+        self._made = Made(len(self._directions), partial(_forget, self._memo))
 
     @property
     def distinct(self) -> int:
@@ -345,11 +346,6 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
             comps = self.components(h, log_eta, d, LowerPld.NOW if lower else LowerPld.LAZY)
         up, low = compose(comps, h, log_eta, lam, lower)
         return up, low if low is not None else chernoff_profiles(comps, h)[1]
-
-    def _forget(self, pair: Pair) -> None:
-        """Drop the memo's entries for a pair of profiles no longer kept (see :class:`Made`)."""
-        for key in [k for k, v in self._memo.items() if v is pair]:
-            del self._memo[key]
 
     def _best_epsilon(self, delta: float) -> tuple[float, float]:
         """Best (lower, upper) eps(delta) over every profile kept.
@@ -695,3 +691,9 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
                     best = [np.maximum(best[d], inverse_tradeoff(partial(best_curve, self._made[1 - d]), a))
                             for d in (0, 1)]
                 return np.min(best, axis=0)
+
+
+def _forget(memo: dict[tuple, Any], pair: Pair) -> None:
+    """Drop ``memo``'s entries for a pair of profiles no longer kept (see :class:`Made`)."""
+    for key in [k for k, v in memo.items() if v is pair]:
+        del memo[key]

@@ -179,7 +179,17 @@ class Cumulant:
 
     def __init__(self, comps: Sequence[Component], side: str, h: float, lam: float = 0.0,
                  values: np.ndarray | None = None, chernoff: bool = False, grid: np.ndarray | None = None) -> None:
-        self.comps, self.side, self.h, self.lam = comps, side, h, lam
+        self.side, self.h, self.lam = side, h, lam
+        # What the table reads of its components, not the components themselves: a
+        # :class:`Components` keeps its tables, so a table that kept it back would make a
+        # reference cycle, and a mechanism's composed laws then waited for the garbage
+        # collector (1.5 MB a query of 1e7 DP-SGD steps, freed every fourth query or so).
+        #: Each component's count.
+        self.counts = tuple(c.count for c in comps)
+        #: The composed upper PLDs' least and largest finite losses (in loss units, from each
+        #: PLD's own lattice: the table's h may be another lattice's spacing).
+        self.support = (sum(c.count * c.upper.start * c.upper.h for c in comps),
+                        sum(c.count * (c.upper.start + len(c.upper.masses) - 1) * c.upper.h for c in comps))
         # With ``chernoff``, the further exponents of CHERNOFF_THETAS too; a ``grid`` of its own
         # (increasing, with 0) comes with its ``values``.
         if grid is None:
@@ -191,9 +201,9 @@ class Cumulant:
     def recounted(self, comps: Components) -> Cumulant:
         """The same table for ``comps``: this table's one component, taken another number of
         times (K is linear in the count)."""
-        (old,), (new,) = self.comps, comps
+        (old,), (new,) = self.counts, comps
         # (K up, times the exact ratio, is above the new K: the ratio and the product round by 2u)
-        scaled = self._values * (new.count / old.count)
+        scaled = self._values * (new.count / old)
         out = Cumulant(comps, self.side, self.h, self.lam, scaled + margin(3.0 * _U * np.abs(scaled)))
         out.grid, out.zero = self.grid, self.zero
         return out
@@ -420,10 +430,8 @@ def _windows(k: Cumulant, lam: float, h: float, log_eta: float, scales: np.ndarr
         if i_lam > 0:
             t = lam - grid[:i_lam]
             lo = np.nanmax((log_eta - np.multiply.outer(scales, rise[:i_lam])) / t, axis=1, initial=-np.inf)
-    comps = k.comps
     # (in loss units, from each PLD's own lattice: h may be another lattice's spacing)
-    support_lo = sum(c.count * c.upper.start * c.upper.h for c in comps)
-    support_hi = sum(c.count * (c.upper.start + len(c.upper.masses) - 1) * c.upper.h for c in comps)
+    support_lo, support_hi = k.support
     return _indices(np.maximum(lo, scales * support_lo), np.minimum(hi, scales * support_hi),
                     scales * support_lo, scales * support_hi, h)
 
@@ -440,9 +448,7 @@ def _window_points_at(k: Cumulant, idx: np.ndarray, h: float, log_eta: float) ->
         # Each row's exponents above its own (t > 0) give its upper end, those below its lower end.
         hi = np.nanmin(np.where(t > 0, (rise - log_eta) / t, np.inf), axis=1)
         lo = np.nanmax(np.where(t < 0, (log_eta - rise) / -t, -np.inf), axis=1)
-    comps = k.comps
-    support_lo = sum(c.count * c.upper.start * c.upper.h for c in comps)
-    support_hi = sum(c.count * (c.upper.start + len(c.upper.masses) - 1) * c.upper.h for c in comps)
+    support_lo, support_hi = k.support
     j_lo, j_hi = _indices(np.maximum(lo, support_lo), np.minimum(hi, support_hi), support_lo, support_hi, h)
     return [int(b) - int(a) + 1 for a, b in zip(j_lo, j_hi)]
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import warnings
+import weakref
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -93,3 +96,33 @@ def test_cumulants_are_never_below_the_exact_ones(count):
         exact = count * _exact_log_mgf(up, float(t))
         assert mpmath.mpf(float(value)) >= exact, (t, float(value), float(exact))
         assert float(value - exact) <= 1e-10 * count * abs(float(exact))
+
+
+def test_a_table_keeps_its_components_support_but_not_its_components():
+    # A Components keeps its cumulant tables (Components.cumulant); a table that kept the
+    # Components back closed a reference cycle, so every composed law of a mechanism waited
+    # for the garbage collector. The table keeps what it reads of them: their counts and the
+    # composed upper PLDs' support ends, sum_i k_i (start_i + (0 or n_i - 1)) h_i (exact in
+    # fractions to within the floats' rounding), its own and a recounted one's.
+    from autoacct.losses import GaussianLoss
+    from autoacct.pld.components import Component
+    from autoacct.pld.discretize import discretize
+
+    h = 0.01
+    up, low = discretize(GaussianLoss(3.0), h, -4050, 4050)
+    gc.collect()
+    gc.disable()
+    try:
+        comp = Component(up, low, 3)
+        freed = weakref.ref(comp)
+        comps = cumulants.Components([comp])
+        tables = [comps.cumulant("upper", 0.5), comps.recounted(7).cumulant("upper", 0.5)]
+        del comp, comps
+        assert freed() is None
+    finally:
+        gc.enable()
+    for table, count in zip(tables, (3, 7)):
+        assert table.counts == (count,)
+        for end, index in zip(table.support, (up.start, up.start + len(up.masses) - 1)):
+            exact = Fraction(count) * index * Fraction(h)
+            assert abs(Fraction(end) - exact) <= abs(exact) * Fraction(1, 2 ** 50)
