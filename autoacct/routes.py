@@ -621,8 +621,10 @@ def _all_within(lo: np.ndarray, up: np.ndarray, tol: float) -> bool:
     return bool(np.all((up - lo <= tol * up) | (up <= 0.0)))
 
 
-def delta_bounds(m: Mechanism, eps: np.ndarray, via: str, tol: float) -> ArrayBounds:
-    """(lower, upper) on delta at an array of eps by route ``via``; "auto" as for epsilon."""
+def delta_bounds(m: Mechanism, eps: np.ndarray | float, via: str, tol: float) -> ArrayBounds:
+    """(lower, upper) on delta at eps, a float or an array (Mechanism passes a 0-d array for
+    a float), by route ``via``; "auto" as for epsilon."""
+    eps = np.asarray(eps, dtype=float)
     route = _resolve(m, via)
     if route != "auto":
         return ROUTES[route].delta(m, eps, tol)

@@ -397,3 +397,19 @@ def test_a_routes_warning_names_the_answer_where_other_routes_tightened_it():
     told = [str(w.message) for w in caught if issubclass(w.category, BudgetWarning)]
     assert told and all(msg.endswith(f"the answer over all routes: [{lo:.6g}, {up:.6g}])") for msg in told)
     assert "bounds [0, inf]" in told[0]
+
+
+def test_internal_delta_bounds_take_a_float_eps():
+    """routes.delta_bounds at a float eps (Mechanism passes a 0-d array) raised AttributeError on
+    every route but the PLD; each now answers as at the 0-d array, around 20 randomized
+    responses' closed-form delta(2)."""
+    from closed_forms import rr_delta_closed
+
+    from autoacct import routes
+    m = Composition()([RandomizedResponse(0.8)], [20])
+    truth = rr_delta_closed(math.log(4.0), 20, 2.0)
+    for via in ("auto", "pld", "phi", "rdp", "dp"):
+        lo, up = routes.delta_bounds(m, 2.0, via, 1e-3)
+        assert np.shape(lo) == np.shape(up) == ()
+        assert (lo, up) == routes.delta_bounds(m, np.array(2.0), via, 1e-3)
+        assert lo <= truth * (1 + 1e-12) and truth <= up * (1 + 1e-12)
