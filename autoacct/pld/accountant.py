@@ -515,18 +515,16 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
                 return self._certified_lower(lower), upper
 
     def _epsilon(self, delta: float, eps_scale: float, tol: float) -> tuple[float, float]:
-        """Certified (lower, upper) bounds on eps(delta), refined until within ``tol``.
-
-        With two directions, the one likely to be larger (see :meth:`_larger_first` on the
-        first pass, by its upper bound on later ones) is composed on the fine grid first.
-        The other is first bounded by a Chernoff bound (from the first one's PLDs where its
-        laws reverse the first one's, :meth:`_reversed`; else from its own laws), then
-        composed on a grid 4 times coarser (its upper PLDs only: only its upper bound can
-        settle it), then on the fine grid, each step only if its upper bound is not already
-        below the first one's lower bound (a direction below the other cannot set eps). On
-        the fine grid too its upper PLDs alone are composed, unless its upper bound then
-        leads and the bracket misses tol.
-        """
+        """Certified (lower, upper) bounds on eps(delta), refined until within ``tol``; laws that only
+        dominate, at [inf, inf], have their own mass at +inf above delta: no answer, a warning.
+        With two directions, the one likely to be larger (see :meth:`_larger_first` on the first
+        pass, by its upper bound on later ones) is composed on the fine grid first. The other is
+        first bounded by a Chernoff bound (from the first one's PLDs where its laws reverse the
+        first one's, :meth:`_reversed`; else from its own laws), then composed on a grid 4 times
+        coarser (its upper PLDs only: only its upper bound can settle it), then on the fine grid,
+        each step only if its upper bound is not already below the first one's lower bound (a
+        direction below the other cannot set eps). On the fine grid too its upper PLDs alone are
+        composed, unless its upper bound then leads and the bracket misses tol."""
         log_eta = log_eta_for(delta, tol)
         eps_scale = max(eps_scale, self._jump_scale(delta, log_eta))
         query = PldQuery(eps_scale, delta, tol)
@@ -594,13 +592,14 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
                     eps_scale = upper
                 profs = fine_profiles(query, open_dirs, with_lower)
                 lower, upper = self._best_epsilon(delta)
-            if within(lower, upper, tol):
+            if within(lower, upper, tol) and (math.isfinite(upper) or self.tight):
                 return self._certified_lower(lower), upper
             gap = upper - lower
             if not math.isfinite(upper):
                 break
             grid_tol = self._finer(eps_scale, grid_tol, grid_tol * shrink(gap, tol * upper), on_fine_grid)
-        warn_loose(f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}] are wider than tol={tol:g}")
+        warn_loose(f"eps({delta:g}) bounds [{lower if lower < upper else 0:.6g}, {upper:.6g}] are wider than "
+                   f"tol={tol:g}")
         return self._certified_lower(lower), upper
 
     def delta(self, eps: np.ndarray, eps_scale: float, tol: float = DEFAULT_TOL,

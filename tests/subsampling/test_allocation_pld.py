@@ -287,3 +287,16 @@ def test_a_hundred_epochs_at_delta_1e_minus_7_within_tol() -> None:
     assert up - lo <= 1e-3 * up
     assert float(Gaussian(1.0).epsilon(1e-7)) <= lo
     assert up <= float(run.epsilon(1e-7, via="rdp"))
+
+
+def test_a_hundred_epochs_at_delta_1e_minus_10_say_they_miss_tol() -> None:
+    # At delta = 1e-10 the laws' mass at +inf (100 x 2.8e-12) is above delta: the PLD route's
+    # dominating laws give [inf, inf], which is no answer, and the Renyi DP answers about 10%
+    # wide. That was returned without a warning (the route's bracket "met" tol at infinity).
+    from autoacct import AccuracyWarning
+
+    run = Composition()([RandomAllocation(100)(Gaussian(1.0))], [100])
+    with pytest.warns(AccuracyWarning, match=r"eps\(1e-10\) bounds \[0, inf\]"):
+        lo, up = (float(v) for v in run.epsilon_bounds(1e-10))
+    assert float(Gaussian(1.0).epsilon(1e-10)) <= lo < up < math.inf
+    assert up - lo > 1e-3 * up
