@@ -10,6 +10,7 @@ module conditions on the number of sampled other records instead (below).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from scipy import stats
 
 from autoacct import _validation as check
 from autoacct.losses import GaussianLoss, PrivacyLoss
-from autoacct.mechanism import LossPart, Neighboring, PairRdp
+from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp
 from autoacct.subsampling.base import DRAW_TAIL, Sampler, SubsampledMechanism
 from autoacct.subsampling.numerics import UNIT_ROUNDOFF
 from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss, PoissonSubsampledMechanism
@@ -154,6 +155,47 @@ def truncated_groups(q: float, n: int, b: int) -> tuple[float, np.ndarray, np.nd
     return float(stats.binom.cdf(b - 1, n1, q)) * (1.0 + SF_REL), weights, rates
 
 
+#: Ratio of (s + 1) across a group of counts in :func:`kept_rate` (Jensen's gap in a group is
+#: of the order of its square's excess over 1, 1e-4 relatively).
+_KEPT_RATIO = 1.01
+#: Most groups of counts in :func:`kept_rate` (the ratio grows past _KEPT_RATIO beyond).
+_KEPT_GROUPS = 4096
+
+
+def kept_rate(q: float, n: int, b: int) -> float:
+    """A lower bound on q E[min(1, b / (s + 1))], s ~ Binomial(n - 1, q): the probability that the
+    differing record is in a batch cut to at most b records (:meth:`TruncatedPoissonSubsampledMechanism.kept`).
+
+    E = P(s < b) + sum over groups G of counts s >= b of E[b / (s + 1); G], each group's (s + 1)
+    within a ratio of about 1.01. b / (s + 1) is convex in s, so by Jensen's inequality a group's
+    term is at least P(G) b / (m_G + 1), m_G = E[s; G] / P(G), where E[s; s >= a] =
+    (n - 1) q P(Binomial(n - 2, q) >= a - 1) (s C(n - 1, s) = (n - 1) C(n - 2, s - 1)). scipy's
+    binomial tails are moved by SF_REL the way that lowers the result (P(G) and P(s < b) down,
+    E[s; G] up; a group whose difference of tails cancels to 0 adds 0), and the sum by a few
+    roundoffs more."""
+    n1 = n - 1
+    if q == 0.0:
+        return 0.0
+    kept = float(stats.binom.cdf(b - 1, n1, q)) * (1.0 - SF_REL)
+    roundings = 64.0  # (the products and quotients of each term, the sum's additions below)
+    if b <= n1:
+        ratio = max(_KEPT_RATIO, ((n1 + 2.0) / (b + 1.0)) ** (1.0 / _KEPT_GROUPS))
+        steps = np.arange(math.ceil(math.log((n1 + 2.0) / (b + 1.0)) / math.log(ratio)) + 1)
+        edges = np.unique(np.clip(np.floor((b + 1.0) * ratio ** steps) - 1.0, b, n1 + 1).astype(np.int64))
+        edges = np.union1d(edges, [b, n1 + 1])
+        lo, hi = edges[:-1], edges[1:]  # groups [lo, hi)
+        mass = np.maximum(stats.binom.sf(lo - 1, n1, q) * (1.0 - SF_REL)
+                          - stats.binom.sf(hi - 1, n1, q) * (1.0 + SF_REL), 0.0)
+        # (n - 1 = 0 leaves no count s >= b >= 1: every group is then empty)
+        moment = n1 * q * (stats.binom.sf(lo - 2, n1 - 1, q) * (1.0 + SF_REL)
+                           - stats.binom.sf(hi - 2, n1 - 1, q) * (1.0 - SF_REL)) if n1 >= 1 else np.zeros(lo.shape)
+        live = mass > 0.0
+        terms = mass[live] * mass[live] * b / (np.maximum(moment[live], 0.0) * (1.0 + 4.0 * UNIT_ROUNDOFF) + mass[live])
+        kept += float(np.sum(terms))
+        roundings += len(terms)
+    return q * min(kept, 1.0) * (1.0 - roundings * UNIT_ROUNDOFF)
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class TruncatedPoissonSubsampledMechanism(SubsampledMechanism):
     """A Gaussian ``base`` run on a Poisson sample (rate q) cut to at most ``max_batch_size`` records.
@@ -181,8 +223,8 @@ class TruncatedPoissonSubsampledMechanism(SubsampledMechanism):
     = 0) this is ``PoissonSubsample(q)(base)`` exactly. dp_accounting averages the
     rates of the truncated part into one (the mean q B P(Bin(n, q) > B) / (n t));
     the divergence is convex in the rate, so this pair can be slightly above theirs.
-    Lower bounds are not certified when t > 0: no pair of datasets need attain the
-    disjoint union.
+    No pair of datasets need attain the disjoint union, so its lower ends are not the
+    mechanism's when t > 0. Those come from the pair :meth:`kept` (attained, below).
 
     Parameters
     ----------
@@ -260,6 +302,22 @@ class TruncatedPoissonSubsampledMechanism(SubsampledMechanism):
         if poisson is not None:
             return poisson.loss_parts()
         return self.cached(("truncated_parts",), self._truncated_parts)
+
+    def kept(self) -> PoissonSubsampledMechanism:
+        """The pair one fixed pair of datasets attains at every run: every other record's
+        gradient 0, x's at the sensitivity. The output is then the base's noise plus x's
+        gradient when x is in the batch (a cut drops only zeros besides), which happens with
+        probability q E[min(1, B / (s + 1))]: ``PoissonSubsample`` of the base at that rate
+        (:func:`kept_rate`, rounded down: a smaller rate is dominated). Its lower ends are the
+        mechanism's, also composed."""
+        return self.cached(("kept",), lambda: PoissonSubsampledMechanism(
+            self.base, kept_rate(self.q, self.dataset_size, self.max_batch_size)))
+
+    def attained_parts(self) -> list[LossPart] | None:
+        return None if self._poisson() is not None else self.kept().loss_parts()
+
+    def dominated(self) -> Mechanism:
+        return self.kept()
 
     def _truncated_parts(self) -> list[LossPart]:
         mu = self.base.exact_gdp_mu()

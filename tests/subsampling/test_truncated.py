@@ -154,9 +154,43 @@ def test_shape_in_max_batch_size() -> None:
     assert eps[1] < poisson < eps[40]
 
 
-def test_no_certified_lower_end_when_truncated() -> None:
-    lo, hi = _truncated(0.05, 1000, 50, 2.0, 10).epsilon_bounds(1e-6)
-    assert lo == 0.0 < hi
+def _kept_rate_exact(q: float, n: int, b: int) -> Fraction:
+    """q E[min(1, b / (s + 1))], s ~ Binomial(n - 1, q), in rationals (q as the float it is)."""
+    qq = Fraction(q)
+    return qq * sum(math.comb(n - 1, s) * qq ** s * (1 - qq) ** (n - 1 - s) * min(Fraction(1), Fraction(b, s + 1))
+                    for s in range(n))
+
+
+@pytest.mark.parametrize(("q", "n", "b"), [(0.05, 1000, 50), (0.05, 1000, 20), (0.05, 1000, 60), (0.3, 40, 5),
+                                           (0.01, 500, 1)])
+def test_kept_rate_is_below_the_exact_one(q: float, n: int, b: int) -> None:
+    # The rate at which the differing record is in the cut batch, against the exact rational
+    # sum: below it, and within 1e-8 (Jensen's inequality over groups of counts, the binomial
+    # tails' allowance; one group over all counts s >= B was 14% low at B = 1).
+    from autoacct.subsampling.truncated import kept_rate
+
+    exact = _kept_rate_exact(q, n, b)
+    got = Fraction(kept_rate(q, n, b))
+    assert got <= exact
+    assert got >= exact * (1 - Fraction(1, 10**8))
+
+
+def test_lower_ends_are_the_kept_pairs_when_truncated() -> None:
+    # Every other record's gradient 0, x's at the sensitivity: one pair of datasets attains
+    # PoissonSubsample(r)(Gaussian(2)) at every run, r = q E[min(1, B / (s + 1))] (0.04726 here),
+    # so its eps is a lower end of the mechanism's. It was 0 (the dominating union is not
+    # attained). One step: the attained pair's removal delta, in closed form at the exact
+    # rate, is at least delta at the lower end; ten steps: below the attained pair's upper end.
+    q, n, b, sigma, delta = 0.05, 1000, 50, 2.0, 1e-6
+    rate = float(_kept_rate_exact(q, n, b))
+    lo, hi = _truncated(q, n, b, sigma).epsilon_bounds(delta)
+    x = sigma * sigma * math.log((math.expm1(lo) + rate) / rate) + 0.5
+    exact = ((1 - rate) * stats.norm.sf(x / sigma) + rate * stats.norm.sf((x - 1) / sigma)
+             - math.exp(lo) * stats.norm.sf(x / sigma))
+    assert 0.0 < lo < hi and exact >= delta * (1 - 1e-9)
+    lo10, hi10 = _truncated(q, n, b, sigma, 10).epsilon_bounds(delta)
+    attained = _poisson(math.nextafter(rate, 1.0), sigma, 10).epsilon_bounds(delta)
+    assert attained[0] * (1 - 1e-3) <= lo10 <= attained[1] < hi10
 
 
 def test_full_sampling_is_a_fixed_size_batch() -> None:
