@@ -618,3 +618,16 @@ def test_discrete_laplace_at_2_pow_49_steps_is_as_tight_as_randomized_response()
             d_lo, d_up = m.delta_bounds(1.0)
         assert 0.0 <= lo <= eps_below <= up <= 0.96
         assert d_lo <= delta_ref(mpmath.mpf(1), 1) and delta_ref(mpmath.mpf(1), -1) <= d_up <= 1e-5
+
+
+@pytest.mark.parametrize(("eps", "k"), [(0.3, 50), (1.0, 10), (0.1, 1000)])
+def test_composed_exponential_mechanisms_lower_end_is_their_swap_instances(eps: float, k: int) -> None:
+    # Two candidates whose utilities swap: randomized response with log-odds eps / 2 at every
+    # run, one fixed pair of datasets. Its k-fold eps (a binomial sum) bounds the composition's
+    # from below, so the lower end is within 1e-6 of it, and below the upper end (which is the
+    # bounded-range envelope's). It was one run's lower end: 0.297 at eps = 0.3, k = 50.
+    from closed_forms import rr_eps_closed
+
+    lo, up = Composition()([ExponentialMechanism(eps)], [k]).epsilon_bounds(1e-5)
+    instance = rr_eps_closed(eps / 2.0, k, 1e-5)
+    assert instance * (1 - 1e-6) <= lo <= instance * (1 + 1e-9) and lo < up

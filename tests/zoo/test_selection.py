@@ -62,3 +62,15 @@ def test_every_instance_lies_below_the_upper_bound(utilities_d: list, utilities_
 def test_bad_eps_is_named(bad: object) -> None:
     with pytest.raises((ValueError, TypeError), match="eps"):
         PermuteAndFlip(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("eps", "k"), [(0.2, 30), (2.0, 10)])
+def test_composed_permute_and_flip_lower_end_is_its_instances(eps: float, k: int) -> None:
+    # The two-candidate instance (log-odds log(2 e^{eps/2} - 1)) at every run: the composition's
+    # lower end is within 1e-6 below its k-fold eps (a binomial sum); it was one run's, 0.19
+    # at eps = 0.2, k = 30.
+    from autoacct.zoo import Composition
+
+    lo, up = Composition()([PermuteAndFlip(eps)], [k]).epsilon_bounds(1e-5)
+    instance = rr_eps_closed(math.log(2.0 * math.exp(eps / 2.0) - 1.0), k, 1e-5)
+    assert instance * (1 - 1e-6) <= lo <= instance * (1 + 1e-9) and lo < up
