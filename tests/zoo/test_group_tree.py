@@ -24,6 +24,7 @@ from autoacct.zoo import (
     Laplace,
     NoisyGD,
     PureDP,
+    RandomizedResponse,
     TreeAggregation,
 )
 
@@ -48,15 +49,18 @@ def test_group_of_a_composed_gdp_mechanism():
     assert m.delta(1.0) == pytest.approx(gaussian_delta_closed(mu, 1.0), rel=1e-9)
 
 
-def test_group_of_pure_dp_is_g_eps_dp_and_not_claimed_tight():
+def test_group_of_pure_dp_is_g_eps_dp():
     m = Group(4)(PureDP(0.25))
     assert m.dp_guarantee() == (1.0, 0.0)
-    # Dominated by randomized response with log-odds g eps: its closed form is the upper end.
+    # Dominated by randomized response with log-odds g eps: its closed form is the upper end;
+    # PureDP(eps), any eps-DP mechanism, includes one that attains it (the lower end).
     for d in (1e-2, 1e-5):
         assert m.epsilon(d) == pytest.approx(rr_eps_closed(1.0, 1, d), rel=1e-9)
-        # Not tight: the certified lower end is at most the child's own eps (0.25-DP, attained
-        # by randomized response), which groups of at most g records include.
-        assert m.epsilon_bounds(d)[0] <= rr_eps_closed(0.25, 1, d) * (1 + 1e-9)
+        assert m.epsilon_bounds(d)[0] == pytest.approx(rr_eps_closed(1.0, 1, d), rel=1e-9)
+    # A pure-DP child that is one mechanism (randomized response on the record's own bit) is
+    # not claimed tight: its lower end is at most the child's own eps.
+    rr = Group(4)(RandomizedResponse(0.75))
+    assert rr.epsilon_bounds(1e-5)[0] <= rr_eps_closed(math.log(3.0), 1, 1e-5) * (1 + 1e-9)
     lap = Group(3)(Laplace(2.0))
     assert lap.epsilon(1e-300) <= 1.5 * (1 + 1e-12)
 
@@ -135,3 +139,16 @@ def test_tree_aggregation_is_below_dp_accountings_rdp_answer(nm, steps, epochs):
 def test_tree_aggregation_parameters_are_validated(make, name):
     with pytest.raises(ValueError, match=name):
         make()
+
+
+@pytest.mark.parametrize(("g", "eps", "k"), [(3, 0.1, 20), (5, 0.02, 500)])
+def test_composed_group_of_pure_dp_is_bracketed_by_its_attained_randomized_response(g: int, eps: float, k: int) -> None:
+    # Any eps-DP mechanism includes one that attains randomized response with log-odds g eps
+    # between the datasets without and with the group (its logit moves by eps per record):
+    # its k-fold eps, a binomial sum, is the truth, and both ends are within 1e-6 of it. The
+    # lower end was one run of the child's: 0.09998 at g = 3, eps = 0.1, k = 20.
+    from closed_forms import rr_eps_closed
+
+    lo, up = Composition()([Group(g)(PureDP(eps))], [k]).epsilon_bounds(1e-5)
+    truth = rr_eps_closed(g * eps, k, 1e-5)
+    assert truth * (1 - 1e-6) <= lo <= truth <= up <= truth * (1 + 1e-6)
