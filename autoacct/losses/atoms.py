@@ -103,7 +103,7 @@ class AtomLoss(DiscreteLoss):
         """The atoms' P- and Q-masses summed cell by cell; for a law that only dominates its
         pair (not ``tight``, read for upper bounds alone) rounded outward, P up and Q down.
 
-        A cell's sum of n >= 2 non-negative masses is within gamma_(n-1) = (n-1) u / (1 - (n-1) u)
+        A cell's sum of n non-negative masses is within gamma_(n-1) = (n-1) u / (1 - (n-1) u)
         of the exact one, whatever the order of the additions (each mass passes through at
         most n - 1 of them; Higham 2002, section 4.2). The discretiser's upper PLD only rises
         with a cell's P-mass and falls with its Q-mass (connect the dots keeps the Q-mass), so
@@ -113,10 +113,11 @@ class AtomLoss(DiscreteLoss):
         m_p, m_q = super().cell_masses(edges)
         if self.tight:
             return m_p, m_q
-        idx = np.searchsorted(self.values, np.asarray(edges, dtype=float), side="right")
-        adds = np.maximum(np.diff(idx) - 1, 0).astype(float) * MACHINE_EPSILON
-        # (4 u more for the products' own rounding; a lone atom's sum is exact)
-        slack = np.where(adds > 0.0, adds / (1.0 - adds) + 4.0 * MACHINE_EPSILON, 0.0)
+        count = np.diff(np.searchsorted(self.values, np.asarray(edges, dtype=float), side="right"))
+        adds = np.maximum(count - 1, 0).astype(float) * MACHINE_EPSILON
+        # (4 u more for the products' own rounding and for a caller's sum of two neighbouring
+        # cells, the discretiser's half cells: a lone atom's mass is then moved too)
+        slack = np.where(count > 0, adds / (1.0 - adds) + 4.0 * MACHINE_EPSILON, 0.0)
         return m_p * (1.0 + slack), m_q * (1.0 - slack)
 
     def quantile_range(self, eta: float) -> tuple[float, float]:
