@@ -74,3 +74,18 @@ def test_composed_permute_and_flip_lower_end_is_its_instances(eps: float, k: int
     lo, up = Composition()([PermuteAndFlip(eps)], [k]).epsilon_bounds(1e-5)
     instance = rr_eps_closed(math.log(2.0 * math.exp(eps / 2.0) - 1.0), k, 1e-5)
     assert instance * (1 - 1e-6) <= lo <= instance * (1 + 1e-9) and lo < up
+
+
+def test_the_instances_log_odds_is_never_above_the_true_one() -> None:
+    # The instance is held as randomized response with a float probability p: its log-odds
+    # logit(p) (in mpmath) must not exceed log(2 e^{eps/2} - 1), however small eps is (a
+    # rounding of p near 1/2 moves it by about 4 unit roundoffs, 1e-13 relatively at 1e-3).
+    import mpmath
+
+    with mpmath.workdps(40):
+        for eps in np.geomspace(1e-4, 5.0, 400):
+            pair = PermuteAndFlip(float(eps)).instance()
+            assert pair is not None
+            p = mpmath.mpf(float(pair.p))
+            truth = mpmath.log(2 * mpmath.exp(mpmath.mpf(float(eps)) / 2) - 1)
+            assert mpmath.log(p / (1 - p)) <= truth
