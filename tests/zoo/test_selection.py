@@ -89,3 +89,30 @@ def test_the_instances_log_odds_is_never_above_the_true_one() -> None:
             p = mpmath.mpf(float(pair.p))
             truth = mpmath.log(2 * mpmath.exp(mpmath.mpf(float(eps)) / 2) - 1)
             assert mpmath.log(p / (1 - p)) <= truth
+
+
+@pytest.mark.parametrize(("eps", "k"), [(69.95546775225986, 1), (69.95546775225986, 3), (70.1912779397421, 1),
+                                        (1e-12, 1), (1e-9, 1)])
+def test_instance_log_odds_are_at_most_the_instances(eps: float, k: int) -> None:
+    # The instance's log-odds log(2 e^{eps/2} - 1), at 50 digits, bound the pair's (its float p)
+    # and hence the lower ends. They were above: at eps = 69.96, p's 1 - p kept only 2^-53 and
+    # the pair's log-odds were 36.04, the instance's 35.67 (eps(1e-10) of one run 36.04, of 3 runs
+    # 108.13 against 107.01; delta(eps/2) 0.656 against 0.5); below eps = 0.019,
+    # log(2 e^{eps/2} - 1) was above the truth by up to a relative 1.7e-4.
+    import mpmath as mp
+    from closed_forms import mp_rr_delta
+
+    from autoacct.zoo import Composition
+
+    with mp.workdps(50):
+        truth = mp.log(2 * mp.exp(mp.mpf(eps) / 2) - 1)
+        m = PermuteAndFlip(eps)
+        assert mp.mpf(m.attained_log_odds()) <= truth
+        pair = m.instance()
+        assert pair is not None
+        assert mp.log(mp.mpf(pair.p) / (1 - mp.mpf(pair.p))) <= truth
+        run = m if k == 1 else Composition()([m], [k])
+        x = eps / 2.0
+        assert float(run.delta_bounds(x)[0]) <= mp_rr_delta(truth, k, x)
+        lo = run.epsilon_bounds(1e-10)[0]
+        assert lo == 0.0 or mp_rr_delta(truth, k, lo) >= 1e-10  # at most the instance's eps(1e-10)
