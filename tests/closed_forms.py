@@ -485,3 +485,40 @@ def poisson_gaussian_lattice_delta(q: float, sigma: float, k: int, eps: np.ndarr
         log_scale = k * shift - lam * sums[above]
         out.append(float(np.sum(composed[above] * np.exp(log_scale) * -np.expm1(e - sums[above]))))
     return np.array(out), k * float(big_s[-1])
+
+
+def mp_group_pure_dp_delta(eps0: float, g: int, k: int, eps: float) -> mp.mpf:
+    """delta(eps) of k runs of the pair that dominates every eps0-DP mechanism between datasets
+    g records apart: tradeoff 1 - h^{o g}, h(a) = min(e^eps0 a, 1 - e^-eps0 (1 - a)) (Dong, Roth
+    and Su 2022, Theorem 2.14). h^{o g} is piecewise linear; a segment of slope e^{j eps0} is an
+    outcome of loss j eps0 with P-mass its rise and Q-mass its run; k runs convolve in j."""
+    with mp.workdps(MP_DPS):
+        e0 = mp.mpf(eps0)
+        big, kink = mp.exp(e0), 1 / (mp.exp(e0) + 1)
+
+        def h(a: mp.mpf) -> mp.mpf:
+            return min(big * a, 1 - (1 - a) / big)
+        pts = [(mp.mpf(0), mp.mpf(0)), (mp.mpf(1), mp.mpf(1))]
+        for _ in range(g):
+            new = []
+            for (a0, v0), (a1, v1) in zip(pts[:-1], pts[1:]):
+                new.append((a0, h(v0)))
+                if v0 < kink < v1:
+                    new.append((a0 + (kink - v0) * (a1 - a0) / (v1 - v0), h(kink)))
+            pts = [*new, (mp.mpf(1), mp.mpf(1))]
+        pair: dict[int, tuple] = {}
+        for (a0, v0), (a1, v1) in zip(pts[:-1], pts[1:]):
+            if a1 > a0:
+                j = int(mp.nint(mp.log((v1 - v0) / (a1 - a0)) / e0))
+                p, q = pair.get(j, (0, 0))
+                pair[j] = (p + v1 - v0, q + a1 - a0)
+        runs: dict[int, tuple] = {0: (mp.mpf(1), mp.mpf(1))}
+        for _ in range(k):
+            nxt: dict[int, tuple] = {}
+            for j, (p, q) in runs.items():
+                for i, (pi, qi) in pair.items():
+                    a, b = nxt.get(i + j, (0, 0))
+                    nxt[i + j] = (a + p * pi, b + q * qi)
+            runs = nxt
+        ee = mp.exp(mp.mpf(eps))
+        return sum((p - ee * q for j, (p, q) in runs.items() if j * e0 > eps), mp.mpf(0))

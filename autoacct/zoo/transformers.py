@@ -330,7 +330,7 @@ class GroupMechanism(Mechanism):
       (Dwork and Roth 2014, Theorem 2.2), dominated by randomized response with
       log-odds g eps: sound, but not tight in general (so lower bounds read off it
       are not certified for the child); for ``PureDP(eps)`` itself, any eps-DP mechanism,
-      that pair is attained (:meth:`attained_parts`).
+      randomized response with log-odds max(eps, g eps / 2) is attained (:meth:`attained_parts`).
 
     Other children are rejected: for them no group bound is exact, and the ones that
     are sound (through (eps, delta) with delta growing like g e^{(g-1) eps} delta) are
@@ -403,15 +403,21 @@ class GroupMechanism(Mechanism):
         return float(self.child.epsilon_bounds(delta)[0])
 
     def attained_parts(self) -> list[LossPart] | None:
-        """For ``PureDP(eps)``, any eps-DP mechanism: randomized response with log-odds g eps
-        (rounded down) is attained. Releasing 1 with probability sigmoid(eps (c - g / 2)), c the
-        number of the group's records present, moves the logit by at most eps per record (an
-        eps-DP mechanism), and between the datasets without and with the group it is that pair,
-        at every run. (20 runs of Group(3)(PureDP(0.1)): eps(1e-5) >= 5.3868, where the child's
-        one run gave 0.09998.)"""
+        """For ``PureDP(eps)``, any eps-DP mechanism: randomized response with log-odds
+        max(eps, g eps / 2) (rounded down) is attained at every run. Releasing 1 with probability
+        sigmoid(eps (c - g / 2)), c the number of the group's records present, moves the logit by
+        eps per record, which is eps-DP (log sigmoid(a + eps) - log sigmoid(a) lies in [0, eps]);
+        between the datasets without and with the group its log-odds are -g eps / 2 and g eps / 2:
+        randomized response with log-odds g eps / 2, not g eps (that pair's logits differ by
+        2 g eps). Randomized response with log-odds g eps is not attained for g >= 2: the group
+        pair of every eps-DP mechanism is dominated by the tradeoff 1 - (1 - f_eps)^{o g}
+        (Dong, Roth and Su 2022, Theorem 2.14), whose total variation at g = 2 is 1 - e^-eps,
+        below tanh(eps). One record (g = 1, or eps alone) is randomized response with log-odds
+        eps. (20 runs of Group(3)(PureDP(0.1)): eps(1e-5) >= 3.737, where the child's one run
+        gave 0.09998; the group pair's truth is 5.2858.)"""
         if type(self.child) is not PureDP:
             return None
-        exact = self.g * Fraction(self.child.eps)
+        exact = max(Fraction(self.child.eps), self.g * Fraction(self.child.eps) / 2)
         eps = float(exact)
         return PureDP(eps if Fraction(eps) <= exact else math.nextafter(eps, 0.0)).loss_parts()
 

@@ -52,11 +52,17 @@ def test_group_of_a_composed_gdp_mechanism():
 def test_group_of_pure_dp_is_g_eps_dp():
     m = Group(4)(PureDP(0.25))
     assert m.dp_guarantee() == (1.0, 0.0)
-    # Dominated by randomized response with log-odds g eps: its closed form is the upper end;
-    # PureDP(eps), any eps-DP mechanism, includes one that attains it (the lower end).
+    # Dominated by randomized response with log-odds g eps: its closed form is the upper end.
+    # PureDP(eps), any eps-DP mechanism, includes one that attains randomized response with
+    # log-odds g eps / 2 (the lower end), not g eps: no eps-DP mechanism's group pair is above
+    # the group tradeoff of Dong, Roth and Su (2022).
+    from closed_forms import mp_group_pure_dp_delta
+
     for d in (1e-2, 1e-5):
         assert m.epsilon(d) == pytest.approx(rr_eps_closed(1.0, 1, d), rel=1e-9)
-        assert m.epsilon_bounds(d)[0] == pytest.approx(rr_eps_closed(1.0, 1, d), rel=1e-9)
+        lo = m.epsilon_bounds(d)[0]
+        assert lo == pytest.approx(rr_eps_closed(0.5, 1, d), rel=1e-9)
+        assert mp_group_pure_dp_delta(0.25, 4, 1, lo) >= d
     # A pure-DP child that is one mechanism (randomized response on the record's own bit) is
     # not claimed tight: its lower end is at most the child's own eps.
     rr = Group(4)(RandomizedResponse(0.75))
@@ -141,14 +147,22 @@ def test_tree_aggregation_parameters_are_validated(make, name):
         make()
 
 
-@pytest.mark.parametrize(("g", "eps", "k"), [(3, 0.1, 20), (5, 0.02, 500)])
-def test_composed_group_of_pure_dp_is_bracketed_by_its_attained_randomized_response(g: int, eps: float, k: int) -> None:
-    # Any eps-DP mechanism includes one that attains randomized response with log-odds g eps
-    # between the datasets without and with the group (its logit moves by eps per record):
-    # its k-fold eps, a binomial sum, is the truth, and both ends are within 1e-6 of it. The
-    # lower end was one run of the child's: 0.09998 at g = 3, eps = 0.1, k = 20.
-    from closed_forms import rr_eps_closed
+@pytest.mark.parametrize(("g", "eps", "k"), [(3, 0.1, 20), (5, 0.02, 200), (2, 2.0, 1), (2, 1.0, 5)])
+def test_composed_group_of_pure_dp_is_below_the_group_pair(g: int, eps: float, k: int) -> None:
+    # Any eps-DP mechanism includes one that attains randomized response with log-odds g eps / 2
+    # between the datasets without and with the group (release 1 with probability
+    # sigmoid(eps (c - g / 2)), c the group's records present): the lower ends are its k-fold
+    # ones, and at most those of the group pair that dominates every eps-DP mechanism's (Dong,
+    # Roth and Su 2022). They were randomized response with log-odds g eps, above that pair:
+    # g = 3, eps = 0.1, k = 20, eps(1e-5) 5.3868 against 5.2858; g = 2, eps = 2, one run,
+    # delta(0) 0.9640 against 1 - e^-2 = 0.8647.
+    from closed_forms import mp_group_pure_dp_delta, rr_delta_closed
 
-    lo, up = Composition()([Group(g)(PureDP(eps))], [k]).epsilon_bounds(1e-5)
-    truth = rr_eps_closed(g * eps, k, 1e-5)
-    assert truth * (1 - 1e-6) <= lo <= truth <= up <= truth * (1 + 1e-6)
+    m = Composition()([Group(g)(PureDP(eps))], [k]) if k > 1 else Group(g)(PureDP(eps))
+    lo, up = m.epsilon_bounds(1e-5)
+    assert rr_eps_closed(g * eps / 2, k, 1e-5) * (1 - 1e-6) <= lo <= up
+    assert lo == 0.0 or mp_group_pure_dp_delta(eps, g, k, lo) >= 1e-5
+    for x in (0.0, eps):
+        low = float(m.delta_bounds(x)[0])
+        assert low <= mp_group_pure_dp_delta(eps, g, k, x)
+        assert low >= rr_delta_closed(g * eps / 2, k, x) * (1 - 1e-6)
