@@ -522,3 +522,30 @@ def mp_group_pure_dp_delta(eps0: float, g: int, k: int, eps: float) -> mp.mpf:
             runs = nxt
         ee = mp.exp(mp.mpf(eps))
         return sum((p - ee * q for j, (p, q) in runs.items() if j * e0 > eps), mp.mpf(0))
+
+
+def binomial_kept_rate(q: float, n: int, b: int, width: float = 12.0, block: int = 1000) -> float:
+    """q E[min(1, b / (s + 1))], s ~ Binomial(n - 1, q), for n up to 10^12: the sum over s within
+    ``width`` standard deviations of the mean (the rest weighs below e^-70 relatively). Each
+    block of ``block`` counts starts from its log-probability in mpmath (log-gamma at 40
+    digits) and steps by the pmf's ratio in floats, so each weight is within about block
+    roundings (2e-13) relatively; the weights are normalised by their own sum (math.fsum)."""
+    n1 = n - 1
+    mean, sd = n1 * q, math.sqrt(n1 * q * (1.0 - q))
+    lo, hi = max(0, int(mean - width * sd)), min(n1, int(mean + width * sd) + 1)
+    with mp.workdps(40):
+        lq, l1q = mp.log(mp.mpf(q)), mp.log1p(-mp.mpf(q))
+        mode = int(mean)
+        top = (mp.loggamma(n1 + 1) - mp.loggamma(mode + 1) - mp.loggamma(n1 - mode + 1)
+               + mode * lq + (n1 - mode) * l1q)
+        weights, values = [], []
+        for start in range(lo, hi + 1, block):
+            anchor = float(mp.loggamma(n1 + 1) - mp.loggamma(start + 1) - mp.loggamma(n1 - start + 1)
+                           + start * lq + (n1 - start) * l1q - top)
+            s = np.arange(start, min(start + block, hi + 1), dtype=np.float64)
+            steps = np.log((n1 - s[:-1]) * q / ((s[:-1] + 1.0) * (1.0 - q)))
+            logw = anchor + np.concatenate(([0.0], np.cumsum(steps)))
+            weights.append(np.exp(logw))
+            values.append(np.minimum(1.0, b / (s + 1.0)))
+    w, v = np.concatenate(weights), np.concatenate(values)
+    return q * math.fsum(w * v) / math.fsum(w)

@@ -30,6 +30,17 @@ from autoacct.zoo.mechanisms import Gaussian
 TRUNCATED_GROUPS = 96
 
 
+def binomial_rel(trials: int) -> float:
+    """The relative accuracy allowed to scipy's binomial distribution and survival functions at
+    ``trials`` trials: SF_REL (checked at up to 5000 trials), or 1e-14 sqrt(trials) beyond 10^4.
+    Their error grows with the trials: against sums over the counts within 12 sd of the mean
+    (each block of 1000 counts anchored by log-gamma at 40 digits), 9.6e-13 at 10^6, 1.2e-11
+    at 10^8, 1.5e-11 at 10^10 and 4.5e-10 at 10^12 (q = 0.5, 8 sd below the mean), where
+    rounding by SF_REL left :func:`kept_rate` above the exact rate (a relative 1.1e-11 at
+    n = 10^12, q = 0.9, B = 900000150001)."""
+    return max(SF_REL, 1e-14 * math.sqrt(trials))
+
+
 class DominatingMixtureLoss(MixtureLoss):
     """A :class:`MixtureLoss` that dominates the mechanism's pair without being attained by it.
 
@@ -90,7 +101,7 @@ def truncated_groups(q: float, n: int, b: int) -> tuple[float, np.ndarray, np.nd
     probability and its smallest s's rate, the largest in it. The tail beyond s_max
     joins the last group, whose rate exceeds its counts' rates. Returns
     (1 - t, weights, rates) with t = P(s >= b) the sum of the weights, both rounded up by
-    SF_REL (:data:`~autoacct.subsampling.with_replacement.SF_REL`).
+    :func:`binomial_rel`.
 
     No count is enumerated: the cuts are found by bisection on the survival function and
     the weights are differences of the binomial's tails, so the work is the same at
@@ -99,14 +110,15 @@ def truncated_groups(q: float, n: int, b: int) -> tuple[float, np.ndarray, np.nd
     dominating pair.
     """
     n1 = n - 1
+    rel = binomial_rel(n)
     t = float(stats.binom.sf(b - 1, n1, q))
     # The union over s dominates only if each part weighs at least its true probability: the
     # untruncated part (rate q, shift mu) and the truncated ones (rates q_s <= q, shift 2 mu)
     # are not ordered, so mass lost by either is not made up by the other. scipy's tails are
     # not rounded up (t was 1.9e-14 relatively below the exact rational sum at q = 0.01,
     # n = 1000, B = 60, and P(s < B) 4.2e-14 below at q = 0.05, n = 1000, B = 30): the total
-    # handed to the groups, and P(s < B) below, are rounded up by SF_REL.
-    t_up = t * (1.0 + SF_REL)
+    # handed to the groups, and P(s < B) below, are rounded up by binomial_rel(n).
+    t_up = t * (1.0 + rel)
     s_lo = b
 
     def upper_tail(x: np.ndarray) -> np.ndarray:
@@ -135,7 +147,7 @@ def truncated_groups(q: float, n: int, b: int) -> tuple[float, np.ndarray, np.nd
     # relative precision (at n = 10^12, q = 0.1, B = 5 the first groups' mass is e^-(10^9),
     # which t - P(s >= start) rounds to 0 or to 1e-16): distribution functions below the
     # median, survival functions above it, the group across the median the rest of t rounded
-    # up. Lower groups (larger rates) are rounded up by SF_REL, upper ones down: the mass of
+    # up. Lower groups (larger rates) are rounded up by binomial_rel(n), upper ones down: the mass of
     # the groups before any group (at larger rates) is then at least the truth, so is their
     # total, and the last group's
     # weight, its whole upper tail, takes in the far tail below DRAW_TAIL (at a rate larger
@@ -145,14 +157,14 @@ def truncated_groups(q: float, n: int, b: int) -> tuple[float, np.ndarray, np.nd
     above = stats.binom.sf(np.append(s_lo - 1, ends), n1, q)
     mid = int(np.argmax(below[1:] >= 0.5))
     weights = np.empty(starts.size)
-    weights[:mid] = np.maximum(below[1:mid + 1] * (1.0 + SF_REL) - below[:mid] * (1.0 - SF_REL), 0.0)
-    weights[mid + 1:] = np.maximum(above[mid + 1:-1] * (1.0 - SF_REL) - above[mid + 2:] * (1.0 + SF_REL), 0.0)
+    weights[:mid] = np.maximum(below[1:mid + 1] * (1.0 + rel) - below[:mid] * (1.0 - rel), 0.0)
+    weights[mid + 1:] = np.maximum(above[mid + 1:-1] * (1.0 - rel) - above[mid + 2:] * (1.0 + rel), 0.0)
     weights[mid] = max(t_up - float(weights[:mid].sum()) - float(weights[mid + 1:].sum()), 0.0)
     rates = q * b / (starts + 1.0)
     keep = weights > 0
     weights, rates = weights[keep], rates[keep]
     # P(s < B) itself, not 1 - t: that would be 1e-16 where the truth is e^-(10^5) or 0.
-    return float(stats.binom.cdf(b - 1, n1, q)) * (1.0 + SF_REL), weights, rates
+    return float(stats.binom.cdf(b - 1, n1, q)) * (1.0 + rel), weights, rates
 
 
 #: Ratio of (s + 1) across a group of counts in :func:`kept_rate` (Jensen's gap in a group is
@@ -170,13 +182,14 @@ def kept_rate(q: float, n: int, b: int) -> float:
     within a ratio of about 1.01. b / (s + 1) is convex in s, so by Jensen's inequality a group's
     term is at least P(G) b / (m_G + 1), m_G = E[s; G] / P(G), where E[s; s >= a] =
     (n - 1) q P(Binomial(n - 2, q) >= a - 1) (s C(n - 1, s) = (n - 1) C(n - 2, s - 1)). scipy's
-    binomial tails are moved by SF_REL the way that lowers the result (P(G) and P(s < b) down,
+    binomial tails are moved by :func:`binomial_rel` the way that lowers the result (P(G) and P(s < b) down,
     E[s; G] up; a group whose difference of tails cancels to 0 adds 0), and the sum by a few
     roundoffs more."""
     n1 = n - 1
     if q == 0.0:
         return 0.0
-    kept = float(stats.binom.cdf(b - 1, n1, q)) * (1.0 - SF_REL)
+    rel = binomial_rel(n)
+    kept = float(stats.binom.cdf(b - 1, n1, q)) * (1.0 - rel)
     roundings = 64.0  # (the products and quotients of each term, the sum's additions below)
     if b <= n1:
         ratio = max(_KEPT_RATIO, ((n1 + 2.0) / (b + 1.0)) ** (1.0 / _KEPT_GROUPS))
@@ -184,11 +197,11 @@ def kept_rate(q: float, n: int, b: int) -> float:
         edges = np.unique(np.clip(np.floor((b + 1.0) * ratio ** steps) - 1.0, b, n1 + 1).astype(np.int64))
         edges = np.union1d(edges, [b, n1 + 1])
         lo, hi = edges[:-1], edges[1:]  # groups [lo, hi)
-        mass = np.maximum(stats.binom.sf(lo - 1, n1, q) * (1.0 - SF_REL)
-                          - stats.binom.sf(hi - 1, n1, q) * (1.0 + SF_REL), 0.0)
+        mass = np.maximum(stats.binom.sf(lo - 1, n1, q) * (1.0 - rel)
+                          - stats.binom.sf(hi - 1, n1, q) * (1.0 + rel), 0.0)
         # (n - 1 = 0 leaves no count s >= b >= 1: every group is then empty)
-        moment = n1 * q * (stats.binom.sf(lo - 2, n1 - 1, q) * (1.0 + SF_REL)
-                           - stats.binom.sf(hi - 2, n1 - 1, q) * (1.0 - SF_REL)) if n1 >= 1 else np.zeros(lo.shape)
+        moment = n1 * q * (stats.binom.sf(lo - 2, n1 - 1, q) * (1.0 + rel)
+                           - stats.binom.sf(hi - 2, n1 - 1, q) * (1.0 - rel)) if n1 >= 1 else np.zeros(lo.shape)
         live = mass > 0.0
         terms = mass[live] * mass[live] * b / (np.maximum(moment[live], 0.0) * (1.0 + 4.0 * UNIT_ROUNDOFF) + mass[live])
         kept += float(np.sum(terms))
