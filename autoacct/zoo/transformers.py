@@ -20,7 +20,7 @@ from autoacct.limits import check_deadline
 from autoacct.losses import PrivacyLoss, randomized_response_loss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, RdpFamily, Transformer
 from autoacct.subsampling.numerics import interpolate_log_moments
-from autoacct.zoo.mechanisms import PureDP, RandomizedResponsePair, rr_rdp
+from autoacct.zoo.mechanisms import MAX_EPS, PureDP, RandomizedResponsePair, rr_rdp
 from autoacct.zoo.rr_composition import rr_composition_delta_lower, rr_composition_epsilon_lower
 
 
@@ -417,7 +417,9 @@ class GroupMechanism(Mechanism):
         gave 0.09998; the group pair's truth is 5.2858.)"""
         if type(self.child) is not PureDP:
             return None
-        exact = max(Fraction(self.child.eps), self.g * Fraction(self.child.eps) / 2)
+        # (at most MAX_EPS, PureDP's range: a smaller log-odds is a post-processing, also attained;
+        # Group(4)(PureDP(1e100)) raised ValueError on every composed query)
+        exact = min(max(Fraction(self.child.eps), self.g * Fraction(self.child.eps) / 2), Fraction(MAX_EPS))
         eps = float(exact)
         return PureDP(eps if Fraction(eps) <= exact else math.nextafter(eps, 0.0)).loss_parts()
 
