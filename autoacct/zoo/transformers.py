@@ -414,7 +414,7 @@ class GroupMechanism(Mechanism):
         (Dong, Roth and Su 2022, Theorem 2.14), whose total variation at g = 2 is 1 - e^-eps,
         below tanh(eps). One record (g = 1, or eps alone) is randomized response with log-odds
         eps. (20 runs of Group(3)(PureDP(0.1)): eps(1e-5) >= 2.568, where the child's one run
-        gave 0.09998; the group pair's truth is 5.2858.)"""
+        gave 0.09998; the group tradeoff above, which bounds every such pair, gives 5.2858.)"""
         if type(self.child) is not PureDP:
             return None
         # (at most MAX_EPS, PureDP's range: a smaller log-odds is a post-processing, also attained;
