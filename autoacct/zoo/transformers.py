@@ -20,6 +20,7 @@ from autoacct.limits import check_deadline
 from autoacct.losses import PrivacyLoss, randomized_response_loss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, RdpFamily, Transformer
 from autoacct.subsampling.numerics import interpolate_log_moments
+from autoacct.zoo.group_pure import group_pure_dp_loss
 from autoacct.zoo.mechanisms import MAX_EPS, PureDP, RandomizedResponsePair, rr_rdp
 from autoacct.zoo.rr_composition import rr_composition_delta_lower, rr_composition_epsilon_lower
 
@@ -318,6 +319,10 @@ class Composition(Transformer):
 MAX_GROUP_MU = 1e300
 
 
+#: Most records of a group of a pure-DP child given Dong, Roth and Su's group pair (g + 1 outcomes).
+GROUP_PAIR_MOST = 4096
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class GroupMechanism(Mechanism):
     """``child`` protecting groups of ``g`` records: datasets that differ in at most g records
@@ -327,8 +332,9 @@ class GroupMechanism(Mechanism):
       Su 2022, Theorem 2.14), and for the Gaussian mechanism this is its own pair
       with sensitivity g: tight.
     * A pure eps-DP child (``dp_guarantee`` (eps, 0)) is (g eps)-DP for groups of g
-      (Dwork and Roth 2014, Theorem 2.2), dominated by randomized response with
-      log-odds g eps: sound, but not tight in general (so lower bounds read off it
+      (Dwork and Roth 2014, Theorem 2.2), and dominated by the tighter group pair of Dong,
+      Roth and Su (2022, Theorem 2.14; :mod:`~autoacct.zoo.group_pure`; up to
+      GROUP_PAIR_MOST records): sound, but not tight in general (so lower bounds read off it
       are not certified for the child); for ``PureDP(eps)`` itself, any eps-DP mechanism,
       randomized response with log-odds max(eps, g eps / 2) is attained (:meth:`attained_parts`).
 
@@ -382,9 +388,15 @@ class GroupMechanism(Mechanism):
     def loss_parts(self) -> list[LossPart] | None:
         if self.child.exact_gdp_mu() is not None:
             return super().loss_parts()
-        eps = self.dp_guarantee()
-        assert eps is not None
-        loss = randomized_response_loss(eps[0], tight=False)
+        eps, guarantee = self._pure_eps(), self.dp_guarantee()
+        assert eps is not None and guarantee is not None
+        # Dong, Roth and Su's group pair (module group_pure), of g + 1 outcomes; one record's is
+        # randomized response, and past GROUP_PAIR_MOST records or a largest loss g eps of 700
+        # randomized response with log-odds g eps serves (it dominates the pair): the pair's
+        # lattice of eps over g eps needed a grid of 5e6 points at g = 3e5, eps = 1e-6, 3 runs
+        # (4.7 s, capped, no tighter), and e^(g eps) leaves the floats past 700.
+        loss = (group_pure_dp_loss(eps, self.g) if 1 < self.g <= GROUP_PAIR_MOST and self.g * eps <= 700.0
+                else randomized_response_loss(guarantee[0], tight=False))
         return [LossPart(loss, loss, 1)]
 
     def rdp_curve(self) -> PairRdp | None:

@@ -52,14 +52,18 @@ def test_group_of_a_composed_gdp_mechanism():
 def test_group_of_pure_dp_is_g_eps_dp():
     m = Group(4)(PureDP(0.25))
     assert m.dp_guarantee() == (1.0, 0.0)
-    # Dominated by randomized response with log-odds g eps: its closed form is the upper end.
-    # PureDP(eps), any eps-DP mechanism, includes one that attains randomized response with
-    # log-odds g eps / 2 (the lower end), not g eps: no eps-DP mechanism's group pair is above
-    # the group tradeoff of Dong, Roth and Su (2022).
+    # Dominated by the group pair of Dong, Roth and Su (2022), whose eps(d) is the upper end
+    # (it was randomized response's with log-odds g eps, 0.98623 at d = 1e-2 against the pair's
+    # 0.98205). PureDP(eps), any eps-DP mechanism, includes one that attains randomized response
+    # with log-odds g eps / 2 (the lower end), not g eps: no eps-DP mechanism's group pair is
+    # above that group pair.
     from closed_forms import mp_group_pure_dp_delta
 
     for d in (1e-2, 1e-5):
-        assert m.epsilon(d) == pytest.approx(rr_eps_closed(1.0, 1, d), rel=1e-9)
+        up = m.epsilon(d)
+        assert up < rr_eps_closed(1.0, 1, d)
+        # delta decreases in eps: at most d at the upper end, above it a little below.
+        assert mp_group_pure_dp_delta(0.25, 4, 1, up) <= d <= mp_group_pure_dp_delta(0.25, 4, 1, up * (1 - 1e-6))
         lo = m.epsilon_bounds(d)[0]
         assert lo == pytest.approx(rr_eps_closed(0.5, 1, d), rel=1e-9)
         assert mp_group_pure_dp_delta(0.25, 4, 1, lo) >= d
@@ -174,3 +178,23 @@ def test_composed_group_of_pure_dp_at_the_largest_eps_is_answered() -> None:
     # every composed query; it is now capped there (a post-processing, also attained).
     lo, up = Composition()([Group(4)(PureDP(1e100))], [2]).epsilon_bounds(1e-5)
     assert 0.0 <= lo <= up
+
+
+@pytest.mark.parametrize(("g", "eps", "k"), [(3, 0.1, 20), (2, 2.0, 1), (5, 0.3, 10), (40, 0.05, 4)])
+def test_group_of_pure_dp_upper_end_is_the_group_pairs(g: int, eps: float, k: int) -> None:
+    # The upper ends are those of Dong, Roth and Su's group pair (its k-fold delta at 50
+    # digits: at most delta at the upper end, within 1e-3 of it), below randomized response's
+    # with log-odds g eps, which they were (5.3868 against 5.2858 at g = 3, eps = 0.1, k = 20;
+    # delta(0) 0.9640 against 0.8647 at g = 2, eps = 2); the laws' masses total 1.
+    from closed_forms import mp_group_pure_dp_delta
+
+    from autoacct.zoo.group_pure import group_pure_dp_loss
+
+    law = group_pure_dp_loss(eps, g)
+    assert abs(float(np.sum(law.p_mass)) - 1.0) < 1e-12 and abs(float(np.sum(law.q_mass)) - 1.0) < 1e-12
+    m = Composition()([Group(g)(PureDP(eps))], [k]) if k > 1 else Group(g)(PureDP(eps))
+    up = float(m.epsilon_bounds(1e-5)[1])
+    assert mp_group_pure_dp_delta(eps, g, k, up) <= 1e-5 <= mp_group_pure_dp_delta(eps, g, k, up * (1 - 1e-3))
+    assert up < rr_eps_closed(g * eps, k, 1e-5)
+    d_up = float(m.delta_bounds(0.0)[1])
+    assert mp_group_pure_dp_delta(eps, g, k, 0.0) <= d_up <= mp_group_pure_dp_delta(eps, g, k, 0.0) * (1 + 1e-9)
