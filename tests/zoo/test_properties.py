@@ -190,11 +190,17 @@ def test_two_point_compositions_bracket_the_binomial_sum(kind, eps0, k, delta0, 
             top = max(abs(math.log(a / b)) if b > 0 else 50.0, abs(math.log((1 - a) / (1 - b))) if b < 1 else 50.0)
         eps0 = min(top, 50.0)
     elif kind == "group":
-        # Group(g) of eps0-DP is g eps0-DP, dominated by randomized response with log-odds g eps0.
+        # Group(g) of eps0-DP is dominated by Dong, Roth and Su's group pair (g eps0-DP, tighter
+        # than randomized response with log-odds g eps0, which this test took for the truth): its
+        # delta bounds the truth from above, so the upper ends must be at least it and the lower
+        # ends at most it. Its k-fold law is enumerated in mpmath: k at most 20 here.
+        from closed_forms import mp_group_pure_dp_delta
+
+        k = min(k, 20)
         base = Group(g)(PureDP(eps0))
-        eps0_group = g * mpf(eps0)  # exact: g is a small integer
+        eps_child = eps0
         def truth(e: float) -> mp.mpf:
-            return mp_rr_delta(eps0_group, k, e)
+            return mp_group_pure_dp_delta(eps_child, g, k, e)
         eps0 = g * eps0
     elif kind == "rr":
         p = 1.0 / (1.0 + math.exp(-eps0))
