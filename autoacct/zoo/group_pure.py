@@ -26,6 +26,8 @@ import math
 
 import numpy as np
 
+from autoacct.exactness import MACHINE_EPSILON
+from autoacct.losses import ATOM_MASS_ULPS
 from autoacct.losses.atoms import AtomLoss, atoms
 
 
@@ -44,5 +46,10 @@ def group_pure_dp_loss(eps: float, g: int) -> AtomLoss:
         return loss, logp
 
     values, p, q = atoms(0, g, fn)
+    # Each mass is an exponential of a logarithm of size up to ~700, within ATOM_MASS_ULPS
+    # roundoffs: P raised and Q lowered by that much, which only raises the profile (a
+    # dominating law; the total P-mass is then 1 + 2e-13 at most).
+    rel = ATOM_MASS_ULPS * MACHINE_EPSILON
     # (every loss is a multiple of eps, computed as the grid computes its multiples: j * eps)
-    return AtomLoss(("group of pure DP", eps, g), values, p, q, tight=False, lattice=eps)
+    return AtomLoss(("group of pure DP", eps, g), values, p * (1.0 + rel), q * (1.0 - rel), tight=False,
+                    lattice=eps)
