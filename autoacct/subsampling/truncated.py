@@ -23,22 +23,11 @@ from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp
 from autoacct.subsampling.base import DRAW_TAIL, Sampler, SubsampledMechanism
 from autoacct.subsampling.numerics import UNIT_ROUNDOFF
 from autoacct.subsampling.poisson import PoissonAddLoss, PoissonRemoveLoss, PoissonSubsampledMechanism
-from autoacct.subsampling.with_replacement import SF_REL, MixtureLoss
+from autoacct.subsampling.with_replacement import MixtureLoss, binomial_rel
 from autoacct.zoo.mechanisms import Gaussian
 
 #: Most groups of sampled-record counts s >= B, each accounted at the largest rate in it.
 TRUNCATED_GROUPS = 96
-
-
-def binomial_rel(trials: int) -> float:
-    """The relative accuracy allowed to scipy's binomial distribution and survival functions at
-    ``trials`` trials: SF_REL (checked at up to 5000 trials), or 1e-14 sqrt(trials) beyond 10^4.
-    Their error grows with the trials: against sums over the counts within 12 sd of the mean
-    (each block of 1000 counts anchored by log-gamma at 40 digits), 9.6e-13 at 10^6, 1.2e-11
-    at 10^8, 1.5e-11 at 10^10 and 4.5e-10 at 10^12 (q = 0.5, 8 sd below the mean), where
-    rounding by SF_REL left :func:`kept_rate` above the exact rate (a relative 1.1e-11 at
-    n = 10^12, q = 0.9, B = 900000150001)."""
-    return max(SF_REL, 1e-14 * math.sqrt(trials))
 
 
 class DominatingMixtureLoss(MixtureLoss):
@@ -72,8 +61,6 @@ class DominatingMixtureLoss(MixtureLoss):
 
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
         return self.profile_with_error(eps)[1]
-
-
 
 
 def _first_at_most(levels: np.ndarray, tail: Callable[[np.ndarray], np.ndarray], lo: int, hi: int) -> np.ndarray:
