@@ -181,8 +181,8 @@ def kept_rate(q: float, n: int, b: int) -> float:
     if b <= n1:
         ratio = max(_KEPT_RATIO, ((n1 + 2.0) / (b + 1.0)) ** (1.0 / _KEPT_GROUPS))
         steps = np.arange(math.ceil(math.log((n1 + 2.0) / (b + 1.0)) / math.log(ratio)) + 1)
-        edges = np.unique(np.clip(np.floor((b + 1.0) * ratio ** steps) - 1.0, b, n1 + 1).astype(np.int64))
-        edges = np.union1d(edges, [b, n1 + 1])
+        # (union1d sorts and removes repeats: floor merges steps at the small counts)
+        edges = np.union1d(np.clip(np.floor((b + 1.0) * ratio ** steps) - 1.0, b, n1 + 1).astype(np.int64), [b, n1 + 1])
         lo, hi = edges[:-1], edges[1:]  # groups [lo, hi)
         mass = np.maximum(stats.binom.sf(lo - 1, n1, q) * (1.0 - rel)
                           - stats.binom.sf(hi - 1, n1, q) * (1.0 + rel), 0.0)
