@@ -269,7 +269,7 @@ def _profile_upper(m: Mechanism, grid: np.ndarray, tol: float) -> np.ndarray:
     no new FFT) and combined with the queried values by monotonicity. Otherwise
     the grid is asked of the mechanism directly (closed forms, RDP conversion).
     """
-    if "pld" not in m.routes and "rdp" not in m.routes or shortcuts.single_step(m) is not None:
+    if "pld" not in m.routes and "rdp" not in m.routes or shortcuts.closed_profiles(m) is not None:
         return np.asarray(m.delta(grid, tol=tol), dtype=float)
     probes = np.linspace(grid[0], grid[-1], _GDP_PROBES)
     at_probes = np.asarray(m.delta(probes, tol=tol), dtype=float)

@@ -48,7 +48,7 @@ from autoacct.losses import gaussian_delta_bounds
 from autoacct.losses.gdp import NORMAL_REL, gaussian_epsilon_closed_lower, gaussian_epsilon_closed_upper
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
-from autoacct.shortcuts import max_loss, monotone, single_lower, single_profile, single_step, variation_up
+from autoacct.shortcuts import closed_profiles, max_loss, monotone, variation_up
 
 if TYPE_CHECKING:
     from autoacct.mechanism import Mechanism, PairRdp
@@ -293,7 +293,8 @@ def _quiet_accuracy() -> Iterator[None]:
 
 class PldRoute(_LawRoute):
     """The certified FFT accountant (:mod:`autoacct.pld`); one run of a pair with a closed-form
-    profile is answered from that profile (:func:`single_step`)."""
+    profile, and k runs of a pair on two outcomes, are answered without it
+    (:func:`~autoacct.shortcuts.closed_profiles`)."""
 
     name = "pld"
 
@@ -313,15 +314,10 @@ class PldRoute(_LawRoute):
         return m.cached(("pld-attained",), make)
 
     def epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
-        laws = single_step(m)
-        if laws is not None:
-            def up(e: Any) -> np.ndarray:
-                return single_profile(laws, e, upper=True)
-
-            def low(e: Any) -> np.ndarray:
-                return single_lower(m, laws, e)
-            return (epsilon_from_profile(low, delta, upper=False, vectorised=True),
-                    epsilon_from_profile(up, delta, upper=True, vectorised=True))
+        closed = closed_profiles(m)
+        if closed is not None:
+            return (epsilon_from_profile(closed.lower, delta, closed.guess, upper=False, vectorised=True),
+                    epsilon_from_profile(closed.upper, delta, closed.guess, upper=True, vectorised=True))
         if m.cached(("variation-up", delta), lambda: variation_up(self._parts(m), stop_above=delta)) <= delta:
             return 0.0, 0.0  # delta(0) <= delta: eps(delta) is 0
         return self._through_groups(
@@ -340,9 +336,9 @@ class PldRoute(_LawRoute):
         return lower, upper
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
-        laws = single_step(m)
-        if laws is not None:
-            return monotone(eps, single_lower(m, laws, eps), single_profile(laws, eps, upper=True))
+        closed = closed_profiles(m)
+        if closed is not None:
+            return monotone(eps, closed.lower(eps), closed.upper(eps))
         parts = self._parts(m)
         if np.all(eps >= max_loss(parts)) and all(p.forward.p_inf == 0.0 and p.backward.p_inf == 0.0
                                                    for p in parts):
@@ -663,7 +659,7 @@ def _auto_delta(m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
 def _pld_delta_with_rdp(m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
     """PLD bounds on delta, with the RDP bound taken where they are not within tol."""
     lo, up = (np.array(v, dtype=float) for v in PLD.delta(m, eps, tol))
-    if single_step(m) is not None:
+    if closed_profiles(m) is not None:
         return lo, up
     # Within tol on the eps scale (the accountant's target): the upper bound at eps is
     # below the lower bound at eps (1 - tol), or within tol of the lower bound.

@@ -9,11 +9,13 @@ where the parts' total variations already sum to at most delta.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from autoacct.binomial import binomial_profiles
 from autoacct.converters.rdp import DELTA_FLOOR
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import PrivacyLoss
@@ -37,6 +39,41 @@ def single_step(m: Mechanism) -> tuple[PrivacyLoss, PrivacyLoss] | None:
         return None
     fwd, bwd = parts[0].forward, parts[0].backward
     return (fwd, bwd) if fwd.exact_profile and bwd.exact_profile else None
+
+
+class ClosedProfiles(Protocol):
+    """Upper and lower bounds on a mechanism's profile at an array of eps, computed without a
+    lattice (:func:`closed_profiles`), and ``guess``, where an inverse may start its search."""
+
+    @property
+    def guess(self) -> float: ...
+
+    def upper(self, eps: Any) -> np.ndarray: ...
+
+    def lower(self, eps: Any) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class _SingleStep:
+    """One run of one pair with closed-form profiles (:func:`single_step`)."""
+
+    m: Mechanism
+    laws: tuple[PrivacyLoss, PrivacyLoss]
+    guess: float = 1.0
+
+    def upper(self, eps: Any) -> np.ndarray:
+        return single_profile(self.laws, eps, upper=True)
+
+    def lower(self, eps: Any) -> np.ndarray:
+        return single_lower(self.m, self.laws, eps)
+
+
+def closed_profiles(m: Mechanism) -> ClosedProfiles | None:
+    """The profiles of a mechanism answered without composing on a lattice: one run of one pair
+    with closed-form profiles (:func:`single_step`), or k runs of one pair on two outcomes
+    (:func:`autoacct.binomial.binomial_profiles`); None otherwise."""
+    laws = single_step(m)
+    return _SingleStep(m, laws) if laws is not None else binomial_profiles(m)
 
 
 def monotone(eps: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> ArrayBounds:

@@ -186,7 +186,7 @@ def mp_norm_ppf(a: mp.mpf) -> mp.mpf:
 
 
 def mp_two_point_delta(p: tuple, q: tuple, k: int, eps: float | mp.mpf,
-                       log_ratio: tuple | None = None) -> mp.mpf:
+                       log_ratio: tuple | None = None, terms: range | None = None) -> mp.mpf:
     """delta(eps) of (P^k, Q^k) for P, Q on two outcomes, as an exact binomial sum
     sum_j C(k, j) max(p0^j p1^(k-j) - e^eps q0^j q1^(k-j), 0), in mpmath.
 
@@ -194,14 +194,18 @@ def mp_two_point_delta(p: tuple, q: tuple, k: int, eps: float | mp.mpf,
     response with log-odds eps0: (eps0, -eps0)), gives each term as P_j (1 - e^(eps - loss_j))
     with the exact loss: at eps equal to a loss (pure DP composed k times, at eps = k eps0) the
     difference of the masses is then exactly 0, where it is otherwise a 60-digit rounding of
-    ~1e-60 P_j, far above a compared delta like 1e-300."""
+    ~1e-60 P_j, far above a compared delta like 1e-300.
+
+    ``terms``: only the j in this range (a window around the mean, for large k: the sum without
+    the others, which are non-negative, is then a lower bound)."""
     with mp.workdps(MP_DPS):
         p0, p1, q0, q1 = (mp.mpf(x) for x in (*p, *q))
         eps = mp.mpf(eps)
         ee = mp.exp(eps)
         total = mp.mpf(0)
-        c = mp.mpf(1)
-        for j in range(k + 1):
+        terms = range(k + 1) if terms is None else terms
+        c = mp.binomial(k, terms.start)
+        for j in terms:
             if log_ratio is None:
                 gap = c * (p0 ** j * p1 ** (k - j) - ee * q0 ** j * q1 ** (k - j))
             else:

@@ -21,12 +21,16 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from functools import cache, cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import optimize, special
 
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.products import matmul
+
+if TYPE_CHECKING:
+    from autoacct.losses.binary import TwoPoint
 
 #: Exponents at which :attr:`PrivacyLoss.sizing_cgf` is tabulated: 0, then 1/8 to 2^7 in steps of
 #: a factor sqrt(2) (so that each exponent is twice the one two places before it).
@@ -153,6 +157,11 @@ class PrivacyLoss(ABC):
     @abstractmethod
     def profile(self, eps: np.ndarray) -> np.ndarray:
         """Hockey-stick divergence H_{e^eps}(P || Q) for real ``eps`` (array in, array out)."""
+
+    def two_point(self) -> TwoPoint | None:
+        """The pair's two outcomes, if it has exactly two, each of positive P- and Q-mass and
+        none of infinite loss; None otherwise (see :class:`~autoacct.losses.binary.TwoPoint`)."""
+        return None
 
     def profile_error(self, eps: np.ndarray) -> np.ndarray:
         """An absolute bound on the rounding error of :meth:`profile` at ``eps``; used only

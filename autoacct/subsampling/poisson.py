@@ -21,6 +21,7 @@ from autoacct import _validation
 from autoacct import _validation as check
 from autoacct.grouping import snap_value
 from autoacct.losses import PROFILE_REL, DiscreteLoss, PrivacyLoss
+from autoacct.losses.binary import TwoPoint
 from autoacct.mechanism import LossPart, Mechanism, Neighboring
 from autoacct.subsampling.atoms import held_as_atoms, poisson_atom_losses
 from autoacct.subsampling.base import RateSubsampledMechanism, Sampler
@@ -112,6 +113,11 @@ class PoissonRemoveLoss(RepresentedLoss):
     @property
     def key(self) -> tuple:
         return ("poisson-remove", self.q, self.base.key)
+
+    def two_point(self) -> TwoPoint | None:
+        """The pair ((1-q) Q + q P, Q) of a two-outcome base pair (P, Q)."""
+        base = self.base.two_point()
+        return None if base is None else base.subsampled(self.q, remove=True)
 
     def reverses(self, other: PrivacyLoss) -> bool:
         """The addition pair (Q, (1-q) Q + q P) of the same base and q reverses this one."""
@@ -251,6 +257,11 @@ class PoissonAddLoss(RepresentedLoss):
     @property
     def key(self) -> tuple:
         return ("poisson-add", self.q, self.base.key)
+
+    def two_point(self) -> TwoPoint | None:
+        """The pair (Q, (1-q) Q + q P) of a two-outcome base pair (P, Q)."""
+        base = self.base.two_point()
+        return None if base is None else base.subsampled(self.q, remove=False)
 
     def reverses(self, other: PrivacyLoss) -> bool:
         """This is the pair (Q, (1-q) Q + q P), the reverse of the removal pair ((1-q) Q + q P, Q)

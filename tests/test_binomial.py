@@ -1,0 +1,156 @@
+"""autoacct.binomial: k runs of a pair on two outcomes answered from the binomial law of its
+outcomes, against exact binomial sums at 60 digits (tests/closed_forms.py)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import mpmath as mp
+import numpy as np
+import pytest
+from closed_forms import mp_poisson_two_point_delta, mp_rr_masses, mp_two_point_delta
+from hypothesis import given
+from hypothesis import strategies as st
+from property_checks import (
+    budget,
+    call,
+    check_delta_bracket,
+    check_eps_against_delta_truth,
+    collecting,
+    deltas,
+    log_uniform,
+)
+
+from autoacct import AccuracyWarning
+from autoacct.binomial import binomial_profiles
+from autoacct.zoo import Composition, Gaussian, PoissonSubsample, PureDP, RandomizedResponse
+
+#: The brackets are exact sums up to roundings: a relative width this small, where the PLD
+#: accountant's are about its tol (1e-3) or wider.
+_WIDTH = 1e-8
+
+
+def poisson_pure(q: float, eps0: float, k: int) -> Composition:
+    return Composition()([PoissonSubsample(q)(PureDP(eps0))], [k])
+
+
+def truth(q: float, eps0: float, k: int):
+    """delta(eps) of k Poisson-subsampled (rate q) runs of randomized response with log-odds
+    eps0 (PureDP(eps0)'s pair), the larger of removal and addition, as exact binomial sums."""
+    p, base = mp_rr_masses(eps0)
+    return lambda e: mp_poisson_two_point_delta(q, p, base, k, e)
+
+
+CASES = [(0.01, 1.0, 1000), (0.1, 0.5, 50), (1e-9, 20.0, 40), (0.5, 3.0, 7), (1e-4, 5.0, 300), (1.0, 0.2, 200),
+         (1e-24, 1.0, 10)]
+
+
+@pytest.mark.parametrize("q, eps0, k", CASES)
+def test_delta_brackets_the_binomial_sum_tightly(q, eps0, k):
+    m = poisson_pure(q, eps0, k)
+    eps = np.array([0.0, 1e-12, 0.3, 1.0, 3.0, 0.5 * k * eps0])
+    lo, up = m.delta_bounds(eps)
+    ref = truth(q, eps0, k)
+    for e, a, b in zip(eps, lo, up):
+        t = ref(float(e))
+        check_delta_bracket(float(a), float(b), t)
+        assert b - a <= _WIDTH * b + 1e-300, (e, a, b, t)
+
+
+@pytest.mark.parametrize("q, eps0, k", CASES)
+@pytest.mark.parametrize("delta", [1e-12, 1e-6, 1e-3])
+def test_epsilon_brackets_the_binomial_root_tightly(q, eps0, k, delta):
+    lo, up = poisson_pure(q, eps0, k).epsilon_bounds(delta)
+    check_eps_against_delta_truth(lo, up, delta, truth(q, eps0, k))
+    assert up - lo <= _WIDTH * up, (lo, up)
+
+
+def test_randomized_response_with_computed_log_odds():
+    """RandomizedResponse(0.75)'s log-odds log 3 is computed (its ``value_error``): the exact pair
+    (3/4, 1/4) against (1/4, 3/4) is still bracketed."""
+    m = Composition()([RandomizedResponse(0.75)], [100])
+    p, q = (mp.mpf(3) / 4, mp.mpf(1) / 4), (mp.mpf(1) / 4, mp.mpf(3) / 4)
+
+    def exact(e):
+        return mp_two_point_delta(p, q, 100, e, log_ratio=(mp.log(3), -mp.log(3)))
+    lo, up = m.epsilon_bounds(1e-6)
+    check_eps_against_delta_truth(lo, up, 1e-6, exact)
+    assert up - lo <= _WIDTH * up
+    dlo, dup = m.delta_bounds(20.0)
+    check_delta_bracket(dlo, dup, exact(20.0))
+
+
+def test_many_runs_at_a_small_rate():
+    """q = 1e-3, eps0 = 2, 20,000 runs: the PLD grid this pair needed had 1e8-1e9 points, and at
+    1e5 runs eps(1e-6) was [2.885, 3.514] with AccuracyWarnings; the sum answers within 1e-8,
+    against a 60-digit sum over the terms within 40 standard deviations of the mean."""
+    q, eps0, k = 1e-3, 2.0, 20_000
+    p, base = mp_rr_masses(eps0)
+    with mp.workdps(60):
+        mix = tuple((1 - mp.mpf(q)) * b + mp.mpf(q) * a for a, b in zip(p, base))
+    pairs = ((mix, base), (base, mix))
+
+    def windowed(e):
+        out = []
+        for a, b in pairs:
+            mean = k * float(a[0])
+            sd = math.sqrt(mean * float(a[1]))
+            terms = range(max(0, int(mean - 40 * sd)), min(k, int(mean + 40 * sd)) + 1)
+            out.append(mp_two_point_delta(a, b, k, e, terms=terms))
+        return max(out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lo, up = poisson_pure(q, eps0, k).epsilon_bounds(1e-6)
+    assert up - lo <= _WIDTH * up
+    check_eps_against_delta_truth(lo, up, 1e-6, windowed)
+    lo, up = poisson_pure(q, eps0, 100_000).epsilon_bounds(1e-6)
+    assert up - lo <= _WIDTH * up and 2.885 < lo < up < 3.51422
+
+
+def test_delta_at_eps_near_zero_of_a_rarely_sampled_step():
+    """40 runs of PoissonSubsample(1e-9)(PureDP(20)) at eps 1e-12: the PLD accountant gave
+    [0, 1.1e-6] around the exact 4.0e-8."""
+    lo, up = poisson_pure(1e-9, 20.0, 40).delta_bounds(1e-12)
+    check_delta_bracket(lo, up, truth(1e-9, 20.0, 40)(1e-12))
+    assert 3.99e-8 < lo <= up < 4.01e-8
+
+
+def test_profiles_are_monotone_and_finite_everywhere():
+    b = binomial_profiles(poisson_pure(0.05, 2.0, 500))
+    assert b is not None
+    eps = np.concatenate(([-np.inf, -50.0, -1.0], np.linspace(0.0, 1100.0, 2001), [np.inf]))
+    lo, up = b.lower(eps), b.upper(eps)
+    assert not np.any(np.isnan(lo) | np.isnan(up))
+    assert np.all((0.0 <= lo) & (lo <= up) & (up <= 1.0))
+    assert np.all(np.diff(up) <= 0.0) and np.all(np.diff(lo) <= 0.0)
+    # Beyond the largest loss k * log(1 + q (e^eps0 - 1)) only the tail bound of the upper end
+    # is left, and at -inf delta is P's whole mass, 1.
+    assert up[-1] <= 1e-300 and lo[-1] == 0.0 and lo[0] > 1.0 - 1e-9
+
+
+@pytest.mark.parametrize("m", [
+    Composition()([PureDP(0.1)], [2 ** 36]),  # a window of about 1e7 terms
+    Composition()([PureDP(700.0)], [5]),  # the small mass e^-700 is below 1e-280
+    PureDP(1.0),  # one run: the closed form
+    Composition()([PureDP(1.0), Gaussian(1.0)], [3, 3]),
+    Composition()([PoissonSubsample(0.1)(Gaussian(1.0))], [10]),
+], ids=["2^36-runs", "eps0-700", "one-run", "two-parts", "gaussian"])
+def test_other_mechanisms_are_left_to_the_accountant(m):
+    assert binomial_profiles(m) is None
+
+
+@budget(25)
+@given(q=log_uniform(1e-8, 1.0), eps0=log_uniform(0.01, 30.0), k=st.integers(2, 300),
+       frac=st.floats(0.0, 1.2), d=deltas)
+@collecting
+def test_brackets_contain_the_binomial_sum(q, eps0, k, frac, d):
+    m = poisson_pure(q, eps0, k)
+    ref = truth(q, eps0, k)
+    e = frac * k * eps0
+    dlo, dup = call(lambda: m.delta_bounds(e))
+    assert not (math.isnan(dlo) or math.isnan(dup)) and 0.0 <= dlo <= dup <= 1.0
+    check_delta_bracket(dlo, dup, ref(e))
+    lo, up = call(lambda: m.epsilon_bounds(d))
+    assert 0.0 <= lo <= up
+    check_eps_against_delta_truth(lo, up, d, ref)
