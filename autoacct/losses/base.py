@@ -560,6 +560,20 @@ class DiscreteLoss(PrivacyLoss):
         near = np.where(self._faint, v + d > e, (v <= e) & (v + d > e)) & (p > 0) & np.isfinite(v)
         return out + np.where(near, 2.0 * p * d, 0.0).sum(axis=-1)
 
+    def two_point(self) -> TwoPoint | None:
+        """Two finite atoms with no mass at +-inf: masses within ATOM_MASS_ULPS roundoffs, values
+        within :meth:`value_bounds` (DiscreteLaplace of sensitivity 1, a two-outcome DiscretePair)."""
+        # (imported here: binary.py builds on this module)
+        from autoacct.losses.binary import TwoPoint, two_point_masses_ok
+
+        if len(self.values) != 2 or self.p_inf > 0.0 or self.q_ninf > 0.0 or not two_point_masses_ok(
+                self.p_mass, self.q_mass) or not np.all(np.isfinite(self.values)):
+            return None
+        err = self.value_bounds()
+        return TwoPoint((float(self.p_mass[0]), float(self.p_mass[1])), (float(self.q_mass[0]), float(self.q_mass[1])),
+                        ATOM_MASS_ULPS * _EPS, (float(self.values[0]), float(self.values[1])),
+                        (float(err[0]), float(err[1])))
+
     def value_bounds(self) -> np.ndarray:
         """Bounds on how far each finite atom's value lies from the pair's log-ratio (0 at an
         infinite one): a log-ratio of masses computed in floats, ATOM_MASS_ULPS roundoffs of

@@ -60,6 +60,11 @@ class TwoPoint:
                         (sign * loss[0], sign * loss[1]), (error[0], error[1]))
 
 
+def two_point_masses_ok(p: np.ndarray, q: np.ndarray) -> bool:
+    """Whether every mass of a two-point pair is at least _SMALLEST_MASS (and finite)."""
+    return bool(np.all(np.isfinite(p)) and np.all(np.isfinite(q)) and min(np.min(p), np.min(q)) >= _SMALLEST_MASS)
+
+
 class RandomizedResponseLoss(DiscreteLoss):
     """Loss of binary randomized response with log-odds ``eps0``: P = (p, 1-p), Q = (1-p, p),
     p = e^eps0 / (1 + e^eps0); its profile in closed form (``exact_profile``).
