@@ -101,24 +101,30 @@ class AtomLoss(DiscreteLoss):
 
     def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The atoms' P- and Q-masses summed cell by cell; for a law that only dominates its
-        pair (not ``tight``, read for upper bounds alone) rounded outward, P up and Q down.
+        pair (not ``tight``, read for upper bounds alone) rounded outward, P up and Q down, by the
+        bound of :meth:`~autoacct.losses.DiscreteLoss.cell_masses_with_error`.
 
-        A cell's sum of n non-negative masses is within gamma_(n-1) = (n-1) u / (1 - (n-1) u)
-        of the exact one, whatever the order of the additions (each mass passes through at
-        most n - 1 of them; Higham 2002, section 4.2). The discretiser's upper PLD only rises
-        with a cell's P-mass and falls with its Q-mass (connect the dots keeps the Q-mass), so
-        with these factors it bounds the atoms' profile however many atoms share a cell (an
-        epoch of balls-in-bins has 1e5 atoms, which had moved 4 n u, 7e-11, to +inf for this).
-        A ``tight`` law's lower PLD reads the same masses, so its sums are left as they are."""
-        m_p, m_q = super().cell_masses(edges)
+        The discretiser's upper PLD only rises with a cell's P-mass and falls with its Q-mass
+        (connect the dots keeps the Q-mass), so with these factors it bounds the atoms' profile
+        however many atoms share a cell (an epoch of balls-in-bins has 1e5 atoms, which had
+        moved 4 n u, 7e-11, to +inf for this). A ``tight`` law's sums are left as they are:
+        its readers move them each way themselves (:meth:`cell_masses_with_error`)."""
         if self.tight:
-            return m_p, m_q
-        count = np.diff(np.searchsorted(self.values, np.asarray(edges, dtype=float), side="right"))
-        adds = np.maximum(count - 1, 0).astype(float) * MACHINE_EPSILON
+            return super().cell_masses(edges)
+        m_p, m_q, rel = super().cell_masses_with_error(edges)
+        assert rel is not None  # (a DiscreteLoss bounds its sums)
         # (4 u more for the products' own rounding and for a caller's sum of two neighbouring
         # cells, the discretiser's half cells: a lone atom's mass is then moved too)
-        slack = np.where(count > 0, adds / (1.0 - adds) + 4.0 * MACHINE_EPSILON, 0.0)
+        slack = rel + 4.0 * MACHINE_EPSILON
         return m_p * (1.0 + slack), m_q * (1.0 - slack)
+
+    def cell_masses_with_error(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """A ``tight`` law's plain sums and their bound; a dominating law's sums are moved outward
+        by :meth:`cell_masses` already (its lower PLD is not certified), so None."""
+        if self.tight:
+            return super().cell_masses_with_error(edges)
+        m_p, m_q = self.cell_masses(edges)
+        return m_p, m_q, None
 
     def quantile_range(self, eta: float) -> tuple[float, float]:
         n = len(self.values)

@@ -50,6 +50,7 @@ import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses import DiscreteLoss, PrivacyLoss
+from autoacct.pld.cellsums import Halves, each_way
 from autoacct.pld.garbling import merged_end
 from autoacct.pld.hull import lower_hull
 from autoacct.pld.lawcache import charge, law_cache
@@ -122,22 +123,22 @@ def discretize_lazy(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int
 def _made_lazy(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int
                ) -> tuple[DiscretePLD, Callable[[], DiscretePLD]]:
     """:func:`discretize_lazy` computed (not cached)."""
-    n = j_hi - j_lo + 1
-    g, m_p, m_q, inner, upper, halves = _connect_the_dots(loss, h, j_lo, n, halves=True)
+    g, m_p, m_q, inner, upper, halves = _connect_the_dots(loss, h, j_lo, j_hi - j_lo + 1, halves=True)
     assert halves is not None  # asked for
     return upper, partial(_lower_from_cells, loss, h, j_lo, g, m_p, m_q, inner, halves)
 
 
 def _lower_from_cells(loss: PrivacyLoss, h: float, j_lo: int, g: np.ndarray, m_p: np.ndarray, m_q: np.ndarray,
-                      inner: np.ndarray, halves: tuple[np.ndarray, np.ndarray]) -> DiscretePLD:
-    """The lower discrete PLD of :func:`discretize` from its connect-the-dots pieces."""
+                      inner: np.ndarray | None, halves: tuple[np.ndarray, np.ndarray]) -> DiscretePLD:
+    """The lower discrete PLD of :func:`discretize` from its connect-the-dots pieces (``inner``: None if not made)."""
     n = len(g)
     if loss.merged_lower and isinstance(loss, DiscreteLoss):
         onto = merged_down(loss, h, j_lo, n)
         return rounded_down(loss, h, j_lo, n) if onto is None else DiscretePLD(h, j_lo, onto, _attained_inf(loss))
     if loss.purely_atomic and m_p[0] == 0.0 and m_p[-1] == 0.0 and _lattice_step(loss, h):
         # Every atom sits on a grid point: the split is exact and so is the PLD.
-        return DiscretePLD(h, j_lo, inner.copy(), _attained_inf(loss))
+        split = _connected(m_p[1:-1], m_q[1:-1], g, h) if inner is None else inner.copy()
+        return DiscretePLD(h, j_lo, split, _attained_inf(loss))
 
     atoms_q = _atoms_q(loss, g[1:]) if loss.has_atoms else np.zeros(n - 1)
     merged = merged_end(loss, g, m_p, m_q, halves)
@@ -207,32 +208,31 @@ def _made_upper(loss: PrivacyLoss, h: float, j_lo: int, j_hi: int) -> DiscretePL
 
 
 def _connect_the_dots(loss: PrivacyLoss, h: float, j_lo: int, n: int, halves: bool = False
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, DiscretePLD,
-                                 tuple[np.ndarray, np.ndarray] | None]:
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, DiscretePLD, Halves | None]:
     """Grid points, cell masses (P and Q, with the cells below and above the grid), the
-    connect-the-dots masses of the inner cells, the upper PLD, and with ``halves`` the P-
-    and Q-masses of the left halves (g_j, (g_j + g_{j+1}) / 2] of the inner cells."""
+    connect-the-dots masses of the inner cells, the upper PLD, and with ``halves`` the P- and
+    Q-masses of the left halves (g_j, (g_j + g_{j+1}) / 2] of the inner cells. The masses are
+    the lower PLD's; where sums of many atoms read each way differ (:mod:`cellsums`), no split."""
     g = _grid_points(loss, h, j_lo, n)
     if halves:
         edges = np.empty(2 * n + 1)
         edges[0], edges[-1] = -np.inf, np.inf
         edges[1:-1:2] = g
         edges[2:-2:2] = 0.5 * (g[:-1] + g[1:])
-        h_p, h_q = loss.cell_masses(edges)
-        m_p = np.empty(n + 1)
-        m_q = np.empty(n + 1)
+        h_p, h_q, rel = loss.cell_masses_with_error(edges)
+        m_p, m_q = np.empty(n + 1), np.empty(n + 1)
         m_p[0], m_q[0], m_p[-1], m_q[-1] = h_p[0], h_q[0], h_p[-1], h_q[-1]
         np.add(h_p[1:-1:2], h_p[2:-1:2], out=m_p[1:-1])
         np.add(h_q[1:-1:2], h_q[2:-1:2], out=m_q[1:-1])
-        half_masses = (h_p[1:-1:2], h_q[1:-1:2])
     else:
         edges = np.concatenate(([-np.inf], g, [np.inf]))
-        m_p, m_q = loss.cell_masses(edges)
-        half_masses = None
-    inner = _connected(m_p[1:-1], m_q[1:-1], g, h)
+        m_p, m_q, rel = loss.cell_masses_with_error(edges)
+    (up_p, up_q), low, same = each_way(m_p, m_q, rel, (h_p, h_q) if halves else None)
+    inner = _connected(up_p[1:-1], up_q[1:-1], g, h)
     up = inner.copy()
-    up[0] += m_p[0]
-    return g, m_p, m_q, inner, DiscretePLD(h, j_lo, up, min(1.0, loss.p_inf + m_p[-1])), half_masses
+    up[0] += up_p[0]
+    upper = DiscretePLD(h, j_lo, up, min(1.0, loss.p_inf + up_p[-1]))
+    return g, low[0], low[1], inner if same else None, upper, low[2]
 
 
 def _connected(cell_p: np.ndarray, cell_q: np.ndarray, g: np.ndarray, h: float) -> np.ndarray:
