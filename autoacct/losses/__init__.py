@@ -1,7 +1,8 @@
 """Privacy-loss laws of dominating pairs: the input of the PLD and phi accountants.
 
 * :mod:`~autoacct.losses.base`: the law interface (cell masses under P and Q, exact
-  profile, moments) and the closed-form laws of the Gaussian and the Laplace;
+  profile, moments), the closed-form law of the Gaussian and finite atom laws;
+* :mod:`~autoacct.losses.laplace`: the closed-form law of the Laplace;
 * :mod:`~autoacct.losses.binary`: randomized response and the leaky randomized response,
   their profiles in closed form;
 * :mod:`~autoacct.losses.atoms`: large and infinite discrete supports held atom by atom,
@@ -16,7 +17,6 @@ from autoacct.losses.base import (
     ContinuousLoss,
     DiscreteLoss,
     GaussianLoss,
-    LaplaceLoss,
     PrivacyLoss,
     gaussian_delta,
     gaussian_delta_bounds,
@@ -30,6 +30,7 @@ from autoacct.losses.binary import (
     leaky_rr_loss,
     randomized_response_loss,
 )
+from autoacct.losses.laplace import LaplaceLoss
 
 __all__ = ["ATOM_MASS_ULPS", "PROFILE_REL", "SIZING_TILTS", "ContinuousLoss", "DiscreteLoss", "GaussianLoss",
            "LaplaceLoss", "LeakyRandomizedResponseLoss", "PrivacyLoss", "RandomizedResponseLoss",
