@@ -167,6 +167,8 @@ def _side(pair: TwoPoint, k: int, upper: bool) -> _Side | None:
     move = pair.rel + 2.0 * _U
     # k runs scale the sum by up to (1 + move)^k: beyond a relative 1e-4 (a tenth of the default
     # tol) the lattice answers (2^49 runs of DiscreteLaplace(1e8), masses within 1024 u: e^128).
+    # (With move >= 2 u this also keeps k below 2.3e11, where the counts k - j and j + 1 of the
+    # terms' ratios are exact floats.)
     if k * move > 1e-4:
         return None
     p = [x * (1.0 + sign * move) for x in pair.p]

@@ -161,11 +161,12 @@ def test_profiles_are_monotone_and_finite_everywhere():
 
 @pytest.mark.parametrize("m", [
     Composition()([PureDP(0.1)], [2 ** 36]),  # a window of about 1e7 terms
+    Composition()([PoissonSubsample(1e-15)(PureDP(30.0))], [2 ** 51]),  # (1 + move)^k past 1e-4
     Composition()([PureDP(700.0)], [5]),  # the small mass e^-700 is below 1e-280
     PureDP(1.0),  # one run: the closed form
     Composition()([PureDP(1.0), Gaussian(1.0)], [3, 3]),
     Composition()([PoissonSubsample(0.1)(Gaussian(1.0))], [10]),
-], ids=["2^36-runs", "eps0-700", "one-run", "two-parts", "gaussian"])
+], ids=["2^36-runs", "2^51-runs-of-a-rare-outcome", "eps0-700", "one-run", "two-parts", "gaussian"])
 def test_other_mechanisms_are_left_to_the_accountant(m):
     assert binomial_profiles(m) is None
 
