@@ -93,6 +93,18 @@ def test_dominating_atom_law_sums_its_cells_outward() -> None:
     assert any(Fraction(float(a)) < e for a, e in zip(plain_p, exact_p))
 
 
+def _lone_atoms(seed: int) -> tuple[np.random.Generator, float, int, int, np.ndarray, np.ndarray]:
+    """(rng, h, cells, j0, values, p): one atom in each half of every cell (at a quarter and three
+    quarters of it), P-masses of total 1 spread over three orders of magnitude."""
+    rng = np.random.default_rng(seed)
+    h = float(rng.choice([0.01, 0.02, 0.05]))
+    cells = int(rng.integers(50, 400))
+    j0 = -cells // 2
+    values = np.array([(j + f) * h for j in range(j0, j0 + cells) for f in (0.25, 0.75)])
+    p = rng.random(len(values)) * rng.choice([1.0, 1e-3], len(values))
+    return rng, h, cells, j0, values, p / p.sum()
+
+
 @pytest.mark.parametrize("seed", [0, 3, 30, 41])
 def test_dominating_atom_law_with_lone_atoms_per_half_cell_keeps_its_total(seed: int) -> None:
     # discretize() asks the law for half-cells and adds each cell's two halves (one more
@@ -104,14 +116,8 @@ def test_dominating_atom_law_with_lone_atoms_per_half_cell_keeps_its_total(seed:
     from autoacct.losses.atoms import AtomLoss
     from autoacct.pld.discretize import discretize
 
-    rng = np.random.default_rng(seed)
-    h = float(rng.choice([0.01, 0.02, 0.05]))
-    cells = int(rng.integers(50, 400))
-    j0 = -cells // 2
-    # One atom in each half of every cell: at a quarter and three quarters of the cell.
-    values = np.array([(j + f) * h for j in range(j0, j0 + cells) for f in (0.25, 0.75)])
-    p = rng.random(len(values)) * rng.choice([1.0, 1e-3], len(values))
-    p = p / p.sum() * (1 - 1e-6)
+    rng, h, cells, j0, values, p = _lone_atoms(seed)
+    p = p * (1 - 1e-6)
     loss = AtomLoss(("lone atoms", seed), values, p, p * np.exp(-values), p_inf=1e-6 * rng.random(), tight=False)
     upper, _ = discretize(loss, h, j0 - 1, j0 + cells + 1)
     exact = sum(map(Fraction, p.tolist()), Fraction(0)) + Fraction(loss.p_inf)
@@ -171,13 +177,7 @@ def test_tight_atom_law_with_lone_atoms_per_half_cell_keeps_its_total(seed: int)
     # sum of the two is moved outward by its one rounding (u of itself), each way.
     from autoacct.pld.discretize import discretize
 
-    rng = np.random.default_rng(seed)
-    h = float(rng.choice([0.01, 0.02, 0.05]))
-    cells = int(rng.integers(50, 400))
-    j0 = -cells // 2
-    values = np.array([(j + f) * h for j in range(j0, j0 + cells) for f in (0.25, 0.75)])
-    p = rng.random(len(values)) * rng.choice([1.0, 1e-3], len(values))
-    p = p / p.sum()
+    _, h, cells, j0, values, p = _lone_atoms(seed)
     loss = AtomLoss(("tight lone atoms", seed), values, p, p * np.exp(-values), tight=True)
     upper, lower = discretize(loss, h, j0 - 1, j0 + cells + 1)
     exact = _exact_sum(p)
