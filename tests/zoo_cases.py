@@ -17,6 +17,7 @@ from closed_forms import (
     gaussian_delta_closed,
     gaussian_eps_closed,
     kary_rr_delta_closed,
+    mp_group_pure_dp_delta,
     poisson_rr_delta_closed,
     rr_delta_closed,
     rr_eps_closed,
@@ -87,6 +88,14 @@ def _rr(eps0: float, k: int) -> Truth:
     return (lambda d: rr_eps_closed(eps0, k, d), lambda e: rr_delta_closed(eps0, k, e))
 
 
+def _group_pure(eps0: float, g: int, k: int) -> Truth:
+    """k runs of a group of g records of any eps0-DP mechanism: Dong, Roth and Su's group pair,
+    which the geometric mechanism on a count attains."""
+    def delta_of(e: float) -> float:
+        return float(mp_group_pure_dp_delta(eps0, g, k, e))
+    return (lambda d: eps_from_delta_closed(delta_of, d, k * g * eps0), delta_of)
+
+
 ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("gaussian", lambda: Gaussian(1.3), _gauss(1 / 1.3)),
     ("gaussian-composed", lambda: Composition()([Gaussian(4.0), Gaussian(9.0)], [20, 30]),
@@ -125,7 +134,7 @@ ZOO: list[tuple[str, Callable[[], Mechanism], Truth]] = [
     ("group-gaussian", lambda: Group(2)(Gaussian(3.0)), _gauss(2 / 3)),
     # (no truth: it lies between randomized response's with log-odds 0.15 composed, attained, and
     # Dong, Roth and Su's group pair composed, which dominates; tests/zoo/test_group_tree.py)
-    ("group-puredp-composed", lambda: Composition()([Group(3)(PureDP(0.1))], [20]), None),
+    ("group-puredp-composed", lambda: Composition()([Group(3)(PureDP(0.1))], [20]), _group_pure(0.1, 3, 20)),
     # 100 steps: 7 levels per epoch.
     ("tree-aggregation", lambda: Composition()([TreeAggregation(5.0, 100)], [4]), _gauss(math.sqrt(4 * 7) / 5)),
     # DP-BandMF, 32 bands, cyclic Poisson at 0.05: DP-SGD for ceil(1000 / 32) = 32 steps (Choquette-Choo et al. 2023).

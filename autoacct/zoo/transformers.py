@@ -20,6 +20,7 @@ from autoacct.limits import check_deadline
 from autoacct.losses import PrivacyLoss, randomized_response_loss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, RdpFamily, Transformer
 from autoacct.subsampling.numerics import interpolate_log_moments
+from autoacct.zoo.discrete import DiscreteLaplace
 from autoacct.zoo.group_pure import group_pure_dp_loss
 from autoacct.zoo.mechanisms import MAX_EPS, PureDP, RandomizedResponsePair, rr_rdp
 from autoacct.zoo.rr_composition import rr_composition_delta_lower, rr_composition_epsilon_lower
@@ -335,8 +336,8 @@ class GroupMechanism(Mechanism):
       (Dwork and Roth 2014, Theorem 2.2), and dominated by the tighter group pair of Dong,
       Roth and Su (2022, Theorem 2.14; :mod:`~autoacct.zoo.group_pure`; up to
       GROUP_PAIR_MOST records): sound, but not tight in general (so lower bounds read off it
-      are not certified for the child); for ``PureDP(eps)`` itself, any eps-DP mechanism,
-      randomized response with log-odds max(eps, g eps / 2) is attained (:meth:`attained_parts`).
+      are not certified for the child); for ``PureDP(eps)`` itself, any eps-DP mechanism, the
+      geometric mechanism on a count attains that group pair (:meth:`attained_parts`).
 
     Other children are rejected: for them no group bound is exact, and the ones that
     are sound (through (eps, delta) with delta growing like g e^{(g-1) eps} delta) are
@@ -415,25 +416,33 @@ class GroupMechanism(Mechanism):
         return float(self.child.epsilon_bounds(delta)[0])
 
     def attained_parts(self) -> list[LossPart] | None:
-        """For ``PureDP(eps)``, any eps-DP mechanism: randomized response with log-odds
-        max(eps, g eps / 2) (rounded down) is attained at every run. Releasing 1 with probability
-        sigmoid(eps (c - g / 2)), c the number of the group's records present, moves the logit by
-        eps per record, which is eps-DP (log sigmoid(a + eps) - log sigmoid(a) lies in [0, eps]);
-        between the datasets without and with the group its log-odds are -g eps / 2 and g eps / 2:
-        randomized response with log-odds g eps / 2, not g eps (that pair's logits differ by
-        2 g eps). Randomized response with log-odds g eps is not attained for g >= 2: the group
-        pair of every eps-DP mechanism is dominated by the tradeoff 1 - (1 - f_eps)^{o g}
-        (Dong, Roth and Su 2022, Theorem 2.14), whose total variation at g = 2 is 1 - e^-eps,
-        below tanh(eps). One record (g = 1, or eps alone) is randomized response with log-odds
-        eps. (20 runs of Group(3)(PureDP(0.1)): eps(1e-5) >= 2.568, where the child's one run
-        gave 0.09998; the group tradeoff above, which bounds every such pair, gives 5.2858.)"""
+        """For ``PureDP(eps)``, any eps-DP mechanism: the geometric mechanism on a count,
+        c + Z with P(Z = z) proportional to e^(-eps |z|), is eps-DP, and the datasets without and
+        with the group (counts c and c + g) give it the pair of ``DiscreteLaplace(1 / eps,
+        sensitivity=g)`` at every run. That pair is Dong, Roth and Su's group pair (2022, Theorem
+        2.14; the losses (2m - g) eps of its g + 1 outcomes are the geometric pair's): the bounds
+        on every eps-DP mechanism's group pair are attained, and the bracket closes (20 runs of
+        Group(3)(PureDP(0.1)), eps(1e-5): [2.568, 5.2858] -> [5.2858142, 5.2858142]). The scale
+        1 / eps is rounded up, a mechanism at most eps-DP (in rationals).
+
+        Past GROUP_PAIR_MOST records or g eps = 700 (where the group pair is not used either),
+        randomized response with log-odds max(eps, g eps / 2) (rounded down): releasing 1 with
+        probability sigmoid(eps (c - g / 2)), c the group's records present, moves the logit by
+        eps per record (eps-DP) and by g eps between the two datasets, whose log-odds are then
+        -g eps / 2 and g eps / 2."""
         if type(self.child) is not PureDP:
             return None
+        eps = Fraction(self.child.eps)
+        if 1 < self.g <= GROUP_PAIR_MOST and self.g * eps <= 700:
+            scale = float(1 / eps)
+            while 1 / Fraction(scale) > eps:
+                scale = math.nextafter(scale, math.inf)
+            return DiscreteLaplace(scale, sensitivity=self.g).loss_parts()
         # (at most MAX_EPS, PureDP's range: a smaller log-odds is a post-processing, also attained;
         # Group(4)(PureDP(1e100)) raised ValueError on every composed query)
-        exact = min(max(Fraction(self.child.eps), self.g * Fraction(self.child.eps) / 2), Fraction(MAX_EPS))
-        eps = float(exact)
-        return PureDP(eps if Fraction(eps) <= exact else math.nextafter(eps, 0.0)).loss_parts()
+        exact = min(max(eps, self.g * eps / 2), Fraction(MAX_EPS))
+        log_odds = float(exact)
+        return PureDP(log_odds if Fraction(log_odds) <= exact else math.nextafter(log_odds, 0.0)).loss_parts()
 
     def dp_guarantee(self) -> tuple[float, float] | None:
         eps = self._pure_eps() if self.child.exact_gdp_mu() is None else None
