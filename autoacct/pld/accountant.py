@@ -598,9 +598,11 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
             if not math.isfinite(upper):
                 break
             grid_tol = self._finer(eps_scale, grid_tol, grid_tol * shrink(gap, tol * upper), on_fine_grid)
+        # (the certified lower end, as returned: laws that only dominate have 0, not their own)
+        lower = self._certified_lower(lower)
         warn_loose(f"eps({delta:g}) bounds [{lower if lower < upper else 0:.6g}, {upper:.6g}] are wider than "
                    f"tol={tol:g}")
-        return self._certified_lower(lower), upper
+        return lower, upper
 
     def delta(self, eps: np.ndarray, eps_scale: float, tol: float = DEFAULT_TOL,
               log_eta: float = math.log(1e-18)) -> tuple[np.ndarray, np.ndarray]:
