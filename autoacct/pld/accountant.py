@@ -511,8 +511,9 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
                 return self._epsilon(delta, eps_scale, tol)
             except BudgetExceeded as exc:
                 lower, upper = self._best_epsilon(delta)
+                lower = self._certified_lower(lower)
                 warn_budget(exc, f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}]", tol)
-                return self._certified_lower(lower), upper
+                return lower, upper
 
     def _epsilon(self, delta: float, eps_scale: float, tol: float) -> tuple[float, float]:
         """Certified (lower, upper) bounds on eps(delta), refined until within ``tol``; laws that only
