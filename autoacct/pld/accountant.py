@@ -595,12 +595,10 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
                 lower, upper = self._best_epsilon(delta)
             if within(lower, upper, tol) and (math.isfinite(upper) or self.tight):
                 return self._certified_lower(lower), upper
-            gap = upper - lower
             if not math.isfinite(upper):
                 break
-            grid_tol = self._finer(eps_scale, grid_tol, grid_tol * shrink(gap, tol * upper), on_fine_grid)
-        # (the certified lower end, as returned: laws that only dominate have 0, not their own)
-        lower = self._certified_lower(lower)
+            grid_tol = self._finer(eps_scale, grid_tol, grid_tol * shrink(upper - lower, tol * upper), on_fine_grid)
+        lower = self._certified_lower(lower)  # (as returned: 0 for laws that only dominate)
         warn_loose(f"eps({delta:g}) bounds [{lower if lower < upper else 0:.6g}, {upper:.6g}] are wider than "
                    f"tol={tol:g}")
         return lower, upper
