@@ -212,8 +212,8 @@ class BinomialProfiles:
     def guess(self) -> float:
         """Just beyond the largest loss k a1 the upper sides allow (by more than the rounding
         their reads charge there, 4 u of its size), where an inverse may start: only their tails
-        remain there (the inverse's doubling stops at 1e6, below the 1e6 of 1e5 runs of
-        PureDP(10))."""
+        remain there. (The inverse's doubling from 1 stops at 1e6: 1e5 runs of PureDP(100), whose
+        eps is near 1e7, gave inf.)"""
         return max(1.0, *(side.k * side.a1 * (1.0 + 64.0 * _U) for side in self.uppers))
 
     def upper(self, eps: Any) -> np.ndarray:
