@@ -115,8 +115,11 @@ class _Side:
             g = -np.expm1(t - up * err) * (1.0 + up * 2.0 * _U)
             # The two products and the sum: three roundings.
             val = (g * s + y * v) * (1.0 + up * (self.rel + 4.0 * _U))
-            if not self.upper:
-                val -= 4.0 * len(self.s) * _TINY
+            # Each rounding that underflows (the recursion's products for V, the two here) is
+            # off by half a subnormal spacing, relatively more than rel: an allowance of that
+            # many spacings, down for the lower end and up for the upper one (where a term is left).
+            slack = 4.0 * len(self.s) * _TINY
+            val = np.where(s > 0.0, val + slack, val) if self.upper else val - slack
         return np.where((g > 0.0) & ~np.isnan(val), val, -np.inf)
 
 
@@ -155,7 +158,9 @@ def _terms(p0: float, p1: float, k: int) -> tuple[int, np.ndarray, float, float]
     for edge, ratio in ends:
         ratio *= 1.0 + 8.0 * _U
         tail += math.inf if ratio >= 1.0 else edge * ratio / (1.0 - ratio)
-    return lo, t, e, tail * (1.0 + e + 4.0 * _U)
+    # Below 2.2e-308 the three roundings of a side's bound underflow, each off by up to half a
+    # subnormal spacing (5e-5 relatively at 1e-319): as many spacings more (4).
+    return lo, t, e, tail * (1.0 + e + 4.0 * _U) + (4.0 * _TINY if tail > 0.0 else 0.0)
 
 
 def _side(pair: TwoPoint, k: int, upper: bool) -> _Side | None:

@@ -185,3 +185,23 @@ def test_brackets_contain_the_binomial_sum(q, eps0, k, frac, d):
     lo, up = call(lambda: m.epsilon_bounds(d))
     assert 0.0 <= lo <= up
     check_eps_against_delta_truth(lo, up, d, ref)
+
+
+def test_upper_end_allows_for_underflow():
+    """21 runs of PoissonSubsample(1.03e-19)(PureDP(480.9)) at eps = 7154.45, where only the
+    tail of 4 rare outcomes in 5 runs is left, about 9.14e-320: its geometric bound t_16 r / (1 - r)
+    was formed in subnormal floats, whose spacing 4.9e-324 is a relative 5e-5 there, and the
+    upper end came out 9.1400e-320, below the exact 9.14036e-320 (114 of 50,646 subnormal points
+    checked fell so, each by less than one spacing)."""
+    q, eps0, k, eps = 1.0252212397649107e-19, 480.9298725750019, 21, 7154.451451991184
+    with mp.workdps(60):
+        # (1 / (1 + e^eps0) directly: 1 - p at 60 digits would lose all of e^-481)
+        big, small = 1 / (1 + mp.exp(-mp.mpf(eps0))), 1 / (1 + mp.exp(mp.mpf(eps0)))
+        p, base = (big, small), (small, big)
+        mix = tuple((1 - mp.mpf(q)) * b + mp.mpf(q) * a for a, b in zip(p, base))
+        exact = max(mp_two_point_delta(a, b, k, eps, log_ratio=tuple(mp.log(x / y) for x, y in zip(a, b)))
+                    for a, b in ((mix, base), (base, mix)))
+    prof = binomial_profiles(poisson_pure(q, eps0, k))
+    assert prof is not None
+    assert mp.mpf("9.1403e-320") < exact < mp.mpf("9.1404e-320")
+    assert mp.mpf(float(prof.lower(eps))) <= exact <= mp.mpf(float(prof.upper(eps)))
