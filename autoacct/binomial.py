@@ -158,9 +158,11 @@ def _terms(p0: float, p1: float, k: int) -> tuple[int, np.ndarray, float, float]
     for edge, ratio in ends:
         ratio *= 1.0 + 8.0 * _U
         tail += math.inf if ratio >= 1.0 else edge * ratio / (1.0 - ratio)
-    # Below 2.2e-308 the three roundings of a side's bound underflow, each off by up to half a
-    # subnormal spacing (5e-5 relatively at 1e-319): as many spacings more (4).
-    return lo, t, e, tail * (1.0 + e + 4.0 * _U) + (4.0 * _TINY if tail > 0.0 else 0.0)
+    # Below 2.2e-308 the roundings of the ends' bounds underflow, each off by up to half a
+    # subnormal spacing (5e-5 relatively at 1e-319), or to 0 (the terms past t_1 = 1e-199 of 10
+    # runs at q = 1e-200, eps0 = 600, 1e-398 and less): as many spacings more (4), so that the
+    # upper end stays positive where a term is left.
+    return lo, t, e, tail * (1.0 + e + 4.0 * _U) + (4.0 * _TINY if ends else 0.0)
 
 
 def _side(pair: TwoPoint, k: int, upper: bool) -> _Side | None:

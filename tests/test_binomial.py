@@ -205,3 +205,20 @@ def test_upper_end_allows_for_underflow():
     assert prof is not None
     assert mp.mpf("9.1403e-320") < exact < mp.mpf("9.1404e-320")
     assert mp.mpf(float(prof.lower(eps))) <= exact <= mp.mpf(float(prof.upper(eps)))
+
+
+def test_upper_end_is_positive_where_the_left_terms_underflow():
+    """10 runs of PoissonSubsample(1e-200)(PureDP(600)) at eps = 600: only the runs with 5 or more
+    sampled steps have a loss above eps, delta = 2.5e-998 (below the floats), and the geometric
+    bound on the terms past t_1 = 1e-199 underflowed to 0: delta_bounds gave [0, 0]."""
+    q, eps0, k, eps = 1e-200, 600.0, 10, 600.0
+    with mp.workdps(60):
+        big, small = 1 / (1 + mp.exp(-mp.mpf(eps0))), 1 / (1 + mp.exp(mp.mpf(eps0)))
+        p, base = (big, small), (small, big)
+        mix = tuple(b + mp.mpf(q) * (a - b) for a, b in zip(p, base))
+        loss = tuple(mp.log1p(mp.mpf(q) * (a - b) / b) for a, b in zip(p, base))
+        exact = max(mp_two_point_delta(mix, base, k, eps, log_ratio=loss),
+                    mp_two_point_delta(base, mix, k, eps, log_ratio=tuple(-x for x in loss)))
+    assert mp.mpf("2.5e-998") < exact < mp.mpf("2.6e-998")
+    lo, up = poisson_pure(q, eps0, k).delta_bounds(eps)
+    assert lo == 0.0 and up > 0.0
