@@ -87,7 +87,10 @@ class _Side:
         float search's index and its two neighbours)."""
         eps = np.asarray(eps, dtype=float)
         n = len(self.s) - 1
-        first = np.floor((eps - self.k * self.a0) / (self.a1 - self.a0)) + 1.0 - self.lo
+        # (the quotient overflows for losses near the smallest floats, PureDP(1e-310), where eps
+        # lies far beyond them: the clip below reads it as past the window, as it is)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            first = np.floor((eps - self.k * self.a0) / (self.a1 - self.a0)) + 1.0 - self.lo
         found = np.clip(np.nan_to_num(first, nan=0.0, posinf=n, neginf=0.0), 0, n).astype(np.int64)
         best = np.full(eps.shape, -np.inf)
         for i in (np.maximum(found - 1, 0), found, np.minimum(found + 1, n)):

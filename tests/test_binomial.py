@@ -21,6 +21,7 @@ from property_checks import (
     deltas,
     log_uniform,
 )
+from warning_policy import strict_warnings
 
 from autoacct import AccuracyWarning
 from autoacct.binomial import binomial_profiles
@@ -222,3 +223,11 @@ def test_upper_end_is_positive_where_the_left_terms_underflow():
     assert mp.mpf("2.5e-998") < exact < mp.mpf("2.6e-998")
     lo, up = poisson_pure(q, eps0, k).delta_bounds(eps)
     assert lo == 0.0 and up > 0.0
+
+
+def test_no_warning_where_the_losses_are_near_the_smallest_floats():
+    """3 runs of PureDP(1e-310): the float search's quotient (eps - k a0) / (a1 - a0) overflowed at
+    eps = 1 and leaked numpy's RuntimeWarning; every loss is below eps there, delta(1) = 0."""
+    with strict_warnings():
+        lo, up = Composition()([PureDP(1e-310)], [3]).delta_bounds(np.array([0.0, 1.0]))
+    assert up[1] == lo[1] == 0.0 and up[0] >= 0.0
