@@ -283,18 +283,16 @@ class _LawRoute(Route):
 
 @contextlib.contextmanager
 def _quiet_accuracy() -> Iterator[None]:
-    """A context in which accuracy warnings are not shown: those of an accountant whose lower
-    end only is read, below an upper end that is not within tol of it by design (the attained
-    pairs of :meth:`PldRoute.attained`); its lower end is certified however coarse its grid."""
+    """A context in which accuracy warnings are not shown: those of an accountant whose lower end only is
+    read (attained pairs, :meth:`PldRoute.attained`), certified however coarse its grid."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AccuracyWarning)
         yield
 
 
 class PldRoute(_LawRoute):
-    """The certified FFT accountant (:mod:`autoacct.pld`); one run of a pair with a closed-form
-    profile, and k runs of a pair on two outcomes, are answered without it
-    (:func:`~autoacct.shortcuts.closed_profiles`)."""
+    """The certified FFT accountant (:mod:`autoacct.pld`); one run of a closed-form pair, and k runs
+    of a two-outcome pair, are answered without it (:func:`~autoacct.shortcuts.closed_profiles`)."""
 
     name = "pld"
 
@@ -316,8 +314,12 @@ class PldRoute(_LawRoute):
     def epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
         closed = closed_profiles(m)
         if closed is not None:
-            return (epsilon_from_profile(closed.lower, delta, closed.guess, upper=False, vectorised=True),
-                    epsilon_from_profile(closed.upper, delta, closed.guess, upper=True, vectorised=True))
+            got = (epsilon_from_profile(closed.lower, delta, closed.guess, upper=False, vectorised=True),
+                   epsilon_from_profile(closed.upper, delta, closed.guess, upper=True, vectorised=True))
+            if closed.final or _within(*got, tol):
+                return got
+            lower, upper = self._composed_epsilon(m, delta, tol)  # (a sum wider than tol: the lattice too)
+            return max(lower, got[0]), min(upper, got[1])
         if m.cached(("variation-up", delta), lambda: variation_up(self._parts(m), stop_above=delta)) <= delta:
             return 0.0, 0.0  # delta(0) <= delta: eps(delta) is 0
         return self._through_groups(
@@ -338,7 +340,11 @@ class PldRoute(_LawRoute):
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         closed = closed_profiles(m)
         if closed is not None:
-            return monotone(eps, closed.lower(eps), closed.upper(eps))
+            got = monotone(eps, closed.lower(eps), closed.upper(eps))
+            if closed.final or _all_within(*got, tol):
+                return got
+            lower, upper = self._composed_delta(m, eps, tol)  # (a sum wider than tol: the lattice too)
+            return np.maximum(lower, got[0]), np.minimum(upper, got[1])
         parts = self._parts(m)
         if np.all(eps >= max_loss(parts)) and all(p.forward.p_inf == 0.0 and p.backward.p_inf == 0.0
                                                    for p in parts):

@@ -43,10 +43,15 @@ def single_step(m: Mechanism) -> tuple[PrivacyLoss, PrivacyLoss] | None:
 
 class ClosedProfiles(Protocol):
     """Upper and lower bounds on a mechanism's profile at an array of eps, computed without a
-    lattice (:func:`closed_profiles`), and ``guess``, where an inverse may start its search."""
+    lattice (:func:`closed_profiles`); ``guess``, where an inverse may start its search; and
+    ``final``, whether the bounds are as tight as the lattice's could be (closed forms; a binomial
+    sum is only as tight as its losses' bounds, and wider than tol the PLD route asks the lattice)."""
 
     @property
     def guess(self) -> float: ...
+
+    @property
+    def final(self) -> bool: ...
 
     def upper(self, eps: Any) -> np.ndarray: ...
 
@@ -60,6 +65,7 @@ class _SingleStep:
     m: Mechanism
     laws: tuple[PrivacyLoss, PrivacyLoss]
     guess: float = 1.0
+    final: bool = True
 
     def upper(self, eps: Any) -> np.ndarray:
         return single_profile(self.laws, eps, upper=True)
