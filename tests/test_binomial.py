@@ -231,3 +231,16 @@ def test_no_warning_where_the_losses_are_near_the_smallest_floats():
     with strict_warnings():
         lo, up = Composition()([PureDP(1e-310)], [3]).delta_bounds(np.array([0.0, 1.0]))
     assert up[1] == lo[1] == 0.0 and up[0] >= 0.0
+
+
+def test_a_sum_wider_than_tol_asks_the_lattice_and_says_so():
+    """A DiscreteLoss's losses carry 1024 u (|v| + 1) each: 1e8 runs of DiscreteLaplace(1e6), the
+    pair of randomized response with log-odds 1e-6, leave the sum 1.4e-3 wide on eps(1e-6). The
+    route then asks the lattice too and keeps the better end of each, and the bracket, wider than
+    tol, warns; it holds the eps of PureDP(1e-6)'s exact sum, whose losses are exact."""
+    assert binomial_profiles(Composition()([DiscreteLaplace(1e6)], [10 ** 8])) is not None
+    exact_lo, exact_up = Composition()([PureDP(1e-6)], [10 ** 8]).epsilon_bounds(1e-6)
+    assert exact_up - exact_lo <= 1e-6 * exact_up
+    with pytest.warns(AccuracyWarning):
+        lo, up = Composition()([DiscreteLaplace(1e6)], [10 ** 8]).epsilon_bounds(1e-6)
+    assert lo <= exact_lo <= exact_up <= up and up - lo > 1e-3 * up
