@@ -341,7 +341,7 @@ class PldRoute(_LawRoute):
         closed = closed_profiles(m)
         if closed is not None:
             got = monotone(eps, closed.lower(eps), closed.upper(eps))
-            if closed.final or _all_within(*got, tol):
+            if closed.final or np.all((got[1] - got[0] <= tol * got[1]) | (got[1] <= DELTA_FLOOR)):
                 return got
             lower, upper = self._composed_delta(m, eps, tol)  # (a sum wider than tol: the lattice too)
             return np.maximum(lower, got[0]), np.minimum(upper, got[1])

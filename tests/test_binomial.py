@@ -252,3 +252,11 @@ def test_the_smallest_delta_is_answered_tightly():
     in [0.0386, 0.668] (the bound stood near delta)."""
     lo, up = poisson_pure(1e-6, 1.0, 10 ** 6).epsilon_bounds(1e-300)
     assert 0.0 < lo <= up <= lo * (1 + 1e-6)
+
+
+def test_a_sum_below_the_delta_floor_is_not_sent_to_the_lattice():
+    """Two runs of PureDP(5e-324) at eps = 5e-324: delta is 1.2e-324, the sum's upper end 1e-323,
+    not within tol of its lower end 0 but below DELTA_FLOOR, where the lattice cannot say more;
+    asked, the lattice raised OverflowError on the subnormal loss."""
+    lo, up = Composition()([PureDP(5e-324)], [2]).delta_bounds(5e-324)
+    assert lo == 0.0 and up <= 1e-300
