@@ -283,8 +283,7 @@ class _LawRoute(Route):
 
 @contextlib.contextmanager
 def _quiet_accuracy() -> Iterator[None]:
-    """A context in which accuracy warnings are not shown: those of an accountant whose lower end only is
-    read (attained pairs, :meth:`PldRoute.attained`), certified however coarse its grid."""
+    """No accuracy warnings: of an accountant whose lower end alone is read (attained pairs)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AccuracyWarning)
         yield
@@ -510,7 +509,8 @@ class DpRoute(Route):
         with np.errstate(over="ignore"):
             slope = -np.expm1(np.minimum(eps - eps0, 0.0)) / (1.0 + math.exp(-eps0))
         up = (delta0 + (1.0 - delta0) * slope) * (1.0 + self.REL)
-        return _lower_delta(m, eps), np.minimum(up, 1.0)
+        # (below eps0 delta is positive: at least the smallest float where the slope underflows)
+        return _lower_delta(m, eps), np.minimum(np.where(eps < eps0, np.maximum(up, 5e-324), up), 1.0)
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
         eps0, delta0 = self._guarantee(m)
