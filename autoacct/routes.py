@@ -290,8 +290,7 @@ def _quiet_accuracy() -> Iterator[None]:
 
 
 class PldRoute(_LawRoute):
-    """The certified FFT accountant (:mod:`autoacct.pld`); one run of a closed-form pair, and k runs
-    of a two-outcome pair, are answered without it (:func:`~autoacct.shortcuts.closed_profiles`)."""
+    """The certified FFT accountant (:mod:`autoacct.pld`), or :func:`~autoacct.shortcuts.closed_profiles`."""
 
     name = "pld"
 
@@ -509,8 +508,8 @@ class DpRoute(Route):
         with np.errstate(over="ignore"):
             slope = -np.expm1(np.minimum(eps - eps0, 0.0)) / (1.0 + math.exp(-eps0))
         up = (delta0 + (1.0 - delta0) * slope) * (1.0 + self.REL)
-        # (below eps0 delta is positive: at least the smallest float where the slope underflows)
-        return _lower_delta(m, eps), np.minimum(np.where(eps < eps0, np.maximum(up, 5e-324), up), 1.0)
+        up = np.where(eps < eps0, np.maximum(up, 5e-324), up)  # (positive below eps0, where it may underflow)
+        return _lower_delta(m, eps), np.minimum(up, 1.0)
 
     def tradeoff(self, m: Mechanism, fpr: np.ndarray) -> np.ndarray:
         eps0, delta0 = self._guarantee(m)
