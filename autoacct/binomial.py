@@ -264,14 +264,15 @@ def binomial_profiles(m: Mechanism) -> BinomialProfiles | None:
 
 
 def _two_point_runs(parts: list[Any] | None) -> tuple[list[TwoPoint], int, bool] | None:
-    """(pairs, k, tight): the two directions' two-point pairs of k >= 2 runs of one part, and
-    whether both are attained; None for anything else."""
-    if parts is None or len(parts) != 1 or parts[0].times < 2:
+    """(pairs, k, tight): the two directions' two-point pairs of k >= 2 runs of one pair (parts
+    of equal laws counted together: [PureDP(1), PureDP(1)] run 3 and 4 times is 7 runs of one),
+    and whether both are attained; None for anything else."""
+    if not parts or len({(p.forward.key, p.backward.key, p.forward.tight, p.backward.tight) for p in parts}) != 1:
         return None
-    laws = (parts[0].forward, parts[0].backward)
+    laws, k = (parts[0].forward, parts[0].backward), sum(p.times for p in parts)
     pairs = [law.two_point() for law in laws]
     out = [pair for pair in pairs if pair is not None]
-    return (out, parts[0].times, all(law.tight for law in laws)) if len(out) == 2 else None
+    return (out, k, all(law.tight for law in laws)) if len(out) == 2 and k >= 2 else None
 
 
 def _every(sides: list[_Side | None]) -> tuple[_Side, ...] | None:

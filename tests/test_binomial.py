@@ -101,6 +101,15 @@ def test_discrete_laplace_is_randomized_response():
     assert up - lo <= 1e-7 * up
 
 
+def test_parts_of_equal_laws_are_counted_together():
+    """[PureDP(1), PureDP(1)] run 3 and 4 times is 7 runs of randomized response with log-odds 1."""
+    m = Composition()([PureDP(1.0), PureDP(1.0)], [3, 4])
+    assert binomial_profiles(m) is not None
+    lo, up = m.epsilon_bounds(1e-6)
+    check_eps_against_delta_truth(lo, up, 1e-6, truth(1.0, 1.0, 7))
+    assert up - lo <= _WIDTH * up
+
+
 def test_a_two_outcome_discrete_pair():
     p, q = (0.3, 0.7), (0.1, 0.9)
     m = Composition()([DiscretePair(p, q)], [200])
