@@ -19,7 +19,7 @@ rounding bounded:
 
 * Terms t_j = C(k, j) p1^j p0^(k - j), in a window of j around the mode j0: t_j0 from mpmath
   at 30 digits, the others by the ratios t_(j+1) / t_j = (k - j) p1 / ((j + 1) p0), each step
-  a few roundings (4 u). Beyond the window, where the terms are below 1e-300, each side's
+  a few roundings (4 u). Beyond the window, where the terms are below 1e-306, each side's
   ratios fall with the distance from the mode, so a geometric series bounds their sum, which
   the upper end adds.
 * Losses: the exact l_j of the moved masses are bounded by j A_1 + (k - j) A_0, with floats A_i
