@@ -144,8 +144,8 @@ def _lower_from_cells(loss: PrivacyLoss, h: float, j_lo: int, g: np.ndarray, m_p
     merged = merged_end(loss, g, m_p, m_q, halves)
     if merged is None:
         return lower_from_cell_masses(g, h, j_lo, m_p, m_q, halves, atoms_q, _attained_inf(loss), inner)
-    # A spike at a support end: merged into atoms, the rest bounded as usual (the two add).
-    rest = lower_from_cell_masses(g, h, j_lo, merged.m_p, merged.m_q, merged.halves, atoms_q, _attained_inf(loss))
+    # Spikes at support ends: merged into atoms, the rest bounded as usual (the two add).
+    rest = lower_from_cell_masses(g, h, j_lo, *merged[3:], merged.kept(g[1:], atoms_q), _attained_inf(loss))
     masses = rest.masses.copy()
     np.add.at(masses, merged.indices, merged.masses)
     return DiscretePLD(h, j_lo, masses, rest.p_inf, rest.deficit)
