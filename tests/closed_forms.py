@@ -421,6 +421,26 @@ def poisson_laplace_composed_delta(q: float, b: float, k: int, eps: float, side:
     return _bromwich_delta(np.log(w), ell, k, eps, side)
 
 
+def poisson_discrete_gaussian_composed_delta(q: float, sigma: float, k: int, eps: float,
+                                             side: str = "remove") -> float:
+    """delta(eps) of k runs of one direction of the Poisson-subsampled discrete Gaussian (rate q,
+    scale sigma on the integers; "remove": P = (1 - q) N_Z(0, s^2) + q N_Z(1, s^2) against
+    Q = N_Z(0, s^2), "add": the pair swapped), by the Bromwich integral of
+    :func:`poisson_gaussian_composed_delta`: E_Q is the sum over the integers within 14 sigma
+    of 0 (P-mass beyond below 1e-40), whose losses log(1 - q + q e^{(2x - 1) / (2 s^2)}) no
+    lattice holds. A sum over atoms keeps |E[e^{(c + it) L}]| from decaying in t: the atoms far
+    out, whose losses wrap around first, hold a P-mass of about q, so the k-th power falls to
+    about e^{-kq} only, and the integral over 60 widths misses the rest. Use it where kq is in
+    the hundreds: at q = 1e-4, sigma = 1, k = 1e5 (kq = 10) it gave delta(0.156893) = 0.80e-6 on
+    the remove side where tilted Monte Carlo (8e7 multinomial draws of the k counts) gives
+    (0.9963 +- 0.0034)e-6."""
+    x = np.arange(-math.ceil(14.0 * sigma) - 1, math.ceil(14.0 * sigma) + 2, dtype=float)
+    log_w = -x * x / (2.0 * sigma * sigma)
+    log_w -= math.log(float(np.sum(np.exp(log_w))))
+    ell = np.log1p(q * np.expm1((2.0 * x - 1.0) / (2.0 * sigma * sigma)))
+    return _bromwich_delta(log_w, ell, k, eps, side)
+
+
 def _bromwich_delta(log_w: np.ndarray, ell: np.ndarray, k: int, eps: float, side: str) -> float:
     """The Bromwich integral of :func:`poisson_gaussian_composed_delta` for a law given by
     the loss log(P / Q) = ``ell`` of the subsampled pair at nodes of Q-weights e^``log_w``."""

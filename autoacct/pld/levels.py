@@ -114,10 +114,20 @@ class Plan:
 
 
 def applies(parts: Sequence[tuple[PrivacyLoss, int]]) -> bool:
-    """Whether a direction's (law, count) parts may be composed by levels: one law without
-    atoms (laws with atoms sit on lattices that levels would not respect), composed at
-    least MIN_COUNT times."""
-    return len(parts) == 1 and parts[0][1] >= MIN_COUNT and not parts[0][0].has_atoms
+    """Whether a direction's (law, count) parts may be composed by levels: one law composed at
+    least MIN_COUNT times, without atoms or with atoms that its lower PLD merges onto the
+    lattice (``merged_lower``: a subsampled discrete law, whose atoms no lattice holds). A law
+    whose atoms sit on a lattice of its own is left to that lattice, which the levels' coarser
+    ones would not respect. (Poisson-subsampled discrete Gaussian, sigma = 1, q = 1e-3, 1e6
+    runs: one lattice needed 9e6 points and bounded eps(1e-12) by [0.44, 10.18] in 1.8 s;
+    by levels [9.79498, 9.79645] in 0.59 s. Laws with a continuous part and atoms, such as
+    the subsampled Laplace mechanism's, stay out: their composed blocks' lower PLDs took up to
+    94 rounds against kinks, and q = 1e-5, b = 0.1, 1e5 runs missed tol by levels where one
+    lattice met it.)"""
+    if len(parts) != 1 or parts[0][1] < MIN_COUNT:
+        return False
+    loss = parts[0][0]
+    return not loss.has_atoms or (loss.merged_lower and loss.lattice is None)
 
 
 def finest(h: float) -> float:

@@ -350,3 +350,21 @@ def test_the_cap_on_a_half_cell_q_mass_is_rounded_up(h, ratio, j, log_p):
     with mpmath.workdps(50):
         exact = mpmath.exp(-(j * ratio + ratio // 2) * mpmath.mpf(h)) * mpmath.mpf(float(np.exp(log_p)))
         assert mpmath.mpf(cap) >= exact
+
+
+def test_levels_take_laws_whose_atoms_their_lower_pld_merges():
+    """A subsampled discrete law (atoms off any lattice, merged by its lower PLD) is composed by
+    levels; a law whose atoms sit on its own lattice, or one with a continuous part and atoms
+    (the subsampled Laplace mechanism's), is not; nor is a law composed fewer than MIN_COUNT times."""
+    from autoacct.zoo import DiscreteGaussian, Laplace
+    many = levels.MIN_COUNT
+    dg = PoissonSubsample(1e-3)(DiscreteGaussian(1.0)).loss_parts()[0].forward
+    assert dg.has_atoms and dg.merged_lower and dg.lattice is None
+    assert levels.applies([(dg, many)])
+    assert not levels.applies([(dg, many - 1)])
+    assert not levels.applies([(dg, many), (dg, many)])
+    lattice_law = DiscreteGaussian(1.0).loss_parts()[0].forward
+    assert lattice_law.lattice is not None and not levels.applies([(lattice_law, many)])
+    mixed = PoissonSubsample(1e-3)(Laplace(1.0)).loss_parts()[0].forward
+    assert mixed.has_atoms and not levels.applies([(mixed, many)])
+    assert levels.applies([(GaussianLoss(1.0), many)])
