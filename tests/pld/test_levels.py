@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from warning_policy import strict_warnings
 
+from autoacct.limits import limits
 from autoacct.losses import GaussianLoss
 from autoacct.pld import levels
 from autoacct.pld.accountant import FFTAccountant
@@ -164,6 +165,21 @@ def test_plan_is_none_when_one_lattice_is_cheap():
     r = levels.plan(9_999_991, 4e-4, gaussian_width(levels.sample_counts(9_999_991)), max_extra=500)
     assert r is not None and r.count == 9_999_991 and not any(r.digits)
     assert 0 < r.extra <= 500 and abs(r.copies / r.ratio ** 2 - 1.0) <= 0.15
+
+
+def test_a_plan_is_made_once_per_argument_and_memory_budget():
+    # A ledger asked again and again plans the same composition each time: the same plan object
+    # comes back, and a memory budget that caps the FFT window plans again (its key).
+    widths = 12 * 0.013 * np.sqrt(levels.sample_counts(10 ** 7))
+    p = levels.plan(10 ** 7, 4e-4, widths)
+    assert p is not None and levels.plan(10 ** 7, 4e-4, widths.copy()) is p
+    with limits(memory=2e7):
+        cap = levels.max_window()
+        q = levels.plan(10 ** 7, 4e-4, widths)
+    assert cap < levels.max_window()
+    assert q is None or (q is not p and q.points <= cap)
+    assert levels.sample_counts(10 ** 7) is levels.sample_counts(10 ** 7)
+    assert not levels.sample_counts(10 ** 7).flags.writeable
 
 
 def test_plans_at_2_pow_52_copies_stay_small():
