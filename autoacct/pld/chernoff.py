@@ -11,7 +11,7 @@ import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld.components import Component
-from autoacct.pld.cumulants import Cumulant, as_components, best_index, composed_inf_mass, margin, rounded_exponent
+from autoacct.pld.cumulants import Cumulant, as_components, best_value, composed_inf_mass, margin, rounded_exponent
 
 _EPS = MACHINE_EPSILON
 
@@ -76,8 +76,7 @@ class ChernoffProfile:
                 out = (log_t - log_d) / theta
                 return out + margin(_EPS * ((np.abs(log_t) + abs(log_d)) / theta + np.abs(out)))
 
-            i = best_index(f, self.k.zero + 1, self.k.grid.size - 1)
-            self._found[delta] = max(float(f(np.array([i]))[0]), 0.0)
+            self._found[delta] = max(float(best_value(f, self.k.zero + 1, self.k.grid.size - 1)[1]), 0.0)
         return self._found[delta]
 
 

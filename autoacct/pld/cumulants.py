@@ -222,10 +222,21 @@ def best_index(f: Callable[[np.ndarray], np.ndarray], lo: int, hi: int) -> int:
 
     Any index gives a valid Chernoff-type bound; unimodality only makes it the best one.
     """
-    coarse = np.arange(lo, hi + 1, _STRIDE)
-    j = int(coarse[int(np.argmin(f(coarse)))])
-    near = np.arange(max(lo, j - _STRIDE + 1), min(hi, j + _STRIDE - 1) + 1)
-    return int(near[int(np.argmin(f(near)))])
+    return best_value(f, lo, hi)[0]
+
+
+def best_value(f: Callable[[np.ndarray], np.ndarray], lo: int, hi: int) -> tuple[int, np.float64]:
+    """:func:`best_index` and f there. f is elementwise (each entry depends on its own index
+    only), so it is evaluated once over [lo, hi] (at most a few hundred exponents) and read at
+    the same indices as the two passes would: one call instead of three, the same values and
+    the same choice (np.argmin's first smallest, or first NaN, among the same entries).
+    Warnings of entries the passes would not read are not raised: no value depends on them."""
+    with np.errstate(all="ignore"):
+        values = f(np.arange(lo, hi + 1))
+    j = int(np.argmin(values[::_STRIDE])) * _STRIDE
+    start = max(0, j - _STRIDE + 1)
+    i = start + int(np.argmin(values[start:min(hi - lo, j + _STRIDE - 1) + 1]))
+    return lo + i, values[i]
 
 
 #: Stride of the coarse pass of :func:`best_index`.
@@ -266,7 +277,7 @@ def chernoff_bound(k: Cumulant, lam: float, k_lam: float, a: float, above: bool)
         # (rounded up by the roundings of t - lam and of K(t) - K(lam) too)
         return rounded_exponent(k_i - k_lam, te, _U * (np.abs(k_i) + abs(k_lam) + np.abs(te)))
 
-    return min(float(f(np.array([best_index(f, lo, hi)]))[0]), 0.0)
+    return min(float(best_value(f, lo, hi)[1]), 0.0)
 
 
 def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, log_eta: float,

@@ -126,3 +126,32 @@ def test_a_table_keeps_its_components_support_but_not_its_components():
         for end, index in zip(table.support, (up.start, up.start + len(up.masses) - 1)):
             exact = Fraction(count) * index * Fraction(h)
             assert abs(Fraction(end) - exact) <= abs(exact) * Fraction(1, 2 ** 50)
+
+
+def _two_passes(f, lo: int, hi: int) -> int:
+    """The search best_index made: every third index, then the best one's neighbours."""
+    coarse = np.arange(lo, hi + 1, 3)
+    j = int(coarse[int(np.argmin(f(coarse)))])
+    near = np.arange(max(lo, j - 2), min(hi, j + 2) + 1)
+    return int(near[int(np.argmin(f(near)))])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_best_value_reads_f_once_and_chooses_as_the_two_passes(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    table = rng.standard_normal(n) + (np.linspace(-3, 3, n) - rng.uniform(-3, 3)) ** 2
+    if seed % 4 == 0:
+        table[rng.integers(0, n, 3)] = np.nan  # an undefined entry is chosen first, as before
+    lo = int(rng.integers(0, n))
+    hi = int(rng.integers(lo, n))
+    calls = []
+
+    def f(i: np.ndarray) -> np.ndarray:
+        calls.append(i)
+        return table[i] * 1.0
+
+    i, value = cumulants.best_value(f, lo, hi)
+    assert len(calls) == 1
+    assert i == _two_passes(lambda j: table[j], lo, hi)
+    assert value == table[i] or (np.isnan(value) and np.isnan(table[i]))
