@@ -197,6 +197,8 @@ class Cumulant:
         else:
             self.grid, self.zero = grid, int(np.flatnonzero(grid == 0.0)[0])
         self._values = cumulant(comps, side, self.grid) if values is None else values
+        #: The windows of :func:`_window_from` read from this table, by (lam, h, log_eta).
+        self.windows: dict[tuple[float, float, float], tuple[int, int]] = {}
 
     def recounted(self, comps: Components) -> Cumulant:
         """The same table for ``comps``: this table's one component, taken another number of
@@ -412,9 +414,14 @@ def _atom_peak(comps: Components, lam: float) -> float:
 
 
 def _window_from(k: Cumulant, lam: float, h: float, log_eta: float) -> tuple[int, int]:
-    """Lattice indices outside which the law tilted by lam has mass at most e^log_eta on each side."""
-    lo, hi = _windows(k, lam, h, log_eta, np.ones(1))
-    return int(lo[0]), int(hi[0])
+    """Lattice indices outside which the law tilted by lam has mass at most e^log_eta on each side
+    (kept with the table: the levels' top composition asks for its window twice, see
+    :func:`levels.self_compose`)."""
+    key = (lam, h, log_eta)
+    if key not in k.windows:
+        lo, hi = _windows(k, lam, h, log_eta, np.ones(1))
+        k.windows[key] = int(lo[0]), int(hi[0])
+    return k.windows[key]
 
 
 def _windows(k: Cumulant, lam: float, h: float, log_eta: float, scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

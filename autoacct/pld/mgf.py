@@ -41,16 +41,19 @@ def log_mgfs(plds: Sequence[DiscretePLD], theta: np.ndarray) -> np.ndarray:
     h = plds[live[0]].h
     if not all(same_lattice(h, plds[i].h) for i in live):
         raise ValueError("log_mgfs needs laws on one lattice")
+    laws = [plds[i] for i in live]
+    starts = np.array([pld.start for pld in laws])
+    # (every law live, as a composed law's table asks: its rows are all of out's)
+    rows = slice(None) if len(laws) == len(plds) else np.array(live)[:, None]
     for sign in (1.0, -1.0):
         cols = np.flatnonzero(theta >= 0) if sign > 0 else np.flatnonzero(theta < 0)
         if cols.size == 0:
             continue
-        rate = np.abs(theta[cols]) * h
-        sums = _block_sums([plds[i] for i in live], sign > 0, rate)
-        ends = [_support(plds[i])[1] if sign > 0 else _support(plds[i])[0] for i in live]
-        ref = (np.array([plds[i].start for i in live]) + np.array(ends)) * h
+        at = theta[cols]
+        sums = _block_sums(laws, sign > 0, np.abs(at) * h)
+        ends = np.array([_support(pld)[1] if sign > 0 else _support(pld)[0] for pld in laws])
         with np.errstate(divide="ignore"):
-            out[np.ix_(np.array(live), cols)] = np.log(sums) + np.multiply.outer(ref, theta[cols])
+            out[rows, cols] = np.log(sums) + np.multiply.outer((starts + ends) * h, at)
     return out
 
 
@@ -99,21 +102,22 @@ def log_mgfs_up(plds: Sequence[DiscretePLD], theta: np.ndarray) -> np.ndarray:
 def _block_sums(plds: list[DiscretePLD], from_top: bool, rate: np.ndarray) -> np.ndarray:
     """sum_d w(x_end -/+ d h) e^{-rate d} for each law (rows) and rate (columns), with x_end the
     law's last (``from_top``) or first point of positive mass, plus the underflow allowance."""
-    sizes = [_support(pld)[1] - _support(pld)[0] + 1 for pld in plds]
+    ends = [_support(pld) for pld in plds]
+    sizes = [hi - lo + 1 for lo, hi in ends]
     blocks = [-(-n // _MGF_BLOCK) for n in sizes]
-    first = np.concatenate(([0], np.cumsum(blocks)[:-1]))
-    flat = np.zeros(int(sum(blocks)) * _MGF_BLOCK)
-    for pld, b0, n in zip(plds, first, sizes):
-        lo, hi = _support(pld)
+    starts = [0]
+    for b in blocks[:-1]:
+        starts.append(starts[-1] + b)
+    flat = np.zeros(sum(blocks) * _MGF_BLOCK)
+    for pld, (lo, hi), b0, n in zip(plds, ends, starts, sizes):
         seg = pld.masses[lo:hi + 1]
         flat[b0 * _MGF_BLOCK:b0 * _MGF_BLOCK + n] = seg[::-1] if from_top else seg
     rows = flat.reshape(-1, _MGF_BLOCK)
     # Each block's offset factor e^{-rate b B}, tabulated once per block index b.
-    index = np.concatenate([np.arange(b) for b in blocks])
     factors = np.exp(-np.multiply.outer(np.arange(max(blocks)) * _MGF_BLOCK, rate))
     terms = matmul(rows, _table(rate.tobytes()))
-    terms *= factors[index]
-    return np.add.reduceat(terms, first, axis=0) + _UNDERFLOW * np.array(sizes)[:, None]
+    terms *= factors if len(plds) == 1 else factors[np.concatenate([np.arange(b) for b in blocks])]
+    return np.add.reduceat(terms, np.array(starts), axis=0) + _UNDERFLOW * np.array(sizes)[:, None]
 
 
 @functools.lru_cache(maxsize=32)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 import warnings
 import weakref
 from fractions import Fraction
@@ -15,7 +16,9 @@ from closed_forms import poisson_gaussian_lattice_delta
 import autoacct
 from autoacct.errors import AccuracyWarning
 from autoacct.pld import compose, cumulants
+from autoacct.pld.components import Component
 from autoacct.pld.cumulants import THETAS, exponents
+from autoacct.pld.discretize import DiscretePLD
 
 
 @pytest.mark.parametrize("h", [1e-2, 1e-4, 3e-7, 1e-10])
@@ -155,3 +158,21 @@ def test_best_value_reads_f_once_and_chooses_as_the_two_passes(seed):
     assert len(calls) == 1
     assert i == _two_passes(lambda j: table[j], lo, hi)
     assert value == table[i] or (np.isnan(value) and np.isnan(table[i]))
+
+
+def test_a_window_is_read_from_its_table_once(monkeypatch):
+    # The levels' top composition asks for its window twice (self_compose, then convolve):
+    # the second time it is read from the table, with the same value.
+    law = DiscretePLD(0.01, -30, np.full(80, 1.0 / 80), 0.0)
+    comps = cumulants.Components([Component(law, law, 400)])
+    calls = []
+    windows = cumulants._windows
+
+    def counted(*args):
+        calls.append(args)
+        return windows(*args)
+    monkeypatch.setattr(cumulants, "_windows", counted)
+    first = cumulants.window(comps, 0.01, 0.5, math.log(1e-20))
+    assert cumulants.window(comps, 0.01, 0.5, math.log(1e-20)) == first
+    assert len(calls) == 1
+    assert cumulants.window(comps, 0.01, 0.5, math.log(1e-30)) != first and len(calls) == 2

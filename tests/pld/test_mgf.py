@@ -80,3 +80,19 @@ def test_log_mgf_rounding_bounds_the_error_both_ways(n, h, start):
             exact = mpmath.log(mpmath.fsum(mpmath.mpf(float(w)) * mpmath.exp(mpmath.mpf(t) * xi)
                                            for xi, w in zip(x, pld.masses)))
             assert abs(mpmath.mpf(float(v)) - exact) <= b, (t, float(v - exact), b)
+
+
+def test_a_law_without_finite_mass_keeps_its_row_and_the_others_theirs():
+    # Rows of laws with mass are written among a law without any (row -inf), each equal to
+    # its own row computed alone and to the sum term by term.
+    rng = np.random.default_rng(5)
+    h = 1e-3
+    a = DiscretePLD(h, -40, rng.random(300), 0.0)
+    empty = DiscretePLD(h, 0, np.zeros(4), 1.0)
+    b = DiscretePLD(h, 12, rng.random(700) * 1e-2, 0.0)
+    theta = np.array([-7.0, -0.5, 0.0, 2.0, 30.0])
+    rows = log_mgfs([a, empty, b], theta)
+    assert np.all(rows[1] == -np.inf)
+    for row, pld in ((rows[0], a), (rows[2], b)):
+        assert np.array_equal(row, log_mgfs([pld], theta)[0])
+        assert np.allclose(row, _direct(pld, theta), rtol=1e-12, atol=1e-12)
