@@ -63,6 +63,7 @@ from autoacct.pld.cumulants import (
 from autoacct.pld.discretize import DiscretePLD
 from autoacct.pld.mgf import same_lattice
 from autoacct.pld.profiles import POSITION_REL, DiscreteProfile
+from autoacct.pld.transforms import ROW_BY_ROW, irfft_rows, rfft_rows, workspace
 
 #: Largest FFT length the composer uses (2^22 points: with both bound rows, their
 #: spectra and the error bookkeeping, well under 1 GB of memory).
@@ -284,10 +285,12 @@ def convolve(comps: Sequence[Component], h: float, log_eta: float, lam: float = 
     err = np.empty(rows)
     # Each row is composed to the end before the next one starts: a long row's arrays then
     # stay in cache, and half as many are alive at once.
+    long_rows = n >= ROW_BY_ROW
     for j in range(rows):
         spec, bound, weight, log_k[j], offset = _row_spectrum(comps, j, n, lam, rho)
         # The rows' PLDs may start apart: each row's composed first point is its own offset.
-        _rolled_into(dens[j], _irfft(spec, n), (j_lo - offset) % n)
+        inverse = irfft_rows(spec, n, workspace("inverse", n, float) if long_rows else None)
+        _rolled_into(dens[j], inverse, (j_lo - offset) % n)
         # Per-entry error bound of the tilted result.
         spec_err = np.multiply(bound, weight, out=weight)
         fold = 2.0 * spec_err[1:].sum() + spec_err[0]
@@ -315,9 +318,11 @@ def _row_spectrum(comps: Components, row: int, n: int, lam: float, rho: float
     log_k, offset = 0.0, 0
     # Components are transformed in groups.
     group = max(1, _GROUP_POINTS // n)
+    by_row = n >= ROW_BY_ROW
     for g0 in range(0, len(comps), group):
         part = comps[g0:g0 + group]
-        grid = np.zeros((len(part), n))
+        # (the first group's arrays in memory kept from call to call, see transforms.workspace)
+        grid = workspace("grid", len(part) * n, float)[:len(part) * n].reshape(len(part), n)
         for i, c in enumerate(part):
             pld = c.upper if row == 0 else c.lower
             tilted, log_m, rel = _tilt(pld, lam)
@@ -330,7 +335,7 @@ def _row_spectrum(comps: Components, row: int, n: int, lam: float, rho: float
             log_k += step
             _fold_into(grid[i], tilted)
             offset += c.count * pld.start
-        s = _rfft(grid)
+        s = rfft_rows(grid, workspace("spectrum", len(part) * (n // 2 + 1), complex) if by_row and not g0 else None)
         del grid
         mag = np.abs(s)
         mag += rho
@@ -435,51 +440,6 @@ def misplacement(comps: Sequence[Component], side: str, h: float) -> float:
         own = c.misplaced if c.misplaced is not None else POSITION_REL * size
         total += c.count * (own + size * abs(pld.h - h) / h)
     return total * (1.0 + 4.0 * _U * len(comps))
-
-
-def _rfft(rows: np.ndarray) -> np.ndarray:
-    """Real FFT of every row (last axis); long rows one at a time (see _ROW_BY_ROW).
-
-    Rows of _UNPLANNED points or more go to numpy.fft: the same pocketfft code as
-    scipy.fft, with the same values bit for bit, but scipy.fft keeps its last 16 plans,
-    8-12 bytes a point each (40 MB at 2^22 points), memory no budget sees: a mechanism
-    asked at three deltas had grown by 1.1 GB of plans for grid sizes it no longer used.
-    numpy.fft keeps none, at the same speed there. Shorter rows keep scipy's plans (at
-    most 16 x 3 MB), which a ledger asked again and again reuses: numpy.fft was 6-16%
-    slower at 2^14-2^16 points, where making the plan is a larger share of a transform."""
-    n = rows.shape[-1]
-    if n < _ROW_BY_ROW:
-        return sfft.rfft(rows, axis=-1)
-    flat = rows.reshape(-1, n)
-    fft = np.fft.rfft if n >= _UNPLANNED else sfft.rfft
-    if flat.shape[0] == 1:
-        # One row: its transform is the result (no copy into a stacked array).
-        return fft(flat[0]).reshape(rows.shape[:-1] + (n // 2 + 1,))
-    out = np.empty((flat.shape[0], n // 2 + 1), dtype=complex)
-    for i, row in enumerate(flat):
-        out[i] = fft(row)
-    return out.reshape(rows.shape[:-1] + (n // 2 + 1,))
-
-
-def _irfft(spec: np.ndarray, n: int) -> np.ndarray:
-    """Inverse of :func:`_rfft` (rows of length n)."""
-    if n < _ROW_BY_ROW:
-        return sfft.irfft(spec, n=n, axis=-1)
-    flat = spec.reshape(-1, spec.shape[-1])
-    ifft = np.fft.irfft if n >= _UNPLANNED else sfft.irfft
-    if flat.shape[0] == 1:
-        return ifft(flat[0], n=n).reshape(spec.shape[:-1] + (n,))
-    out = np.empty((flat.shape[0], n))
-    for i, row in enumerate(flat):
-        out[i] = ifft(row, n=n)
-    return out.reshape(spec.shape[:-1] + (n,))
-
-
-#: Rows at least this long are transformed one at a time: batched transforms of long rows
-#: take working buffers that do not stay in cache and are freshly mapped on every call.
-_ROW_BY_ROW = 1 << 14
-#: Rows at least this long are transformed by numpy.fft, which keeps no plans (see _rfft).
-_UNPLANNED = 1 << 18
 
 
 def _check_lattice(comps: Sequence[Component], h: float) -> None:
@@ -620,11 +580,14 @@ def _tilt(pld: DiscretePLD, lam: float) -> tuple[np.ndarray, float, float]:
 
 
 def _fold_into(row: np.ndarray, masses: np.ndarray) -> None:
-    """Add ``masses`` into the zero ``row`` of length n, wrapped around modulo n."""
+    """Write ``masses`` into ``row`` of length n, wrapped around modulo n, zeros elsewhere
+    (every entry is written: ``row`` may hold a previous call's values)."""
     n = len(row)
     if len(masses) <= n:
         row[:len(masses)] = masses
+        row[len(masses):] = 0.0
     else:
+        row[:] = 0.0
         row += np.bincount(np.arange(len(masses)) % n, weights=masses, minlength=n)
 
 
