@@ -20,8 +20,9 @@ def _direct(pld: DiscretePLD, theta: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("n, h", [(3, 0.5), (700, 1e-3), (5000, 2e-5)])
 def test_log_mgfs_against_the_sum_term_by_term_and_again(n, h):
-    # Block sums against a table e^{-rate c} that is made once per rate vector and reused:
-    # equal to the direct sums within rounding, and the same values when asked again.
+    # Block sums against a table e^{-rate c}, made in reused memory until its rate vector has
+    # been asked for a few times, then kept: equal to the direct sums within rounding, and the
+    # same values when asked again.
     rng = np.random.default_rng(n)
     a = DiscretePLD(h, -n // 3, rng.random(n) * 1e-3, 0.0)
     b = DiscretePLD(h, 7, rng.random(n // 2 + 1), 0.0)
@@ -30,8 +31,23 @@ def test_log_mgfs_against_the_sum_term_by_term_and_again(n, h):
     for row, pld in zip(first, (a, b)):
         assert np.allclose(row, _direct(pld, theta), rtol=1e-12, atol=1e-12)
     assert np.array_equal(log_mgfs([a, b], theta), first)
-    table = mgf._table((np.abs(theta[theta >= 0]) * h).tobytes())
-    assert not table.flags.writeable and table.shape[0] == mgf._MGF_BLOCK
+    rate = (np.abs(theta[theta >= 0]) * h).tobytes()
+    tables = [mgf._table_for(rate) for _ in range(mgf._KEEP_ASKED + 1)]
+    assert tables[-1] is tables[-2] and not tables[-1].flags.writeable
+    assert tables[-1].shape[0] == mgf._MGF_BLOCK and np.array_equal(tables[-1], mgf._table(rate))
+    assert np.array_equal(log_mgfs([a, b], theta), first)
+
+
+def test_a_table_asked_for_once_is_not_kept_and_has_the_kept_values():
+    # A new lattice's rate vector, asked once or twice in a query, is made in memory reused
+    # from call to call (a kept table took fresh memory, whose page faults cost more than it).
+    rates = np.logspace(-5.0, -1.0, 37) * (1.0 + np.random.default_rng(11).random())
+    rate = rates.tobytes()
+    first = mgf._table_for(rate).copy()
+    assert rate not in mgf._TABLES and first.shape == (mgf._MGF_BLOCK, rates.size)
+    for _ in range(mgf._KEEP_ASKED - 1):
+        table = mgf._table_for(rate)
+    assert rate in mgf._TABLES and not table.flags.writeable and np.array_equal(table, first)
 
 
 def test_table_of_exponentials_against_mpmath():
