@@ -7,9 +7,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
+import numpy as np
+
 from autoacct.errors import AccuracyWarning, BudgetExceeded, BudgetWarning
 from autoacct.limits import afford
 from autoacct.losses import PrivacyLoss
+from autoacct.pld.chernoff import ChernoffProfile
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import DiscretePLD, discretize
 from autoacct.pld.grid import CELL_BYTES, CELL_SECONDS, UPPER_CELL_BYTES, UPPER_CELL_SECONDS
@@ -71,17 +74,26 @@ def shared_lower_of(check: SharedCheck, loss: PrivacyLoss, h: float, j_lo: int, 
 
 def nbytes_of(value: object) -> int:
     """Bytes of the arrays a memo entry keeps (discrete PLDs, composed profiles with the
-    arrays their reads have made, components; a lower PLD not yet made counts nothing)."""
+    arrays their reads have made, components; a lower PLD not yet made counts nothing).
+    (Every step's budget check walks the memo: values that hold no arrays, floats, laws,
+    Chernoff profiles, are told apart by their type first.)"""
+    kind = type(value)
+    if kind in _NO_ARRAYS:
+        return 0
     if isinstance(value, (tuple, list)):
-        return sum(nbytes_of(v) for v in value)
+        return sum(map(nbytes_of, value))
     if isinstance(value, Component):
         lower = value.__dict__.get("lower")
-        return nbytes_of(value.upper) + (nbytes_of(lower) if lower is not None else 0)
+        return int(value.upper.masses.nbytes) + (int(lower.masses.nbytes) if lower is not None else 0)
     if isinstance(value, DiscretePLD):
         return int(value.masses.nbytes)
     if isinstance(value, (DiscreteProfile, MixtureProfile)):
         return value.nbytes
     return 0
+
+
+#: Types of memo values that hold no arrays (see :func:`nbytes_of`).
+_NO_ARRAYS = frozenset({type(None), bool, int, float, np.float64, ChernoffProfile})
 
 
 def warn_budget(exc: BudgetExceeded, what: str, tol: float) -> None:

@@ -323,7 +323,7 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     # Curvature K''(lam) by the second divided difference on the (non-uniform) grid, on the
     # three points nearest lam (lam* may be the grid's last exponent: 10^7 runs of a discrete
     # Gaussian with sigma = 0.1 and of an exponential mechanism indexed past its end).
-    j = np.clip(idx, 1, grid.size - 2)
+    j = np.minimum(np.maximum(idx, 1), grid.size - 2)
     t0, t1, t2 = grid[j - 1], grid[j], grid[j + 1]
     with np.errstate(invalid="ignore", over="ignore"):
         curv = 2.0 * ((kv[j + 1] - kv[j]) / (t2 - t1) - (kv[j] - kv[j - 1]) / (t1 - t0)) / (t2 - t0)
@@ -338,7 +338,8 @@ def choose_tilt(comps: Sequence[Component], eps_target: float | None, h: float, 
     if not ok.any():
         return lam_star
     # First the narrowest window among the fractions of lam*, the smallest exponent of equals.
-    listed = np.isin(idx, np.searchsorted(grid, lam_star * np.array([0.0, 1 / 64, 1 / 16, 1 / 4, 1 / 2, 1.0])))
+    fractions = np.searchsorted(grid, lam_star * np.array([0.0, 1 / 64, 1 / 16, 1 / 4, 1 / 2, 1.0]))
+    listed = (idx[:, None] == fractions[None, :]).any(axis=1)
     fit = np.flatnonzero(ok & listed)
     choice = int(fit[np.argmin(points[fit])]) if fit.size else len(idx) - 1
     # Another tabulated exponent is taken only where its window is much narrower. Above
@@ -480,8 +481,9 @@ def _indices(lo: np.ndarray, hi: np.ndarray, support_lo: Any, support_hi: Any, h
     lo = np.where(np.isnan(lo), support_lo, lo)
     hi = np.where(np.isnan(hi), support_hi, hi)
     cap = float(2 ** 62)
-    j_lo = np.clip(np.floor(lo / h), -cap, cap)
-    j_hi = np.clip(np.maximum(np.ceil(hi / h), j_lo + 1), -cap, cap)
+    # (np.minimum of np.maximum: np.clip's values, without its wrapper's cost on short arrays)
+    j_lo = np.minimum(np.maximum(np.floor(lo / h), -cap), cap)
+    j_hi = np.minimum(np.maximum(np.maximum(np.ceil(hi / h), j_lo + 1), -cap), cap)
     return j_lo.astype(np.int64), j_hi.astype(np.int64)
 
 
