@@ -27,7 +27,7 @@ from autoacct.errors import BudgetExceeded
 from autoacct.limits import afford, query_clock
 from autoacct.losses import GaussianLoss, PrivacyLoss
 from autoacct.pld import levels
-from autoacct.pld.chernoff import chernoff_profiles
+from autoacct.pld.chernoff import chernoff_profiles, silent_lower
 from autoacct.pld.components import Component, LowerPld
 from autoacct.pld.compose import compose, max_window
 from autoacct.pld.costs import (
@@ -315,8 +315,8 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
                  d: int, query: PldQuery, lower: bool = True) -> tuple[DiscreteProfile, Composed]:
         """Composed profiles of direction d at the accuracy of spacing h: by the levels plan
         ``p`` (see :mod:`levels`; ``comps`` are then on its finest lattice), else on the
-        lattice hZ. Without ``lower``, the lower profile is the one of
-        :func:`chernoff_profiles`, which says nothing.
+        lattice hZ. Without ``lower``, the lower profile is :func:`silent_lower`'s,
+        which says nothing (a Chernoff profile's, without its table).
 
         With the query's levels allowance, the errors the levels carry into the upper
         profile must not move eps(delta) by more than the allowance moves it as a share
@@ -328,24 +328,23 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
                 and query.target is not None and comps[0].lower_short(query.tol, query.target)):
             p, comps = None, self.components(h, log_eta, d, LowerPld.NOW)
         if p is not None:
-            g = p.finest
             parts = levels.self_compose(comps, p, log_eta, lam, lower)
             if parts is not None and p.extra:
                 parts = Components([*parts, levels.extra_copies(self._upper_on(d, p.coarse, log_eta), p.extra)])
             if parts is not None:
                 up, low = compose(parts, p.coarse, log_eta, lam, lower)
                 if allowance is None:
-                    return up, low if low is not None else chernoff_profiles(comps, g)[1]
+                    return up, low if low is not None else silent_lower(comps)
                 # delta falls about like e^{-lam eps} near the answer, so an error term that is
                 # a share s of delta moves eps by about s / lam, i.e. s / (lam eps) relatively.
                 assert query.delta is not None
                 eps_up = float(up.epsilon(query.delta))
                 scale = max(lam * eps_up, 1.0) if math.isfinite(eps_up) else 1.0
                 if up.log_c1 - lam * eps_up <= math.log(allowance * scale):
-                    return up, low if low is not None else chernoff_profiles(comps, g)[1]
+                    return up, low if low is not None else silent_lower(comps)
             comps = self.components(h, log_eta, d, LowerPld.NOW if lower else LowerPld.LAZY)
         up, low = compose(comps, h, log_eta, lam, lower)
-        return up, low if low is not None else chernoff_profiles(comps, h)[1]
+        return up, low if low is not None else silent_lower(comps)
 
     def _best_epsilon(self, delta: float) -> tuple[float, float]:
         """Best (lower, upper) eps(delta) over every profile kept.

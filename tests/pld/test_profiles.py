@@ -313,3 +313,28 @@ def test_chernoff_profile_mass_at_infinity_is_rounded_up(p, k):
         exact = 1 - (1 - mpmath.mpf(p)) ** k
     assert mpmath.mpf(upper.inf_mass) >= exact
     assert upper.epsilon(math.nextafter(float(exact), 0.0)) == math.inf
+
+
+def test_the_silent_lower_profile_says_what_chernoffs_lower_says_without_a_table(monkeypatch):
+    # A composition of the upper PLDs alone takes a lower profile that says nothing: the same
+    # answers as chernoff_profiles' lower one, made without any moment generating function.
+    from autoacct.pld import cumulants, mgf
+    from autoacct.pld.chernoff import silent_lower
+
+    h = 0.01
+    j_lo, j_hi = index_range(GaussianLoss(1.0), h, 1e-14)
+    up, low = discretize(GaussianLoss(1.0), h, j_lo, j_hi)
+    comps = [Component(up, low, 40)]
+    _, reference = chernoff_profiles(comps, h)
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a table was made")
+    monkeypatch.setattr(mgf, "log_mgfs", forbidden)
+    monkeypatch.setattr(cumulants, "log_mgf_up", forbidden)
+    silent = silent_lower(comps)
+    eps = np.array([0.0, 0.5, 3.0, 40.0])
+    assert not silent.upper and silent.inf_mass == reference.inf_mass
+    assert np.array_equal(silent.delta(eps), reference.delta(eps)) and not np.any(silent.delta(eps))
+    for delta in (1e-12, 1e-5, 0.3):
+        assert silent.epsilon(delta) == reference.epsilon(delta) == 0.0
+    assert np.array_equal(silent.floor(eps), reference.floor(eps))
