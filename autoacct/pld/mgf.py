@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
+from autoacct.pld.transforms import workspace
 from autoacct.products import matmul
 
 if TYPE_CHECKING:
@@ -159,11 +160,11 @@ def _factors(rate: bytes) -> tuple[np.ndarray, np.ndarray]:
 def _table_for(rate: bytes) -> np.ndarray:
     """:func:`_table` for :func:`_block_sums`, which reads it before its next call: kept whole
     (read-only) once its rate vector has been asked for _KEEP_ASKED times, as a ledger asked
-    again and again asks its lattices' exponents; until then made in this thread's scratch
-    memory (:func:`_scratch`), reused from call to call. A table kept at once took fresh memory
-    each time, whose page faults cost about 0.1 ms of its 0.14 (300 kB at 150 rates), some 0.6
-    ms of a 7 ms query on new lattices, whose rate vectors are asked once or twice; a product
-    costs 5-12 microseconds."""
+    again and again asks its lattices' exponents; until then made in this thread's work
+    memory (:func:`~autoacct.pld.transforms.workspace`), reused from call to call. A table
+    kept at once took fresh memory each time, whose page faults cost about 0.1 ms of its 0.14
+    (300 kB at 150 rates), some 0.6 ms of a 7 ms query on new lattices, whose rate vectors
+    are asked once or twice; a product costs 5-12 microseconds."""
     with _TABLES_LOCK:
         table = _TABLES.get(rate)
         if table is not None:
@@ -175,7 +176,7 @@ def _table_for(rate: bytes) -> np.ndarray:
             while len(_ASKED) > _ASKED_KEPT:
                 _ASKED.popitem(last=False)
     if asked < _KEEP_ASKED:
-        return _table(rate, _scratch(_MGF_BLOCK * (len(rate) // 8)))
+        return _table(rate, workspace("mgf-table", _MGF_BLOCK * (len(rate) // 8), float))
     table = _table(rate)
     table.flags.writeable = False
     with _TABLES_LOCK:
@@ -195,16 +196,6 @@ _ASKED_KEPT = 256
 _KEEP_ASKED = 3
 
 
-def _scratch(size: int) -> np.ndarray:
-    """A work array of at least ``size`` entries, this thread's own, reused from call to call
-    (grown by doubling): :func:`_block_sums` reads its table from it before the next call."""
-    buf: np.ndarray | None = getattr(_THREAD, "scratch", None)
-    if buf is None or buf.size < size:
-        buf = _THREAD.scratch = np.empty(max(size, 2 * (0 if buf is None else buf.size)))
-    return buf
-
-
-_THREAD = threading.local()
 
 
 def _support(pld: DiscretePLD) -> tuple[int, int]:
