@@ -312,8 +312,8 @@ class PldRoute(_LawRoute):
     def epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
         closed = closed_profiles(m)
         if closed is not None:
-            got = (epsilon_from_profile(closed.lower, delta, closed.guess, upper=False, vectorised=True),
-                   epsilon_from_profile(closed.upper, delta, closed.guess, upper=True, vectorised=True))
+            low = epsilon_from_profile(closed.lower, delta, closed.guess, upper=False, vectorised=True)
+            got = (low, epsilon_from_profile(closed.upper, delta, closed.guess, upper=True, vectorised=True, floor=low))
             if closed.final or _within(*got, tol):
                 return got
             lower, upper = self._composed_epsilon(m, delta, tol)  # (a sum wider than tol: the lattice too)

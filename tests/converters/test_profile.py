@@ -106,3 +106,33 @@ def test_vectorised_inversion_of_a_step_profile_is_safe():
     # Above the atom the root is where the continuous part meets the target.
     up = epsilon_from_profile(fn, 0.7, 1.0, upper=True, vectorised=True)
     assert up == pytest.approx(1.0 + np.log(0.5), rel=1e-12) and float(fn(up)) <= 0.7
+
+
+@pytest.mark.parametrize("mu", [0.05, 1.0, 8.0])
+def test_a_floor_below_the_root_brackets_it_in_fewer_calls(mu):
+    """An upper profile inverted from a floor at its lower profile's root (here the analytic
+    Gaussian's profile, lifted by a relative 1e-9 as a rounding bound would): the answer is on
+    its safe side (the upper profile at it is at most the target) and within 1e-12 of the
+    answer found without the floor, in fewer calls; a floor above the root (wrong) or at 0
+    changes neither the answer's safety nor its value by more than that."""
+    fn = _gaussian_profile(mu)
+
+    def up(e):
+        return fn(e) * (1.0 + 1e-9)
+    for delta in (1e-3, 1e-8, 1e-14):
+        low = epsilon_from_profile(fn, delta, 1.0, upper=False, vectorised=True)
+        calls = {"plain": 0, "floor": 0}
+
+        def counted(e, kind, calls=calls):
+            calls[kind] += 1
+            return up(e)
+        plain = epsilon_from_profile(lambda e: counted(e, "plain"), delta, 1.0, upper=True, vectorised=True)
+        floored = epsilon_from_profile(lambda e: counted(e, "floor"), delta, 1.0, upper=True, vectorised=True,
+                                       floor=low)
+        assert float(up(np.array(floored))) <= delta and floored >= low
+        assert floored == pytest.approx(plain, rel=1e-12, abs=1e-13)
+        assert calls["floor"] < calls["plain"]
+        for wrong in (2.0 * plain + 1.0, 0.0):
+            other = epsilon_from_profile(up, delta, 1.0, upper=True, vectorised=True, floor=wrong)
+            assert float(up(np.array(other))) <= delta
+            assert other == pytest.approx(plain, rel=1e-12, abs=1e-13)
