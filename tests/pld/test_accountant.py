@@ -239,6 +239,22 @@ def test_a_spike_at_small_noise_is_bracketed_within_tol(k, delta):
     assert lower <= reference.get_epsilon_for_delta(delta)
 
 
+def _within_tol_around_the_truth(base, reference, q: float, k: int, delta: float) -> None:
+    """k runs of ``base`` Poisson-subsampled at rate q: eps(delta) bounds within tol with no
+    warning, each end on its side of the root of ``reference`` (the Fourier inversion of the
+    k-fold law, delta(eps) for a direction), taken on the larger direction."""
+    law = autoacct.Composition()([autoacct.PoissonSubsample(q)(base)], [k])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lower, upper = law.epsilon_bounds(delta)
+    assert upper - lower <= 1e-3 * upper
+
+    def truth(eps: float) -> float:
+        return max(reference(eps, side) for side in ("remove", "add"))
+    assert truth(lower) >= delta * (1.0 + 1e-6)
+    assert truth(upper) <= delta * (1.0 - 1e-6)
+
+
 @pytest.mark.parametrize("q, b, k, delta", [(1e-3, 1.0, 100_000, 1e-8), (1e-3, 1.0, 300_000, 1e-8),
                                              (0.02, 0.5, 2_000, 1e-9)])
 def test_subsampled_laplace_atoms_are_bracketed_within_tol(q, b, k, delta):
@@ -246,19 +262,10 @@ def test_subsampled_laplace_atoms_are_bracketed_within_tol(q, b, k, delta):
     # q = 1e-3, b = 1), off the lattice. Bounded cell by cell, each was rounded down by up to a
     # cell, a first-order shift over k copies that finer lattices did not cure: at k = 1e5 the
     # query ran out of its time budget at [1.48653, 1.53289] (4.6 s, k = 3e5: [2.614, 2.754],
-    # 5.2 s). Merged onto the lattice (pld/garbling.py) it is second order. Both ends against
-    # the Fourier inversion of the k-fold law (closed_forms.poisson_laplace_composed_delta, whose
-    # quadrature and t-grid move it by under 3e-10 relatively), on the larger direction.
-    law = autoacct.Composition()([autoacct.PoissonSubsample(q)(autoacct.Laplace(b))], [k])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        lower, upper = law.epsilon_bounds(delta)
-    assert upper - lower <= 1e-3 * upper
-
-    def truth(eps: float) -> float:
-        return max(poisson_laplace_composed_delta(q, b, k, eps, side) for side in ("remove", "add"))
-    assert truth(lower) >= delta * (1.0 + 1e-6)
-    assert truth(upper) <= delta * (1.0 - 1e-6)
+    # 5.2 s). Merged onto the lattice (pld/garbling.py) it is second order. The reference's
+    # quadrature and t-grid move it by under 3e-10 relatively.
+    _within_tol_around_the_truth(autoacct.Laplace(b), lambda eps, side: poisson_laplace_composed_delta(
+        q, b, k, eps, side), q, k, delta)
 
 
 @pytest.mark.parametrize("q, sigma, k, delta", [(1e-3, 1.0, 1_000_000, 1e-12), (0.01, 1.0, 1_000_000, 1e-6),
@@ -267,18 +274,10 @@ def test_subsampled_discrete_gaussian_is_composed_by_levels_within_tol(q, sigma,
     # The Poisson-subsampled discrete Gaussian's law is atoms that no lattice holds, merged onto
     # the lattice by its lower PLD. Levels left every law with atoms to one lattice, which
     # needed 9e6-1.6e7 points and stopped at its cap: [0.4417, 10.178] (1.9 s), [126.96, 151.09]
-    # (3.3 s) and [0.137, 16.21] (2.8 s). Both ends against the Fourier inversion of the k-fold
-    # law (kq >= 1000 here, where it holds), on the larger direction.
-    law = autoacct.Composition()([autoacct.PoissonSubsample(q)(autoacct.zoo.DiscreteGaussian(sigma))], [k])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        lower, upper = law.epsilon_bounds(delta)
-    assert upper - lower <= 1e-3 * upper
-
-    def truth(eps: float) -> float:
-        return max(poisson_discrete_gaussian_composed_delta(q, sigma, k, eps, side) for side in ("remove", "add"))
-    assert truth(lower) >= delta * (1.0 + 1e-6)
-    assert truth(upper) <= delta * (1.0 - 1e-6)
+    # (3.3 s) and [0.137, 16.21] (2.8 s). The reference holds where kq is in the hundreds
+    # (>= 1000 here).
+    _within_tol_around_the_truth(autoacct.zoo.DiscreteGaussian(sigma), lambda eps, side: (
+        poisson_discrete_gaussian_composed_delta(q, sigma, k, eps, side)), q, k, delta)
 
 
 def test_an_accountant_is_freed_without_the_garbage_collector():
