@@ -64,9 +64,9 @@ def epsilon_from_profile(delta_fn: Callable[[Any], Any], delta: float,
 
     ``floor`` (vectorised only): an eps thought to lie at or below the root, such as the
     lower end found from a lower profile when an upper one is inverted. The first call then
-    asks points just above it, at relative distances 1e-12 to 1 and its doublings, which
-    bracket the root of an upper profile that its rounding keeps close to the lower one
-    (one step of a subsampled Gaussian: 5 calls instead of 13). Where delta_fn is not above
+    asks points just above it, at relative distances 1e-12 to 1e-2 and then its doublings,
+    which bracket the root of an upper profile that its rounding keeps close to the lower one
+    (one step of a subsampled Gaussian: 2 calls instead of 6-13). Where delta_fn is not above
     the target at ``floor`` the search goes on below it, so the answer does not depend on
     the floor being right.
     """
