@@ -3,8 +3,7 @@
 A route turns one representation into (epsilon, delta, tradeoff) answers:
 
 * ``exact``: the closed forms of a mu-GDP mechanism (hook ``exact_gdp_mu``);
-* ``pld``: the FFT accountant on the loss laws (hook ``loss_parts``), with
-  certified lower and upper bounds;
+* ``pld``: the FFT accountant on the loss laws (hook ``loss_parts``), certified both ways;
 * ``phi``: the characteristic-function accountant on the same laws (upper bounds);
 * ``rdp``: conversion of the Renyi-DP curve (hook ``rdp_curve``; Balle et al.
   2020, Theorem 21);
@@ -36,6 +35,7 @@ import numpy as np
 from scipy import special
 
 from autoacct import _validation as check
+from autoacct.binomial import attained_binomial
 from autoacct.certified import CertifiedPoints
 from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_profile
 from autoacct.converters.rdp import DELTA_FLOOR, rdp_to_delta, rdp_to_epsilon
@@ -329,7 +329,7 @@ class PldRoute(_LawRoute):
         """eps(delta) bounds from the accountant of m's own steps (and of its attained pairs)."""
         acc = self.accountant(m)
         lower, upper = acc.epsilon(delta, acc.eps_scale(delta), tol)
-        below = self.attained(m)
+        below = attained_binomial(m) or self.attained(m)
         if below is not None:
             with _quiet_accuracy():
                 lower = max(lower, below.epsilon(delta, below.eps_scale(delta), tol)[0])
@@ -357,7 +357,7 @@ class PldRoute(_LawRoute):
         """delta(eps) bounds from the accountant of m's own steps (and of its attained pairs)."""
         acc = self.accountant(m)
         lower, upper = acc.delta(eps, acc.eps_scale(REFERENCE_DELTA), tol)
-        below = self.attained(m)
+        below = attained_binomial(m) or self.attained(m)
         if below is not None:
             with _quiet_accuracy():
                 lower = np.maximum(lower, below.delta(eps, below.eps_scale(REFERENCE_DELTA), tol)[0])
