@@ -11,7 +11,8 @@ the cell masses, and the profile of a composition with other measures. So the la
 L is the sum of its restrictions to (-inf, tau] and (tau, inf], and k-fold
 composition expands binomially over them (see :mod:`autoacct.pld.jumps`). The
 discretiser's bounds hold for any nonnegative measure (see :mod:`autoacct.pld.discretize`),
-so the restriction is discretised like any law.
+so the restriction is discretised like any law. A law held atom by atom is restricted
+by :func:`restricted` to the atoms in the range (an atom law again, see there).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import math
 
 import numpy as np
 
-from autoacct.losses.base import PrivacyLoss
+from autoacct.losses.atoms import AtomLoss
+from autoacct.losses.base import DiscreteLoss, PrivacyLoss
 
 
 class RestrictedLoss(PrivacyLoss):
@@ -77,3 +79,30 @@ class RestrictedLoss(PrivacyLoss):
         out = np.empty(flat.size)
         out[order] = np.where(np.isfinite(val), val, self.p_inf)
         return out.reshape(eps.shape)
+
+
+def restricted(base: PrivacyLoss, lo: float, hi: float) -> PrivacyLoss:
+    """The part of ``base`` with loss in (lo, hi] (with +inf when ``hi`` is +inf, -inf when
+    ``lo`` is -inf): a :class:`RestrictedLoss` for a law without atoms; for a finite atom law
+    whose lower PLD merges its atoms (``merged_lower``, a subsampled discrete law) the
+    :class:`~autoacct.losses.atoms.AtomLoss` of its atoms in the range, merged again.
+
+    The atoms are split by their stored values: each atom lands in exactly one part, so the
+    parts add up to the law whatever the rounding of a value near lo or hi, which is all the
+    binomial expansion of :mod:`autoacct.pld.jumps` needs. Each part is a nonnegative
+    measure of isolated atoms, which :func:`~autoacct.pld.merged.merged_down` merges onto a
+    lattice below its profile as it does a law's (merging is linear in the measure)."""
+    if not lo < hi:
+        raise ValueError(f"a restriction needs lo < hi, got lo={lo!r}, hi={hi!r}")
+    if not (base.has_atoms and base.merged_lower and isinstance(base, DiscreteLoss)):
+        return RestrictedLoss(base, lo, hi)
+    v = base.values
+    keep = (v > lo) & (v <= hi)
+    err = base.value_error
+    keeps_inf = math.isinf(hi)
+    return AtomLoss(("restricted", float(lo), float(hi), base.key), v[keep], base.p_mass[keep], base.q_mass[keep],
+                    p_inf=base.p_inf if keeps_inf else 0.0,
+                    q_ninf=base.q_ninf if math.isinf(lo) else 0.0,
+                    p_inf_truncated=base.p_inf_truncated if keeps_inf else 0.0,
+                    lattice=base.lattice, tight=base.tight, merged_lower=True,
+                    value_error=err[keep] if isinstance(err, np.ndarray) else err)

@@ -51,7 +51,7 @@ from typing import NamedTuple
 import numpy as np
 
 from autoacct.losses import PrivacyLoss
-from autoacct.losses.restricted import RestrictedLoss
+from autoacct.losses.restricted import restricted
 from autoacct.losses.shifted import ShiftedLoss
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import DiscretePLD
@@ -264,7 +264,7 @@ def tail_side(loss: PrivacyLoss, count: int, eta: float) -> TailSide | None:
     and its largest 1e-3 / k of mass lies inside the sampled part, so the strict rate puts
     tau there. The loose rate puts it between the two: the terms j >= 2 then carry weight,
     and each term is composed with its own tilt (see :func:`shares`)."""
-    if count < 2 or loss.has_atoms or loss.lattice is not None:
+    if count < 2 or not splits(loss):
         return None
     a, b = loss.quantile_range(eta)
     if not b > a:
@@ -301,7 +301,7 @@ def heavy_side(loss: PrivacyLoss, count: int, eta: float) -> TailSide | None:
     these many terms cost more (at q = 3.2e-3, sigma = 1.55, k = 8e6 about 100 times
     more), so the accountant asks for this side only once one lattice has failed the
     direction (:meth:`splitting.SplitDirections._heavy_side`)."""
-    if count < 2 or loss.has_atoms or loss.lattice is not None:
+    if count < 2 or not splits(loss):
         return None
     a, b = loss.quantile_range(eta)
     if not b > a:
@@ -313,12 +313,23 @@ def heavy_side(loss: PrivacyLoss, count: int, eta: float) -> TailSide | None:
     return TailSide(1, high, right, HEAVY_TAIL_RATE) if right <= left else TailSide(-1, low, left, HEAVY_TAIL_RATE)
 
 
-def parts_at(loss: PrivacyLoss, side: int, tau: float) -> tuple[RestrictedLoss, RestrictedLoss]:
+def splits(loss: PrivacyLoss) -> bool:
+    """Whether a law may be split into bulk and tail: a law without atoms or lattice, or a
+    finite atom law off any lattice whose lower PLD merges its atoms (``merged_lower``: a
+    subsampled discrete law, whose parts are atom laws again, see
+    :func:`~autoacct.losses.restricted.restricted`). A law on a lattice composes exactly on
+    it, and the atoms of other laws sit on lattices of their own."""
+    if loss.lattice is not None:
+        return False
+    return not loss.has_atoms or loss.merged_lower
+
+
+def parts_at(loss: PrivacyLoss, side: int, tau: float) -> tuple[PrivacyLoss, PrivacyLoss]:
     """(bulk, tail) of ``loss`` split at ``tau``: the tail above tau for ``side`` +1, below or
     at it for -1."""
     if side > 0:
-        return RestrictedLoss(loss, -math.inf, tau), RestrictedLoss(loss, tau, math.inf)
-    return RestrictedLoss(loss, tau, math.inf), RestrictedLoss(loss, -math.inf, tau)
+        return restricted(loss, -math.inf, tau), restricted(loss, tau, math.inf)
+    return restricted(loss, tau, math.inf), restricted(loss, -math.inf, tau)
 
 
 def pays(side: TailSide, width: float, scale: float, count: int, cells: float) -> bool:
@@ -426,8 +437,11 @@ def aligned_bulk(bulk: PrivacyLoss, h: float, count: int, scale: float, allowanc
 
 def _offsets(bulk: PrivacyLoss, h: float, a: float, b: float) -> Iterator[float]:
     """:func:`aligned_bulk`'s offsets in the order tried (the spike offsets only made where 0
-    does not do)."""
+    does not do). An atom law's bulk has 0 alone: its lower PLD merges its atoms onto any
+    lattice at second order (:mod:`~autoacct.pld.merged`), and its atoms are not moved."""
     yield 0.0
+    if bulk.has_atoms:
+        return
     yield from _spike_offsets(bulk, h, a, b)
     yield from (a - math.floor(a / h) * h, b - math.floor(b / h) * h, h / 2, h / 4, 3 * h / 4)
 

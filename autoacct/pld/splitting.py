@@ -20,7 +20,7 @@ import numpy as np
 from autoacct.errors import BudgetExceeded
 from autoacct.exactness import round_up
 from autoacct.losses import PrivacyLoss
-from autoacct.losses.restricted import RestrictedLoss
+from autoacct.losses.restricted import restricted
 from autoacct.pld import blocks, jumps, levels, terms
 from autoacct.pld.chernoff import ChernoffProfile
 from autoacct.pld.components import Component, LowerPld
@@ -404,13 +404,13 @@ def _far_split(memo: dict[tuple, Any], key: tuple, law: jumps.SplitLaw, loss: Pr
     if far_key not in memo:
         memo[far_key] = law
         coarse = law.tail_coarse.upper.h
-        tail = RestrictedLoss(loss, tau, math.inf)
+        tail = restricted(loss, tau, math.inf)
         top = index_range(tail, coarse, eta)[1] * coarse
         # (cut above twice the answer: the far part's terms then sit above it)
         cut = jumps.far_cut(loss, tau, count, jumps.FAR_SHARE * omitted, coarse, top, 2.0 * scale,
                              eta)
         if cut is not None:
-            near, far = RestrictedLoss(loss, tau, cut), RestrictedLoss(loss, cut, math.inf)
+            near, far = restricted(loss, tau, cut), restricted(loss, cut, math.inf)
             parts = []
             for part in (near, far):
                 j_lo, j_hi = index_range(part, coarse, eta)

@@ -303,3 +303,24 @@ def monkeypatch_module():
     with pytest.MonkeyPatch.context() as mp:
         force_split(mp)
         yield mp
+
+
+def test_a_subsampled_discrete_law_is_split_into_atom_parts():
+    # tail_side left out every law with atoms. The Poisson-subsampled discrete Gaussian's atoms
+    # stand off any lattice and its lower PLD merges them (merged_lower): split, its parts are
+    # atom laws merged the same way, and k times the tail's mass is within the rate.
+    from autoacct.zoo import DiscreteGaussian, Gaussian, Laplace
+    dg = autoacct.PoissonSubsample(1e-4)(DiscreteGaussian(1.0)).loss_parts()[0]
+    for law, sign in ((dg.forward, 1), (dg.backward, -1)):
+        assert jumps.splits(law)
+        side = jumps.tail_side(law, 10_000, 1e-17)
+        assert side is not None and side.side == sign and side.rate == jumps.TAIL_RATE
+        bulk, tail = jumps.parts_at(law, side.side, side.tau)
+        assert bulk.merged_lower and tail.merged_lower
+        tail_p = float(tail.p_mass.sum()) + tail.p_inf
+        assert 10_000 * tail_p <= 1.5 * side.rate
+        assert len(bulk.values) + len(tail.values) == len(law.values)
+    # Laws on a lattice compose exactly there; other laws with atoms keep them on lattices.
+    assert not jumps.splits(DiscreteGaussian(1.0).loss_parts()[0].forward)
+    assert not jumps.splits(autoacct.PoissonSubsample(1e-3)(Laplace(1.0)).loss_parts()[0].forward)
+    assert jumps.splits(autoacct.PoissonSubsample(1e-3)(Gaussian(1.0)).loss_parts()[0].forward)

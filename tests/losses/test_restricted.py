@@ -1,0 +1,76 @@
+"""Parts of a loss law (autoacct/losses/restricted.py): the measure restricted to a range of
+losses, for laws with a density and for laws held atom by atom."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from autoacct import PoissonSubsample
+from autoacct.losses import GaussianLoss
+from autoacct.losses.atoms import AtomLoss
+from autoacct.losses.restricted import RestrictedLoss, restricted
+from autoacct.zoo import DiscreteGaussian
+
+
+def _subsampled_dg(q: float, sigma: float):
+    part = PoissonSubsample(q)(DiscreteGaussian(sigma)).loss_parts()[0]
+    return part.forward, part.backward
+
+
+@pytest.mark.parametrize("q, sigma", [(1e-4, 1.0), (1e-3, 0.7), (0.05, 2.0)])
+@pytest.mark.parametrize("direction", [0, 1])
+def test_atom_parts_add_up_to_the_law(q, sigma, direction):
+    # The split of jumps.py expands w^{*k} binomially over w = bulk + tail: the parts must be
+    # a partition of the measure. Each part is an atom law again (merged onto lattices by its
+    # lower PLD), and the profile, linear in the measure, is the sum of the parts' profiles.
+    law = _subsampled_dg(q, sigma)[direction]
+    assert law.has_atoms and law.merged_lower and law.lattice is None
+    values = law.values
+    for tau in (float(np.quantile(values, 0.3)), float(values[len(values) // 2]), 1e-3):
+        low, high = restricted(law, -math.inf, tau), restricted(law, tau, math.inf)
+        for part in (low, high):
+            assert isinstance(part, AtomLoss) and part.merged_lower and part.lattice is None
+        assert np.all(low.values <= tau) and np.all(high.values > tau)
+        assert len(low.values) + len(high.values) == len(values)
+        # +inf belongs to the upper part alone, -inf to the lower one.
+        assert (low.p_inf, high.p_inf) == (0.0, law.p_inf)
+        assert (low.q_ninf, high.q_ninf) == (law.q_ninf, 0.0)
+        eps = np.linspace(-0.5, 2.0, 41)
+        whole = law.profile(eps)
+        both = low.profile(eps) + high.profile(eps)
+        assert np.allclose(both, whole, rtol=1e-12, atol=1e-15)
+        # The parts' masses, cell by cell, are the law's.
+        edges = np.concatenate(([-np.inf], np.linspace(-0.01, 0.05, 25), [np.inf]))
+        m_p, m_q = law.cell_masses(edges)
+        lp, lq = low.cell_masses(edges)
+        hp, hq = high.cell_masses(edges)
+        assert np.allclose(lp + hp, m_p, rtol=1e-14, atol=0.0)
+        assert np.allclose(lq + hq, m_q, rtol=1e-14, atol=0.0)
+
+
+def test_a_middle_part_keeps_neither_infinity():
+    law = _subsampled_dg(1e-3, 1.0)[0]
+    part = restricted(law, -1e-3, 1e-2)
+    assert part.p_inf == 0.0 and part.q_ninf == 0.0
+    assert np.all((part.values > -1e-3) & (part.values <= 1e-2))
+    assert part.key != restricted(law, -1e-3, 2e-2).key
+
+
+def test_a_law_with_a_density_is_restricted_as_before():
+    law = GaussianLoss(0.5)
+    part = restricted(law, -math.inf, 0.3)
+    assert isinstance(part, RestrictedLoss)
+    eps = np.linspace(-1.0, 1.0, 11)
+    assert np.allclose(part.profile(eps) + restricted(law, 0.3, math.inf).profile(eps), law.profile(eps),
+                       rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("lo, hi", [(1.0, 1.0), (2.0, 1.0)])
+def test_an_empty_range_is_refused(lo, hi):
+    with pytest.raises(ValueError, match="lo < hi"):
+        restricted(_subsampled_dg(1e-3, 1.0)[0], lo, hi)
+    with pytest.raises(ValueError, match="lo < hi"):
+        restricted(GaussianLoss(1.0), lo, hi)
