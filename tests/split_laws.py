@@ -22,7 +22,7 @@ def force_split(mp: pytest.MonkeyPatch, loose: bool = True) -> None:
 #: The split's thresholds as the package sets them (the property test of test_jumps.py forces the
 #: split for the rest of that module through a module-scoped fixture).
 SPLIT_DEFAULTS = {name: getattr(jumps, name) for name in ("MIN_CELLS", "MAX_BULK_SHARE", "LOOSE_BULK_SHARE",
-                                                          "PAYING_SHARE", "FEW_CELLS")}
+                                                          "PAYING_SHARE", "FEW_CELLS", "MANY_CELLS")}
 
 
 def step_law(q: float, sigma: float):

@@ -361,7 +361,7 @@ class SplitDirections:
             return False
         (loss, k), = self._directions[d]
         a, b = loss.quantile_range(self._eta(log_eta))
-        return b - a >= jumps.MIN_CELLS * h and jumps.pays(side, b - a, normal_scale, k, (b - a) / h)
+        return b - a >= jumps.MIN_CELLS * h and jumps.pays(side, b - a, normal_scale, k, (b - a) / h, loss.has_atoms)
 
     def _jump_scale(self: _Host, delta: float, log_eta: float) -> float:
         """A rough eps(delta) where one large loss decides it: for a direction whose law has a

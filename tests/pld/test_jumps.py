@@ -211,6 +211,27 @@ def test_pays_takes_one_lattice_only_for_a_strict_side_of_few_cells(monkeypatch)
     assert jumps.pays(side(0.1), 10.0, 1.0, 10**6, few)
 
 
+def test_pays_splits_an_atom_law_at_a_right_tail_over_many_cells(monkeypatch):
+    # A subsampled discrete law on one lattice needs a fine one to merge its isolated sampled
+    # atoms: over MANY_CELLS cells its right tail at TAIL_RATE pays up to LOOSE_BULK_SHARE,
+    # however narrow the range; a left tail, fewer cells, another rate or a law without atoms
+    # is judged as before (here: a share above MAX_BULK_SHARE on a narrow range does not pay).
+    for name, value in SPLIT_DEFAULTS.items():
+        monkeypatch.setattr(jumps, name, value)
+    def side(share, sign=1, rate=jumps.TAIL_RATE):
+        return jumps.TailSide(sign, 0.5, share, rate)
+    many = jumps.MANY_CELLS / 100
+    share = (jumps.MAX_BULK_SHARE + jumps.LOOSE_BULK_SHARE) / 2
+    assert jumps.pays(side(share), 1.0, 1.0, 100, many, atoms=True)
+    assert not jumps.pays(side(1.01 * jumps.LOOSE_BULK_SHARE), 1.0, 1.0, 100, many, atoms=True)
+    assert not jumps.pays(side(share, -1), 1.0, 1.0, 100, many, atoms=True)
+    assert not jumps.pays(side(share), 1.0, 1.0, 99, many, atoms=True)
+    assert not jumps.pays(side(share, rate=jumps.LOOSE_TAIL_RATE), 1.0, 1.0, 100, many, atoms=True)
+    assert not jumps.pays(side(share), 1.0, 1.0, 100, many)
+    # (on a wide range the loose share paid already)
+    assert jumps.pays(side(share, -1), 10.0, 1.0, 100, many, atoms=True)
+
+
 def test_dp_accounting_pessimistic_is_not_below_our_lower():
     pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
     q, sigma, k, delta = 1e-4, 0.8, 10_000, 1e-7
