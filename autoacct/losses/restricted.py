@@ -98,11 +98,17 @@ def restricted(base: PrivacyLoss, lo: float, hi: float) -> PrivacyLoss:
         return RestrictedLoss(base, lo, hi)
     v = base.values
     keep = (v > lo) & (v <= hi)
-    err = base.value_error
+    values, p, q = v[keep], base.p_mass[keep], base.q_mass[keep]
+    err = base.value_error[keep] if isinstance(base.value_error, np.ndarray) else base.value_error
+    if not values.size:
+        # A range between atoms (a threshold moved onto a coarse lattice past the tail's last
+        # atom) holds one atom of mass 0, so that the part is still a law with a support.
+        values = np.array([hi if math.isfinite(hi) else float(np.nextafter(lo, math.inf))])
+        p, q = np.zeros(1), np.zeros(1)
+        err = 0.0
     keeps_inf = math.isinf(hi)
-    return AtomLoss(("restricted", float(lo), float(hi), base.key), v[keep], base.p_mass[keep], base.q_mass[keep],
+    return AtomLoss(("restricted", float(lo), float(hi), base.key), values, p, q,
                     p_inf=base.p_inf if keeps_inf else 0.0,
                     q_ninf=base.q_ninf if math.isinf(lo) else 0.0,
                     p_inf_truncated=base.p_inf_truncated if keeps_inf else 0.0,
-                    lattice=base.lattice, tight=base.tight, merged_lower=True,
-                    value_error=err[keep] if isinstance(err, np.ndarray) else err)
+                    lattice=base.lattice, tight=base.tight, merged_lower=True, value_error=err)

@@ -34,7 +34,8 @@ def test_atom_parts_add_up_to_the_law(q, sigma, direction):
         for part in (low, high):
             assert isinstance(part, AtomLoss) and part.merged_lower and part.lattice is None
         assert np.all(low.values <= tau) and np.all(high.values > tau)
-        assert len(low.values) + len(high.values) == len(values)
+        # (a part with no atom holds one of mass 0)
+        assert np.count_nonzero(low.p_mass) + np.count_nonzero(high.p_mass) == np.count_nonzero(law.p_mass)
         # +inf belongs to the upper part alone, -inf to the lower one.
         assert (low.p_inf, high.p_inf) == (0.0, law.p_inf)
         assert (low.q_ninf, high.q_ninf) == (law.q_ninf, 0.0)
@@ -74,3 +75,20 @@ def test_an_empty_range_is_refused(lo, hi):
         restricted(_subsampled_dg(1e-3, 1.0)[0], lo, hi)
     with pytest.raises(ValueError, match="lo < hi"):
         restricted(GaussianLoss(1.0), lo, hi)
+
+
+@pytest.mark.parametrize("lo, hi", [(100.0, 200.0), (100.0, math.inf), (-math.inf, -50.0)])
+def test_a_part_between_atoms_is_a_law_of_mass_zero(lo, hi):
+    # A threshold moved onto a coarse lattice can pass the tail's last atom: the part holds no
+    # atom. It must still be a law the discretiser reads (an empty atom law failed in its
+    # quantile range): one atom of mass 0 in the range, and the mass at +inf where hi is +inf.
+    from autoacct.pld.discretize import discretize
+    from autoacct.pld.grid import index_range
+    law = _subsampled_dg(1e-3, 1.0)[0]
+    part = restricted(law, lo, hi)
+    assert np.all((part.values > lo) & (part.values <= hi)) and not np.any(part.p_mass)
+    assert part.p_inf == (law.p_inf if math.isinf(hi) else 0.0)
+    eps = np.array([-1.0, 0.0, 150.0])
+    assert np.array_equal(part.profile(eps), np.full(3, part.p_inf))
+    up, low = discretize(part, 0.01, *index_range(part, 0.01, 1e-17))
+    assert not np.any(up.masses) and not np.any(low.masses)
