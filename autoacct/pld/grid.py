@@ -119,7 +119,9 @@ def _merge_shortfall(v: np.ndarray, p: np.ndarray, h: np.ndarray, lam: float) ->
     e^{g - L} - 1 from below g; it takes the atoms below g nearest first (prefix sums give
     each span's moment and its gain in the moment generating function at lam, and a bisection
     the span). Each atom takes them as if alone, which for atoms dense in a cell understates
-    how far down their run reaches.
+    how far down their run reaches. An atom that all the atoms below g cannot bring down (the
+    lowest) is lifted instead to g + h by a share of the atom next above, where that atom
+    suffices (:func:`~autoacct.pld.merged._place_last`): the atom gains, the share loses.
     """
     top = float(v[0])
     g = np.floor(v / h) * h
@@ -154,7 +156,19 @@ def _merge_shortfall(v: np.ndarray, p: np.ndarray, h: np.ndarray, lam: float) ->
         unit = np.expm1(g - v[last])
         part = np.where((j > first) & (j <= n) & (unit > 0), np.clip(rest / unit, 0.0, p[last]), 0.0)
         gain = gain + part * (e_g - e_v[last])
-        change = (p[None, :] * (e_v - e_g) - gain).sum(axis=1) / max(float(pre_w[-1]), 1e-300)
+        term = p[None, :] * (e_v - e_g) - gain
+        # Lifted to g + h by the share s of the atom above (at v_a > g + h) that keeps E_P[e^{-L}]:
+        # in X = e^{top - L}, s (X(g + h) - X(v_a)) = p_i (X(v_i) - X(g + h)).
+        up = g + h
+        above = np.concatenate(([np.nan], v[:-1]))
+        x_v, x_up, x_a = np.exp(top - v), np.exp(top - up), np.exp(top - above)
+        share = p[None, :] * (x_v - x_up) / (x_up - x_a)
+        lifted = share * (np.exp(lam * (above - top)) - np.exp(lam * (up - top))) - p[None, :] * (
+            np.exp(lam * (up - top)) - e_v)
+        short = moment(np.full(g.shape, n)) < need
+        lift = short & (above > up) & (share <= np.concatenate(([0.0], p[:-1]))[None, :])
+        term = np.where(lift, np.maximum(lifted, 0.0), term)
+        change = term.sum(axis=1) / max(float(pre_w[-1]), 1e-300)
     change = np.where(np.isfinite(change), change, 1.0)
     return -np.log1p(-np.clip(change, 0.0, 1.0 - 1e-16))
 

@@ -20,7 +20,9 @@ points g_j < v < g_(j+1):
 
 :func:`merged_down` sweeps the atoms from the largest loss down, merging each run into
 the lattice point at or below its first atom's loss with the least share of the next
-atom that brings the run's loss down to that point. Where atoms are dense at the
+atom that brings the run's loss down to that point. The last run, the lowest atoms, has no
+atom below: it is lifted to the lattice point above it with shares of the masses placed
+above that point (:func:`_place_last`), where rounding it down would be first order. Where atoms are dense at the
 lattice's scale a run holds all the atoms of about a cell and the merge moves mass by
 less than a cell: second order in h, as the second-order construction of
 :mod:`discretize` is.
@@ -104,5 +106,43 @@ def _sweep(p: list[float], x: list[float], idx: list[int], t: list[float], masse
             continue
         a_run, b_run = pi, pi * xi
     if a_run > 0.0:
-        masses[j] += a_run
+        _place_last(a_run, b_run, j, t, masses)
+
+
+def _place_last(a: float, b: float, j: int, t: list[float], masses: np.ndarray) -> None:
+    """Place the last run (P-mass a, sum b of P-mass times X), whose loss lies between the
+    lattice points j and j + 1 and which no atom below brings down to point j: merged with
+    shares of the masses already placed above point j + 1, nearest first, so that its loss
+    rises to point j + 1, where the masses there suffice; else at point j (rounded down).
+
+    Each mass placed at a point j' is merged runs of loss at or above g_j' (X at most t[j']):
+    taking a share of it is merging further. Its X is taken as t[j'], at least its true one,
+    so the true merged X is at most the one computed, and its loss at or above g_(j+1). Merging
+    keeps E_P[X], so this costs only where the profile lies between the merged parts (second
+    order), where rounding down moves the run's loss by up to a cell: a first-order error that
+    k copies multiply when the lowest atom is heavy (Poisson-subsampled KaryRandomizedResponse:
+    91% of the P-mass at log(1 - q + q e^{-eps0})).
+    """
+    n = len(t)
+    if j + 1 < n:
+        target = t[j + 1] * (1.0 - _MARGIN)
+        # The shares needed from the points above, nearest first: (point, share).
+        taken: list[tuple[int, float]] = []
+        a_new, b_new = a, b
+        for point in range(j + 2, n):
+            m = float(masses[point])
+            if m <= 0.0:
+                continue
+            # The share s of this point's mass with (b + s t) / (a + s) = target.
+            share = (b_new - target * a_new) / (target - t[point])
+            if share <= m:
+                taken.append((point, share))
+                for partner, s in taken:
+                    masses[partner] -= s
+                masses[j + 1] += a + sum(s for _, s in taken)
+                return
+            taken.append((point, m))
+            a_new += m
+            b_new += m * t[point]
+    masses[j] += a
 
