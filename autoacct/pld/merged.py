@@ -129,10 +129,9 @@ def _place_last(a: float, b: float, j: int, t: list[float], masses: np.ndarray) 
         # The shares needed from the points above, nearest first: (point, share).
         taken: list[tuple[int, float]] = []
         a_new, b_new = a, b
-        for point in range(j + 2, n):
+        # (the points holding mass, found at once: a lattice of 4e6 points may hold a few)
+        for point in (j + 2 + np.flatnonzero(masses[j + 2:] > 0.0)).tolist():
             m = float(masses[point])
-            if m <= 0.0:
-                continue
             # The share s of this point's mass with (b + s t) / (a + s) = target.
             share = (b_new - target * a_new) / (target - t[point])
             if share <= m:
