@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import special
 
 from autoacct.pld.discretize import discretize, rounded_down
@@ -128,3 +130,29 @@ def test_a_heavy_lowest_atom_is_lifted_at_second_order(h: float) -> None:
     mgf = float(np.dot(lower.masses, np.exp(lam * lower.losses)))
     shortfall = math.log(float(np.dot(w, np.exp(lam * x)))) - math.log(mgf)
     assert 0.0 <= shortfall <= 0.6 * h
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.floats(1e-4, 1.0), st.floats(1e-4, 1.0)), min_size=2, max_size=5),
+       st.floats(-8.0, -2.0), st.integers(0, 3))
+def test_merged_lower_of_few_atoms_stays_below_the_profile(masses, log_h, heavy):
+    # Any few atoms, one of them (``heavy``) given most of the mass, the lowest included: the
+    # merged lower PLD, its last run lifted or rounded down, lies below the atoms' profile at
+    # every eps (grid points, atoms and between), and the upper PLD above it.
+    from autoacct.losses.atoms import AtomLoss
+    p = np.array([a for a, _ in masses])
+    q = np.array([b for _, b in masses])
+    p[heavy % len(p)] *= 100.0
+    p, q = p / p.sum(), q / q.sum()
+    values = np.log(p / q)
+    law = AtomLoss(("few-atoms", tuple(p), tuple(q)), values, p, q, merged_lower=True)
+    h = 10.0 ** log_h
+    j_lo, j_hi = index_range(law, h, 1e-20)
+    if j_hi - j_lo > 1 << 20:
+        return
+    upper, lower = discretize(law, h, j_lo, j_hi)
+    eps = np.concatenate((np.linspace(values.min() - 2 * h, values.max() + 2 * h, 301), values, values - h / 3))
+    truth = _profile(values, p, 0.0, eps)
+    slack = 1e-12 * np.maximum(truth, 1e-300) + 1e-30
+    assert np.all(_profile(lower.losses, lower.masses, lower.p_inf, eps) <= truth + slack)
+    assert np.all(_profile(upper.losses, upper.masses, upper.p_inf, eps) >= truth - slack)
