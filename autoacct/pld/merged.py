@@ -20,12 +20,12 @@ points g_j < v < g_(j+1):
 
 :func:`merged_down` sweeps the atoms from the largest loss down, merging each run into
 the lattice point at or below its first atom's loss with the least share of the next
-atom that brings the run's loss down to that point. The last run, the lowest atoms, has no
-atom below: it is lifted to the lattice point above it with shares of the masses placed
-above that point (:func:`_place_last`), where rounding it down would be first order. Where atoms are dense at the
+atom that brings the run's loss down to that point. Where atoms are dense at the
 lattice's scale a run holds all the atoms of about a cell and the merge moves mass by
 less than a cell: second order in h, as the second-order construction of
-:mod:`discretize` is.
+:mod:`discretize` is. The last run, the lowest atoms, has no atom below: it is lifted to
+the lattice point above it with shares of the masses placed above that point
+(:func:`_place_last`), where rounding it down would be first order.
 
 Rounding. Each run's loss is brought to g_j + _MARGIN rather than g_j (the merged loss
 then still lies at or above g_j after the few roundoffs of its sums, so that placing it
