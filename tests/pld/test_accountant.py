@@ -301,7 +301,7 @@ def test_rarely_sampled_discrete_gaussian_is_split_within_tol(q, sigma, k, delta
 @pytest.mark.parametrize("q, p, buckets, k, delta", [(1e-4, 0.1, 10, 1_000_000, 1e-8),
                                                        (1e-3, 0.9, 3, 1_000_000, 1e-10)])
 def test_subsampled_kary_randomized_response_keeps_its_lower_end(q, p, buckets, k, delta):
-    # Three atoms, the lowest holding 91% (33%) of the P-mass. Rounded down by its lower PLD it
+    # Three atoms, the lowest holding 91% (40%) of the P-mass. Rounded down by its lower PLD it
     # asked for a lattice of 3e8 (6e8) points, capped, and the bracket was [0.0090, 5.5007]
     # ([0.00033, 1.5091]) with warnings. Lifted to the lattice point above (pld/merged.py,
     # sized by pld/grid.py), both ends hold the reference's root (the trinomial sum gives
