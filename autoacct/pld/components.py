@@ -48,6 +48,9 @@ class Component:
     #: masses lies from the exact loss (start + i) h of its point. None for a law discretised
     #: directly (see :func:`autoacct.pld.compose.misplacement`).
     misplaced: float | None = None
+    #: For a composition coarsened by merging its points (:func:`~autoacct.pld.levels.coarsen`,
+    #: of laws of atoms merged by their lower PLDs): its own compositions are merged too.
+    merged_points: bool = field(default=False, compare=False)
 
     @cached_property
     def lower(self) -> DiscretePLD:
@@ -57,7 +60,8 @@ class Component:
 
     def recounted(self, count: int) -> Component:
         """The same component taken ``count`` times (sharing its lower PLD if already made)."""
-        return Component(self.upper, self.__dict__.get("lower", self.lower_pld), count, self.atoms, self.misplaced)
+        return Component(self.upper, self.__dict__.get("lower", self.lower_pld), count, self.atoms, self.misplaced,
+                         self.merged_points)
 
     def lower_short(self, tol: float, eps: float) -> bool:
         """Whether the lower PLD of the law composed ``count`` times falls first-order short of

@@ -52,11 +52,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON, round_up
-from autoacct.losses import PrivacyLoss
+from autoacct.losses import DiscreteLoss, PrivacyLoss
 from autoacct.pld.components import Component
 from autoacct.pld.compose import Convolution, convolve, max_window, misplacement
 from autoacct.pld.cumulants import Components, margin, window
 from autoacct.pld.discretize import DiscretePLD, lower_from_cell_masses
+from autoacct.pld.merged import merged_down
 from autoacct.pld.mgf import log_mgf_rounding, log_mgfs
 
 #: One lattice is used when its window has at most this many points, or the count is below
@@ -356,11 +357,19 @@ def coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     sub = conv.dens[1]
     sub -= float(conv.err[1]) + folded
     np.maximum(sub, 0.0, out=sub)
-    low = _coarse_lower(sub, conv, ratio)
+    # (laws of atoms merged by their lower PLDs, and their blocks: their composition's points
+    # are merged too)
+    low = None
+    if all(c.atoms is not None or c.merged_points for c in conv.comps):
+        low = _merged_coarse_lower(sub, conv, ratio)
+    merged = low is not None
+    if low is None:
+        low = _coarse_lower(sub, conv, ratio)
     if low is None or not np.any(low.masses > 0):
         return None
     deficit = (1.0 + conv.clipped()) * (1.0 + low.deficit) - 1.0
-    return Component(up, replace(low, deficit=deficit), 1, misplaced=_misplaced(parts, [up, low]))
+    return Component(up, replace(low, deficit=deficit), 1, misplaced=_misplaced(parts, [up, low]),
+                     merged_points=merged)
 
 
 def _misplaced(parts: float, plds: list[DiscretePLD]) -> float:
@@ -482,6 +491,36 @@ def _cell_sums_upper(out: np.ndarray, tilted: np.ndarray, pad: int, ratio: int,
     out[:-1] += prod.sum(axis=1)
     out[1:] += np.multiply(block, right(offsets), out=prod).sum(axis=1)
     return 26.0 + math.log2(max(ratio / 128.0, 1.0)) + 2.0
+
+
+def _merged_coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> DiscretePLD | None:
+    """The lower discrete PLD on the lattice ``ratio`` conv.h that merges the points of the
+    measure p_i = tilted_i e^{K - lam x_i} at x_i = (conv.j_lo + i) conv.h onto it as atoms
+    (:func:`~autoacct.pld.merged.merged_down`), with mass ``conv.inf_mass(1)`` at +inf; None
+    where the merge does not apply (a range over _MAX_SPREAD).
+
+    For compositions of laws of a few atoms (Poisson-subsampled KaryRandomizedResponse): their
+    blocks are combs of isolated points, whose cells' second-order construction
+    (:func:`_coarse_lower`) found a kink after every round, and the rounds met the time budget
+    (1e6 runs: eps(1e-8) in [4.871, 5.211] after 2.5 s; merged, [5.2075, 5.2106] in 1.8 s).
+    Merging is post-processing of the measure, so the merged one lies below it. Each p_i is
+    lowered by e^r, r bounding the roundings of log tilted_i + K - lam x_i (three, each within
+    u of the sizes) and of its exponential (one)."""
+    n = tilted.size
+    x = (conv.j_lo + np.arange(n)) * conv.h
+    keep = tilted > 0.0
+    log_k = float(conv.log_k[1])
+    with np.errstate(divide="ignore"):
+        log_t = np.log(tilted[keep])
+    v, tilt = x[keep], conv.lam * x[keep]
+    r = 4.0 * MACHINE_EPSILON * (np.abs(log_t) + abs(log_k) + 2.0 * np.abs(tilt) + 2.0)
+    p = np.exp(log_t + log_k - tilt - r)
+    live = p > 0.0
+    j_lo = conv.j_lo // ratio
+    j_hi = max(-(-(conv.j_lo + n - 1) // ratio), j_lo + 3)
+    masses = merged_down(DiscreteLoss(v[live], p[live], p[live] * np.exp(-v[live])), ratio * conv.h, j_lo,
+                         j_hi - j_lo + 1)
+    return None if masses is None else DiscretePLD(ratio * conv.h, j_lo, masses, conv.inf_mass(1))
 
 
 def _coarse_lower(tilted: np.ndarray, conv: Convolution, ratio: int) -> DiscretePLD | None:
