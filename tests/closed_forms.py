@@ -438,8 +438,9 @@ def poisson_discrete_gaussian_composed_delta(q: float, sigma: float, k: int, eps
     near-atoms overlap into a smooth law and those 60 widths serve: at kq = 1000 and 10^4
     (q = 1e-3 and 0.01, sigma = 0.7 and 1, k = 1e6) the two agree to 7e-12 relatively, in
     a few milliseconds against 1.3-9 s. Its tail beyond t = T is at most
-    e^{k K(c) - c eps} / (pi T) in absolute value, which at kq near 1 is 1e4 times delta at
-    T = 3e4, so that bound certifies nothing; but the value is the same to 1e-12 relatively at
+    e^{k K(c) - c eps} / (pi T) in absolute value, which at T = 3e4 is 0.9 delta at q = 1e-4,
+    sigma = 1, k = 1e5, delta = 1e-6 and 8e5 delta at k = 1e4, delta = 1e-12, so that bound
+    certifies nothing; but the value is the same to 1e-12 relatively at
     T = 3e3 and 3e4 on every case of the tests (kq from 1 to 1e4), and the same to 1e-7 with 8
     to 64 Gauss-Legendre nodes a panel there. The panels do not resolve the k-fold phase,
     which turns up to k times faster: at sigma = 1, q = 1e-4, delta = 1e-12 (k = 1e4 and 1e5)
