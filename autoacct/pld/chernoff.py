@@ -109,4 +109,3 @@ def silent_lower(comps: Sequence[Component]) -> ChernoffProfile:
 
 #: The table of :func:`silent_lower`'s profiles, which none reads.
 _NO_TABLE = Cumulant(Components(), "upper", 1.0, values=np.zeros(1), grid=np.zeros(1))
-

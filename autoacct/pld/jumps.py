@@ -56,6 +56,7 @@ from autoacct.losses.shifted import ShiftedLoss
 from autoacct.pld.components import Component
 from autoacct.pld.discretize import DiscretePLD
 from autoacct.pld.garbling import is_spike
+from autoacct.pld.merged import on_any_lattice
 from autoacct.pld.mixture import SUM_ULPS
 
 #: The tail keeps at most this P-mass times 1/k: k t(all) <= TAIL_RATE, or LOOSE_TAIL_RATE
@@ -317,14 +318,10 @@ def heavy_side(loss: PrivacyLoss, count: int, eta: float) -> TailSide | None:
 
 
 def splits(loss: PrivacyLoss) -> bool:
-    """Whether a law may be split into bulk and tail: a law without atoms or lattice, or a
-    finite atom law off any lattice whose lower PLD merges its atoms (``merged_lower``: a
-    subsampled discrete law, whose parts are atom laws again, see
-    :func:`~autoacct.losses.restricted.restricted`). A law on a lattice composes exactly on
-    it, and the atoms of other laws sit on lattices of their own."""
-    if loss.lattice is not None:
-        return False
-    return not loss.has_atoms or loss.merged_lower
+    """Whether a law may be split into bulk and tail: one that may go on any lattice
+    (:func:`~autoacct.pld.merged.on_any_lattice`); a subsampled discrete law's parts are atom
+    laws again (:func:`~autoacct.losses.restricted.restricted`)."""
+    return on_any_lattice(loss)
 
 
 def parts_at(loss: PrivacyLoss, side: int, tau: float) -> tuple[PrivacyLoss, PrivacyLoss]:

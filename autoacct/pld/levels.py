@@ -57,7 +57,7 @@ from autoacct.pld.components import Component
 from autoacct.pld.compose import Convolution, convolve, max_window, misplacement
 from autoacct.pld.cumulants import Components, margin, window
 from autoacct.pld.discretize import DiscretePLD, lower_from_cell_masses
-from autoacct.pld.merged import merged_down
+from autoacct.pld.merged import merged_down, on_any_lattice
 from autoacct.pld.mgf import log_mgf_rounding, log_mgfs
 
 #: One lattice is used when its window has at most this many points, or the count is below
@@ -126,10 +126,7 @@ def applies(parts: Sequence[tuple[PrivacyLoss, int]]) -> bool:
     the subsampled Laplace mechanism's, stay out: their composed blocks' lower PLDs took up to
     94 rounds against kinks, and q = 1e-5, b = 0.1, 1e5 runs missed tol by levels where one
     lattice met it.)"""
-    if len(parts) != 1 or parts[0][1] < MIN_COUNT:
-        return False
-    loss = parts[0][0]
-    return not loss.has_atoms or (loss.merged_lower and loss.lattice is None)
+    return len(parts) == 1 and parts[0][1] >= MIN_COUNT and on_any_lattice(parts[0][0])
 
 
 def finest(h: float) -> float:
@@ -368,17 +365,19 @@ def coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     if low is None or not np.any(low.masses > 0):
         return None
     deficit = (1.0 + conv.clipped()) * (1.0 + low.deficit) - 1.0
-    return Component(up, replace(low, deficit=deficit), 1, misplaced=_misplaced(parts, [up, low]),
+    return Component(up, replace(low, deficit=deficit), 1, misplaced=_misplaced(parts, [up, low], merged),
                      merged_points=merged)
 
 
-def _misplaced(parts: float, plds: list[DiscretePLD]) -> float:
+def _misplaced(parts: float, plds: list[DiscretePLD], merged: bool = False) -> float:
     """How far a coarsened composition's masses lie from their coarse points' exact losses: their
     parts' misplacement ``parts`` (each composed mass sits within it of its fine point, and
     connect-the-dots moves it to the coarse points j R h as if it were there), and the coarse
-    point j H stands for j R h within u |j H| (H = R h rounded, u the unit roundoff), rounded up."""
+    point j H stands for j R h within u |j H| (H = R h rounded, u the unit roundoff), rounded up.
+    A lower PLD that ``merged`` the fine points read them at fl(j h), within u |j h| / 2 of
+    j h: as much once more."""
     top = max(max(abs(p.start), abs(p.start + len(p.masses) - 1)) * p.h for p in plds)
-    return (parts + 0.5 * MACHINE_EPSILON * top) * (1.0 + 2.0 * MACHINE_EPSILON)
+    return (parts + (1.0 if merged else 0.5) * MACHINE_EPSILON * top) * (1.0 + 2.0 * MACHINE_EPSILON)
 
 
 def _no_lower() -> DiscretePLD:

@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
-from autoacct.losses import DiscreteLoss
+from autoacct.losses import DiscreteLoss, PrivacyLoss
 
 #: A merged run's loss is brought this far above its lattice point (relative to e^{-L}).
 _MARGIN = 1e-12
@@ -49,6 +49,16 @@ _MASS_ULPS = 64.0 * MACHINE_EPSILON
 #: Beyond this spread of the lattice's losses, e^{-L} relative to the top point leaves the
 #: floating-point range and the atoms are rounded down instead.
 _MAX_SPREAD = 600.0
+
+
+def on_any_lattice(loss: PrivacyLoss) -> bool:
+    """Whether a law may be discretised on any lattice the accountant chooses, a coarser one
+    included: a law without atoms or a lattice of its own, or a finite atom law off any lattice
+    whose lower PLD merges its atoms (``merged_lower``: a subsampled discrete law). A law on a
+    lattice of its own composes exactly there, and the atoms of other laws sit on lattices of
+    their own. Both the levels' coarser lattices (:func:`autoacct.pld.levels.applies`) and the
+    split into bulk and tail (:func:`autoacct.pld.jumps.splits`) ask it."""
+    return loss.lattice is None and (not loss.has_atoms or loss.merged_lower)
 
 
 def merged_down(loss: DiscreteLoss, h: float, j_lo: int, n: int) -> np.ndarray | None:
