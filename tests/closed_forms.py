@@ -457,25 +457,28 @@ def poisson_discrete_gaussian_composed_delta(q: float, sigma: float, k: int, eps
     return _bromwich_delta(log_w, ell, k, eps, side, reach=reach)
 
 
+def poisson_kary_rr_atoms(q: float, p: float, buckets: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(losses, P-masses, Q-masses) of the removal pair ((1 - q) Q + q P, Q) of k-ary randomized
+    response (with probability p a uniformly random bucket of K = ``buckets``, else the input):
+    P = M(x) puts 1 - p + p / K on x, p / K on x' and p (K - 2) / K on the other buckets (one
+    outcome class), Q = M(x') the mirror image. Classes of mass 0 (K = 2) are left out."""
+    big, small, others = 1.0 - p + p / buckets, p / buckets, p * (buckets - 2) / buckets
+    masses_p, masses_q = np.array([big, small, others]), np.array([small, big, others])
+    keep = masses_q > 0
+    mixed = ((1.0 - q) * masses_q + q * masses_p)[keep]
+    return np.log(mixed / masses_q[keep]), mixed, masses_q[keep]
+
+
 def poisson_kary_rr_composed_delta(q: float, p: float, buckets: int, k: int, eps: float,
                                    side: str = "remove") -> float:
     """delta(eps) of k runs of one direction of Poisson-subsampled k-ary randomized response
-    (rate q; with probability p a uniformly random bucket of ``buckets``, else the input):
-    P = M(x) puts 1 - p + p / K on x, p / K on x' and p (K - 2) / K on the other buckets, Q = M(x')
-    the mirror image; "remove" is ((1 - q) Q + q P, Q), "add" the pair swapped. Three atoms,
-    whose k-fold law the Bromwich integral of :func:`_bromwich_delta` reads to t = 3e4 (an
-    almost periodic integrand, as for :func:`poisson_discrete_gaussian_composed_delta`). At
-    q = 1e-4, p = 0.1, K = 10, k = 1e6 it puts the root of delta = 1e-8 in
-    [5.2105550, 5.2105557], as the exact trinomial sum does (and at t = 3e3 or 1e5 the same
-    to 1e-15 relatively)."""
-    big, small = 1.0 - p + p / buckets, p / buckets
-    others = p * (buckets - 2) / buckets
-    masses_p = np.array([big, small, others])
-    masses_q = np.array([small, big, others])
-    keep = masses_q > 0
-    mixed = (1.0 - q) * masses_q + q * masses_p
-    ell = np.log(mixed[keep] / masses_q[keep])
-    return _bromwich_delta(np.log(masses_q[keep]), ell, k, eps, side, reach=3e4)
+    (the pair of :func:`poisson_kary_rr_atoms`; "add" is that pair swapped). Three atoms, whose
+    k-fold law the Bromwich integral of :func:`_bromwich_delta` reads to t = 3e4 (an almost
+    periodic integrand, as for :func:`poisson_discrete_gaussian_composed_delta`). At q = 1e-4,
+    p = 0.1, K = 10, k = 1e6 it puts the root of delta = 1e-8 in [5.2105550, 5.2105557], as
+    the exact trinomial sum does (and at t = 3e3 or 1e5 the same to 1e-15 relatively)."""
+    ell, _, masses_q = poisson_kary_rr_atoms(q, p, buckets)
+    return _bromwich_delta(np.log(masses_q), ell, k, eps, side, reach=3e4)
 
 
 def _bromwich_delta(log_w: np.ndarray, ell: np.ndarray, k: int, eps: float, side: str,

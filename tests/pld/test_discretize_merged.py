@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from closed_forms import poisson_kary_rr_atoms
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
@@ -98,15 +99,6 @@ def test_rounded_down_keeps_atoms_on_grid_points_and_drops_those_below() -> None
     assert pld.losses[at] <= v[1] - removal.value_error < pld.losses[at] + h
 
 
-def _subsampled_krr_atoms(q: float, p: float, buckets: int) -> tuple[np.ndarray, np.ndarray]:
-    """Loss values and P-masses of the removal pair ((1-q) Q + q P, Q) of k-ary randomized
-    response: P = M(x) puts 1 - p + p/K on x, p/K on x' and p (K-2)/K on the others."""
-    big, small, others = 1 - p + p / buckets, p / buckets, p * (buckets - 2) / buckets
-    masses_p, masses_q = np.array([big, small, others]), np.array([small, big, others])
-    mixed = (1 - q) * masses_q + q * masses_p
-    return np.log(mixed / masses_q), mixed
-
-
 @pytest.mark.parametrize("h", [1e-5, 3e-6, 1e-6, 1e-7])
 def test_a_heavy_lowest_atom_is_lifted_at_second_order(h: float) -> None:
     # Poisson-subsampled KaryRandomizedResponse(0.1, 10) at q = 1e-4: 91% of the P-mass sits in
@@ -121,7 +113,7 @@ def test_a_heavy_lowest_atom_is_lifted_at_second_order(h: float) -> None:
     assert removal.merged_lower
     j_lo, j_hi = index_range(removal, h, 1e-20)
     _, lower = discretize(removal, h, j_lo, j_hi)
-    x, w = _subsampled_krr_atoms(1e-4, 0.1, 10)
+    x, w, _ = poisson_kary_rr_atoms(1e-4, 0.1, 10)
     eps = np.concatenate((np.linspace(-2e-4, 0.02, 800), x, x + h / 2))
     truth = _profile(x, w, 0.0, eps)
     low = _profile(lower.losses, lower.masses, lower.p_inf, eps)

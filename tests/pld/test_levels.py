@@ -18,7 +18,7 @@ import os
 import numpy as np
 import pytest
 from blas_threads import ticks_beside
-from closed_forms import gaussian_delta_closed, gaussian_eps_closed
+from closed_forms import gaussian_delta_closed, gaussian_eps_closed, poisson_kary_rr_atoms
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from warning_policy import strict_warnings
@@ -405,9 +405,7 @@ def test_coarsened_blocks_of_few_atoms_merge_their_points_below_the_exact_profil
     comp = Component(*discretize(law, h, *index_range(law, h, 1e-20)), copies, atoms=law.atoms)
     block = levels.coarsen(convolve([comp], h, math.log(1e-30)), ratio * h)
     assert block is not None and block.merged_points
-    big, small, others = 0.91, 0.01, 0.08
-    masses_p = np.array([(1 - 1e-2) * small + 1e-2 * big, (1 - 1e-2) * big + 1e-2 * small, others])
-    losses = np.log(masses_p / np.array([small, big, others]))
+    losses, masses_p, _ = poisson_kary_rr_atoms(1e-2, 0.1, 10)
     values, weights = [], []
     for n0, n1 in product(range(copies + 1), repeat=2):
         if n0 + n1 <= copies:
