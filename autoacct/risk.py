@@ -373,14 +373,14 @@ def _export(direction: str, up: DiscreteProfile, low: Any, tol: float) -> Privac
     pu = np.zeros(n)
     pu[up.start - start:up.start - start + len(up.tilted)] = _masses(up)
     pl = np.zeros(n)
-    inf_low, log_c1_low, lam_low = 0.0, -math.inf, 0.0
+    inf_low, log_c_low, lam_low = 0.0, -math.inf, 0.0
     if lower_ok:
         pl[low.start - start:low.start - start + len(low.tilted)] = _masses(low)
-        inf_low, log_c1_low, lam_low = float(low.c0), float(low.log_c1), float(low.lam)
+        inf_low, log_c_low, lam_low = float(low.c0), low.error_log_scale, float(low.lam)
     return PrivacyLossDistribution(
         direction=direction, h=float(up.h), offset=int(start), losses=(start + np.arange(n)) * up.h,
         pmf_upper=pu, pmf_lower=pl, inf_mass=float(up.c0), inf_mass_lower=inf_low,
-        error_log_scale=float(up.log_c1), error_log_scale_lower=log_c1_low, error_rate=float(up.lam),
+        error_log_scale=up.error_log_scale, error_log_scale_lower=log_c_low, error_rate=float(up.lam),
         error_rate_lower=lam_low, tol=tol)
 
 

@@ -485,7 +485,8 @@ def _bromwich_delta(log_w: np.ndarray, ell: np.ndarray, k: int, eps: float, side
                     reach: float | None = None) -> float:
     """The Bromwich integral of :func:`poisson_gaussian_composed_delta` for a law given by
     the loss log(P / Q) = ``ell`` of the subsampled pair at nodes of Q-weights e^``log_w``:
-    t over 60 widths 1 / sqrt(k K''(c)) (1201-point trapezoid) for a law with a density, or
+    t over 60 widths 1 / sqrt(k K''(c)) (a trapezoid of at least 1201 points, its step at
+    most c / 20) for a law with a density, or
     to ``reach`` for a law of atoms (8-point Gauss-Legendre panels of width
     pi / (eps + 1 + the largest |loss| of tilted weight above e^-60 of the largest), where
     the integrand is an almost periodic function over (c + it)(c + it + 1)).
@@ -518,7 +519,12 @@ def _bromwich_delta(log_w: np.ndarray, ell: np.ndarray, k: int, eps: float, side
     if reach is None:
         d = 1e-4 * c
         curvature = (real_cgf(c + d) - 2.0 * real_cgf(c) + real_cgf(c - d)) / (d * d)
-        t = np.linspace(0.0, 60.0 / math.sqrt(k * curvature), 1201)
+        # The trapezoid's step resolves both the normal decay (width 1 / sqrt(k K''(c))) and
+        # 1 / (z (z + 1)), which varies on the scale c: a tiny eps has c far below the width
+        # (c = 2.6e3, width 1.9e4 at q = 2.3e-5, sigma = 29.7, k = 4799, eps = 6.4e-6, where 1201
+        # points put delta 1e-4 high relatively).
+        reach_t = 60.0 / math.sqrt(k * curvature)
+        t = np.linspace(0.0, reach_t, max(1201, math.ceil(reach_t / (0.05 * c)) + 1))
         w = np.full(t.size, t[1] - t[0])
         w[[0, -1]] /= 2.0
     else:

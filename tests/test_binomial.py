@@ -25,6 +25,7 @@ from warning_policy import strict_warnings
 
 from autoacct import AccuracyWarning
 from autoacct.binomial import binomial_profiles
+from autoacct.converters.profile import epsilon_from_profile
 from autoacct.zoo import (
     Composition,
     DiscreteLaplace,
@@ -243,17 +244,23 @@ def test_no_warning_where_the_losses_are_near_the_smallest_floats():
     assert up[1] == lo[1] == 0.0 and up[0] >= 0.0
 
 
-def test_a_sum_wider_than_tol_asks_the_lattice_and_says_so():
+def test_a_sum_wider_than_tol_asks_the_lattice():
     """A DiscreteLoss's losses carry 1024 u (|v| + 1) each: 1e8 runs of DiscreteLaplace(1e6), the
     pair of randomized response with log-odds 1e-6, leave the sum 1.4e-3 wide on eps(1e-6). The
-    route then asks the lattice too and keeps the better end of each, and the bracket, wider than
-    tol, warns; it holds the eps of PureDP(1e-6)'s exact sum, whose losses are exact."""
-    assert binomial_profiles(Composition()([DiscreteLaplace(1e6)], [10 ** 8])) is not None
+    route then asks the lattice too and keeps the better end of each: within tol, and holding
+    the eps of PureDP(1e-6)'s exact sum, whose losses are exact."""
+    m = Composition()([DiscreteLaplace(1e6)], [10 ** 8])
+    sums = binomial_profiles(m)
+    assert sums is not None
+    sum_lo = epsilon_from_profile(sums.lower, 1e-6, sums.guess, upper=False, vectorised=True)
+    sum_up = epsilon_from_profile(sums.upper, 1e-6, sums.guess, upper=True, vectorised=True)
+    assert sum_up - sum_lo > 1e-3 * sum_up
     exact_lo, exact_up = Composition()([PureDP(1e-6)], [10 ** 8]).epsilon_bounds(1e-6)
     assert exact_up - exact_lo <= 1e-6 * exact_up
-    with pytest.warns(AccuracyWarning):
-        lo, up = Composition()([DiscreteLaplace(1e6)], [10 ** 8]).epsilon_bounds(1e-6)
-    assert lo <= exact_lo <= exact_up <= up and up - lo > 1e-3 * up
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lo, up = m.epsilon_bounds(1e-6)
+    assert lo <= exact_lo <= exact_up <= up and up - lo <= 1e-3 * up
 
 
 def test_the_smallest_delta_is_answered_tightly():

@@ -340,7 +340,7 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
                 assert query.delta is not None
                 eps_up = float(up.epsilon(query.delta))
                 scale = max(lam * eps_up, 1.0) if math.isfinite(eps_up) else 1.0
-                if up.log_c1 - lam * eps_up <= math.log(allowance * scale):
+                if up.error_at(eps_up) <= allowance * scale:
                     return up, low if low is not None else silent_lower(comps)
             comps = self.components(h, log_eta, d, LowerPld.NOW if lower else LowerPld.LAZY)
         up, low = compose(comps, h, log_eta, lam, lower)

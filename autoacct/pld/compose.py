@@ -24,8 +24,9 @@ Errors, all accounted (every term has the form C e^{-lam eps} at the query eps):
   E of the exact value, where E is bounded from the spectra (forward FFT error
   of a unit-mass vector <= c u log2 N per frequency, propagated through the
   product of powers by |d prod z_i^k_i| <= prod M_i^k_i sum_i k_i |dz_i| / M_i
-  with M_i >= |z_i| bounded by 1, plus the inverse FFT's error); summed against delta's weights it costs at most
-  E e^{K - lam eps} / (1 - e^{-lam h}) (at most N points when lam = 0).
+  with M_i >= |z_i| bounded by 1, plus the inverse FFT's error); summed against delta's weights
+  1 - e^{eps - x} it costs E e^{K - lam eps} times at most min(N, 1 / (1 - e^{-lam h})), and
+  far less where the window is narrow in loss or lam is large (see :mod:`profiles`).
 * Leaks: a component that is itself a computed composition (see :mod:`levels`)
   may fall short of the law it bounds by a measure whose moment generating
   function at lam is at most ``leak`` times its own; k_i copies then cost the
@@ -392,27 +393,21 @@ def compose(comps: Sequence[Component], h: float, log_eta: float, lam: float = 0
         return _uncomposed(comps[0], h, lower)
     conv = convolve(comps, h, log_eta, lam, lower=lower)
     assert conv is not None
-    n = conv.dens.shape[-1]
-    geometric = n if lam <= 0 else min(n, 1.0 / -math.expm1(-lam * h))
     out = []
     for j, side in enumerate(("upper", "lower")[:conv.dens.shape[0]]):
         k_lam = float(conv.log_k[j])
         inf_mass = conv.inf_mass(j)
-        err = float(conv.err[j])
-        with np.errstate(divide="ignore"):
-            log_err = math.log(err * geometric) if err > 0 else -np.inf
         if side == "upper":
             c0 = inf_mass + math.exp(conv.log_above(j))
-            leak = conv.leak()
-            log_c1 = k_lam + (float(np.logaddexp(log_err, math.log(leak))) if leak > 0 else log_err)
+            measure = conv.leak()
         else:
-            alias = conv.tilted_above(j) + conv.tilted_below(j)
-            with np.errstate(divide="ignore"):
-                log_alias = math.log(alias) if alias > 0 else -np.inf
             c0 = inf_mass - conv.clipped()
-            log_c1 = k_lam + float(np.logaddexp(log_err, log_alias))
-        out.append(DiscreteProfile(h=h, start=conv.j_lo, tilted=conv.dens[j], log_k=k_lam, lam=lam,
-                                   c0=c0, log_c1=log_c1, upper=side == "upper",
+            measure = conv.tilted_above(j) + conv.tilted_below(j)
+        err = float(conv.err[j])
+        out.append(DiscreteProfile(h=h, start=conv.j_lo, tilted=conv.dens[j], log_k=k_lam, lam=lam, c0=c0,
+                                   log_entry_err=k_lam + math.log(err) if err > 0 else -math.inf,
+                                   log_measure_err=k_lam + math.log(measure) if measure > 0 else -math.inf,
+                                   upper=side == "upper",
                                    support_top=conv.comps.support_top(side), inf_mass=inf_mass,
                                    above=conv.above_exponents() if side == "upper" else None,
                                    misplaced=misplacement(conv.comps, side, h)))
@@ -529,7 +524,7 @@ def _uncomposed(c: Component, h: float, lower: bool = True) -> tuple[DiscretePro
         c0 = inf_mass if upper else inf_mass - pld.deficit
         out.append(DiscreteProfile(h=h, start=pld.start, tilted=pld.masses * scale, log_k=0.0, lam=0.0,
                                    c0=min(c0 * scale, 1.0) if c0 > 0 else c0 / scale,
-                                   log_c1=-math.inf, upper=upper,
+                                   log_entry_err=-math.inf, log_measure_err=-math.inf, upper=upper,
                                    support_top=support_ends([c], "upper" if upper else "lower")[1],
                                    inf_mass=min(inf_mass * (1.0 + LAW_REL), 1.0),
                                    misplaced=misplacement([c], "upper" if upper else "lower", h)))

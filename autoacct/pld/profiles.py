@@ -4,12 +4,27 @@ The Chernoff profile, from cumulants alone, is in :mod:`chernoff`.
 A :class:`DiscreteProfile` holds the composed masses in tilted form,
 p_i = p~_i e^{K - lam x_i} at losses x_i = (start + i) h, and represents
 
-    delta(eps) = sum_{x_i > eps} p_i (1 - e^{eps - x_i}) + c0 +/- c1 e^{-lam eps},
+    delta(eps) = sum_{x_i > eps} p_i (1 - e^{eps - x_i}) + c0 +/- E(eps),
 
 clipped to [0, 1], where c0 is the mass at +inf (plus, for an upper profile,
-the mass above the window) and c1 e^{-lam eps} the accounted rounding and
-wrap-around error (added for an upper profile, subtracted for a lower one).
-Negative computed masses are set to 0; the error term covers them.
+the mass above the window) and E(eps) the accounted rounding and wrap-around
+error (added for an upper profile, subtracted for a lower one). Negative computed
+masses are set to 0; the error term covers them.
+
+The error has two parts, each weighed as delta weighs a mass at x > eps, by
+1 - e^{eps - x}, which is at most x - eps: every computed mass may be off by
+e_i <= E1 e^{-lam x_i} (the FFT's rounding), and a measure nu of unknown place
+may be missing or extra (wrap-around, leaks), with int e^{lam x} dnu <= E2. With
+f(u) = e^{-lam u} (1 - e^{-u}), the error at eps is at most
+
+    E(eps) = e^{-lam eps} (E1 sum_{x_i > eps} f(x_i - eps) + E2 sup_u f(u)),
+
+where sup_u f(u) = (lam / (lam + 1))^lam / (lam + 1). The sum over lattice
+points in (0, W] (W the window's top less eps) of the unimodal f is at most
+int_0^W f / h + max f, and int_0^W f is at most W^2 / 2 and at most
+1 / (lam (lam + 1)). So a window narrow in loss (W << 1) or a steep tilt
+(lam >> 1) weighs the rounding of its N masses far below N: a tiny eps, decided
+near the middle of a narrow law, is then not held back by the FFT's rounding.
 
 The true profile is non-increasing in eps, so an upper profile may be replaced
 by its running minimum from the left and a lower profile by its running
@@ -87,7 +102,11 @@ class DiscreteProfile(SolvedEpsilon):
     log_k: float
     lam: float
     c0: float
-    log_c1: float
+    #: log E1: each composed mass p_i is within E1 e^{-lam x_i} of its exact value.
+    log_entry_err: float
+    #: log E2: a measure of unknown place with int e^{lam x} dnu <= E2 may be missing (upper)
+    #: or extra (lower).
+    log_measure_err: float
     upper: bool
     #: Largest finite loss of the composed upper PLD and its mass at +inf: at and
     #: beyond that loss the true delta is at most that mass.
@@ -301,8 +320,48 @@ class DiscreteProfile(SolvedEpsilon):
         return self._err(np.asarray(eps, dtype=float)) + max(extra, 0.0)
 
     def _err(self, eps: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore"):
-            return np.exp(np.minimum(self.log_c1 - self.lam * eps, 700.0))
+        """E(eps) (see the module's docstring), rounded up: non-increasing in eps, so that its
+        value at a cell's left end bounds it over the cell."""
+        eps = np.asarray(eps, dtype=float)
+        lam, h, n = self.lam, self.h, len(self.tilted)
+        # Every window point above eps lies within (0, width] of it (one spacing more covers
+        # the rounding of the points' positions).
+        width = np.maximum((self.start + n - 1) * h - eps + h, 0.0)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            # int_0^W f = g(lam) - g(lam + 1), g(a) = int_0^W e^{-a u} du = -expm1(-a W) / a, each g
+            # within a few roundoffs of itself; where they cancel (W small), W^2 / 2 bounds it.
+            flat = width if lam <= 0.0 else -np.expm1(-lam * width) / lam
+            integral = np.minimum(0.5 * width * width,
+                                  flat + np.expm1(-(lam + 1.0) * width) / (lam + 1.0) + 8.0 * _EPS * flat)
+            points = np.minimum(self._plain_points, integral / h + np.minimum(self._peak, -np.expm1(-width)))
+            entries = np.exp(np.minimum(self.log_entry_err - lam * eps, 700.0)) * points
+            spread = np.exp(np.minimum(self.log_measure_err - lam * eps, 700.0)) * self._peak
+            return (entries + spread) * (1.0 + 16.0 * _EPS)
+
+    @cached_property
+    def _peak(self) -> float:
+        """sup_u f(u) = (lam / (lam + 1))^lam / (lam + 1), at u = log(1 + 1 / lam) (1 at lam = 0)."""
+        lam = self.lam
+        return 1.0 if lam <= 0.0 else math.exp(-lam * math.log1p(1.0 / lam)) / (1.0 + lam)
+
+    @cached_property
+    def _plain_points(self) -> float:
+        """sum_{x_i > eps} e^{-lam (x_i - eps)} over the window, each weight bounded by 1: at most
+        N, and at most 1 / (1 - e^{-lam h})."""
+        n = float(len(self.tilted))
+        return n if self.lam <= 0.0 else min(n, 1.0 / -math.expm1(-self.lam * self.h))
+
+    @property
+    def error_log_scale(self) -> float:
+        """log c with E(eps) <= c e^{-lam eps} at every eps (each mass weighed 1, the measure by
+        sup f): the simple form of the error term that :func:`autoacct.risk.pld` exports."""
+        entries = self.log_entry_err + math.log(self._plain_points) if self._plain_points > 0 else -math.inf
+        log_c = float(np.logaddexp(entries, self.log_measure_err + math.log(self._peak)))
+        return log_c + 16.0 * _EPS * (abs(log_c) + 1.0) if math.isfinite(log_c) else log_c
+
+    def error_at(self, eps: float) -> float:
+        """E(eps): how far the profile's delta at eps may lie from the exact composition's."""
+        return float(self._err(np.array(eps)))
 
     def _rounding(self, i: np.ndarray, la: np.ndarray, lb_eps: np.ndarray, mass: np.ndarray) -> np.ndarray:
         """A bound on the floating-point error of A_i - e^eps B_i (lb_eps = eps + log B_i,
@@ -497,7 +556,7 @@ class DiscreteProfile(SolvedEpsilon):
     def _solve_once(self, target: float) -> float:
         """Upper profile: the smallest safe eps >= 0 with delta(eps) <= target.
         Lower profile: an eps below which the true delta certainly exceeds target."""
-        if not self.upper and self.c0 - math.exp(min(self.log_c1, 700.0)) > target:
+        if not self.upper and self.c0 - self.error_at(0.0) > target:
             # The mass at +inf alone (less the largest error term) exceeds the target.
             return math.inf
         eps = self._solve_on_grid(target)
@@ -572,7 +631,7 @@ class DiscreteProfile(SolvedEpsilon):
             return max(float(self.x[0]), 0.0) if self.upper else 0.0
         lo_x = float((self.start + i - 1) * self.h)  # x_{i-1}, as self.x holds it
         la, lb = (float(v[0]) for v in self._log_suffix(np.array([i]), self._sums_of(np.array([i]))))
-        err = float(np.exp(min(self.log_c1 - self.lam * lo_x, 700.0)))  # _err at lo_x
+        err = self.error_at(lo_x)
         const = self.c0 + err if self.upper else self.c0 - err
         # On [x_{i-1}, x_i): delta = A_i - e^eps B_i + const (error frozen at the left end).
         a_i = math.exp(la)

@@ -332,7 +332,7 @@ def bulk_term(fine: Components, count: int, offset: float, log_eta: float, lam: 
         if blocked is not None:
             ratio, parts = blocked
             up, low = compose(parts, ratio * h, log_eta, lam)
-            if up.log_c1 - lam * (target - count * offset) <= budget:
+            if up.error_at(target - count * offset) <= math.exp(budget):
                 assert low is not None
                 return up, low
     up, low = compose(fine.recounted(count), h, log_eta, lam)

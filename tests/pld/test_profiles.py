@@ -116,8 +116,8 @@ def test_block_sums_are_within_the_roundoff_bound_of_the_suffix_sums():
     rng = np.random.default_rng(7)
     for n, lam, h in ((5000, 0.8, 7e-4), (1000, 6.0, 2e-3), (300, 0.0, 0.01), (40, 40.0, 0.05)):
         tilted = rng.random(n) * np.exp(-30.0 * rng.random(n))
-        p = DiscreteProfile(h=h, start=-7, tilted=tilted, log_k=0.0, lam=lam, c0=0.0, log_c1=-math.inf,
-                            upper=True)
+        p = DiscreteProfile(h=h, start=-7, tilted=tilted, log_k=0.0, lam=lam, c0=0.0, log_entry_err=-math.inf,
+                            log_measure_err=-math.inf, upper=True)
         i = np.arange(0, n + 1)
         got = p._sums_at(i)
         for rate, sums in zip((lam, lam + 1.0), got):
@@ -166,7 +166,7 @@ def test_monotone_deltas_made_in_chunks_are_those_of_the_whole_arrays(monkeypatc
         tilted = rng.random(n) * np.exp(-40.0 * rng.random(n))
         tilted[rng.random(n) < 0.01] = -1e-30  # negative computed masses count as 0
         p = DiscreteProfile(h=1e-4, start=-n // 3, tilted=tilted, log_k=-2.0, lam=1.5, c0=1e-9,
-                            log_c1=-40.0, upper=upper)
+                            log_entry_err=-40.0, log_measure_err=-41.0, upper=upper)
         full = p._sums
         raw = p._raw(np.arange(1, n + 1), p.x, p.x, (full[0][1:], full[1][1:]))
         want = np.minimum.accumulate(raw) if upper else np.maximum.accumulate(raw[::-1])[::-1]
@@ -338,3 +338,43 @@ def test_the_silent_lower_profile_says_what_chernoffs_lower_says_without_a_table
     for delta in (1e-12, 1e-5, 0.3):
         assert silent.epsilon(delta) == reference.epsilon(delta) == 0.0
     assert np.array_equal(silent.floor(eps), reference.floor(eps))
+
+
+@pytest.mark.parametrize("h, n, lam", [(1e-6, 2000, 0.0), (1e-4, 3000, 0.0), (2e-4, 4000, 50.0),
+                                       (1e-3, 2000, 3.0), (0.05, 400, 0.0)])
+def test_the_error_term_weighs_each_mass_as_delta_does(h, n, lam):
+    """Every tilted mass off by its whole error E1 (upper: the computed ones short by it; lower:
+    over by it) and a measure of tilted mass E2 where it moves delta most (at the lattice point
+    nearest eps + log(1 + 1 / lam), or at the window's top without a tilt): the profiles still
+    bound the exact delta from either side. The masses' part of the error term is within 1.5
+    times their worst case. Windows narrow in loss (2e-3 and 0.3 wide, where delta weighs a mass
+    at x by at most x - eps), steep and mild tilts, and a wide window, where each mass weighs
+    about 1."""
+    from autoacct.pld.profiles import DiscreteProfile
+
+    start = -n // 4
+    x = (start + np.arange(n)) * h
+    p = np.exp(-(((np.arange(n) - n / 3) / (n / 8)) ** 2)) + 1e-5
+    p /= p.sum()
+    log_k = float(np.log(np.sum(p * np.exp(lam * (x - x[0]))))) + lam * x[0]
+    exact = p * np.exp(lam * x - log_k)  # tilted: p = exact e^{log_k - lam x}
+    e1, e2 = 1e-10, 1e-9
+    for at in (0.2, 0.5, 0.8):
+        eps = x[int(at * n)] + 0.37 * h
+        u = x - eps
+        j = int(np.argmin(np.abs(x - eps - (math.log1p(1.0 / lam) if lam > 0 else math.inf))))
+        hockey = np.where(u > 0, -np.expm1(-np.maximum(u, 0.0)), 0.0)
+
+        def delta_of(tilted: np.ndarray, hockey: np.ndarray = hockey) -> float:
+            return math.fsum(tilted * np.exp(log_k - lam * x) * hockey)
+
+        with_measure = exact.copy()
+        with_measure[j] += e2
+        kw = dict(h=h, start=start, log_k=log_k, lam=lam, c0=0.0, log_entry_err=log_k + math.log(e1))
+        upper = DiscreteProfile(tilted=exact - e1, upper=True, log_measure_err=log_k + math.log(e2), **kw)
+        lower = DiscreteProfile(tilted=with_measure + e1, upper=False, log_measure_err=log_k + math.log(e2), **kw)
+        assert upper.delta(np.array([eps]))[0] >= delta_of(with_measure)
+        assert lower.delta(np.array([eps]))[0] <= delta_of(exact)
+        masses_only = DiscreteProfile(tilted=exact, upper=True, log_measure_err=-math.inf, **kw)
+        worst = delta_of(np.full(n, e1))
+        assert worst <= masses_only.error_at(eps) <= 1.5 * worst

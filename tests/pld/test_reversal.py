@@ -255,7 +255,8 @@ def test_a_tradeoff_curve_the_budget_stopped_takes_the_composed_directions_inver
         got = routes.tradeoff(m, fpr, "pld")
     assert any(issubclass(w.category, BudgetWarning) for w in caught)
     assert [len(made) for made in acc._made] == [1, 0]  # the add direction was not composed
-    # Both are lower bounds on the curve: the inverse of the remove direction's curve is as
-    # tight as the add direction's own (without it, the add direction's curve is 0).
+    # Both are lower bounds on the curve: the inverse of the remove direction's curve is nearly
+    # as tight as the add direction's own (3.6e-9 relatively below it at fpr 0.5; without the
+    # inverse, the add direction's curve is 0).
     assert np.all(got > 0.0)
-    np.testing.assert_allclose(got, full, rtol=1e-9)
+    np.testing.assert_allclose(got, full, rtol=1e-8)
