@@ -19,12 +19,10 @@ f(u) = e^{-lam u} (1 - e^{-u}), the error at eps is at most
 
     E(eps) = e^{-lam eps} (E1 sum_{x_i > eps} f(x_i - eps) + E2 sup_u f(u)),
 
-where sup_u f(u) = (lam / (lam + 1))^lam / (lam + 1). The sum over lattice
-points in (0, W] (W the window's top less eps) of the unimodal f is at most
-int_0^W f / h + max f, and int_0^W f is at most W^2 / 2 and at most
-1 / (lam (lam + 1)). So a window narrow in loss (W << 1) or a steep tilt
-(lam >> 1) weighs the rounding of its N masses far below N: a tiny eps, decided
-near the middle of a narrow law, is then not held back by the FFT's rounding.
+bounded in closed form by :mod:`weights` over the window's points above eps. A
+window narrow in loss or a steep tilt (lam >> 1) weighs the rounding of its N
+masses far below N: a tiny eps, decided near the middle of a narrow law, is then
+not held back by the FFT's rounding.
 
 The true profile is non-increasing in eps, so an upper profile may be replaced
 by its running minimum from the left and a lower profile by its running
@@ -43,6 +41,7 @@ from functools import cached_property
 import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
+from autoacct.pld import weights
 from autoacct.pld.cumulants import rounded_exponent
 
 _EPS = MACHINE_EPSILON
@@ -327,22 +326,15 @@ class DiscreteProfile(SolvedEpsilon):
         # Every window point above eps lies within (0, width] of it (one spacing more covers
         # the rounding of the points' positions).
         width = np.maximum((self.start + n - 1) * h - eps + h, 0.0)
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            # int_0^W f = g(lam) - g(lam + 1), g(a) = int_0^W e^{-a u} du = -expm1(-a W) / a, each g
-            # within a few roundoffs of itself; where they cancel (W small), W^2 / 2 bounds it.
-            flat = width if lam <= 0.0 else -np.expm1(-lam * width) / lam
-            integral = np.minimum(0.5 * width * width,
-                                  flat + np.expm1(-(lam + 1.0) * width) / (lam + 1.0) + 8.0 * _EPS * flat)
-            points = np.minimum(self._plain_points, integral / h + np.minimum(self._peak, -np.expm1(-width)))
-            entries = np.exp(np.minimum(self.log_entry_err - lam * eps, 700.0)) * points
+        with np.errstate(over="ignore"):
+            entries = np.exp(np.minimum(self.log_entry_err - lam * eps, 700.0)) * weights.points(
+                lam, h, width, self._plain_points)
             spread = np.exp(np.minimum(self.log_measure_err - lam * eps, 700.0)) * self._peak
             return (entries + spread) * (1.0 + 16.0 * _EPS)
 
     @cached_property
     def _peak(self) -> float:
-        """sup_u f(u) = (lam / (lam + 1))^lam / (lam + 1), at u = log(1 + 1 / lam) (1 at lam = 0)."""
-        lam = self.lam
-        return 1.0 if lam <= 0.0 else math.exp(-lam * math.log1p(1.0 / lam)) / (1.0 + lam)
+        return float(weights.peak(self.lam))
 
     @cached_property
     def _plain_points(self) -> float:
