@@ -138,15 +138,16 @@ class FFTAccountant(SplitDirections, DeltaThroughEpsilon):
             comps = []
             for (loss, k), (j_lo, j_hi) in zip(parts, ranges):
                 atoms = loss.atoms if loss.merged_lower else None
+                merged = loss.has_atoms and loss.lattice is None
                 if lower is LowerPld.KEPT and len(parts) == 1:
-                    comps.append(Component(*discretize_lazy(loss, h, j_lo, j_hi), k, atoms))
+                    comps.append(Component(*discretize_lazy(loss, h, j_lo, j_hi), k, atoms, merged_points=merged))
                 elif lower is LowerPld.LAZY:
                     up = discretize_upper(loss, h, j_lo, j_hi)
                     make = (partial(lower_of, loss, h, j_lo, j_hi) if shared is None
                             else partial(shared_lower_of, shared, loss, h, j_lo, j_hi))
-                    comps.append(Component(up, make, k, atoms))
+                    comps.append(Component(up, make, k, atoms, merged_points=merged))
                 else:
-                    comps.append(Component(*discretize(loss, h, j_lo, j_hi), k, atoms))
+                    comps.append(Component(*discretize(loss, h, j_lo, j_hi), k, atoms, merged_points=merged))
             self._memo[key] = Components(comps)
         return self._memo[key]
 

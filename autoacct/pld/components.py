@@ -48,8 +48,9 @@ class Component:
     #: masses lies from the exact loss (start + i) h of its point. None for a law discretised
     #: directly (see :func:`autoacct.pld.compose.misplacement`).
     misplaced: float | None = None
-    #: For a composition coarsened by merging its points (:func:`~autoacct.pld.levels.coarsen`,
-    #: of laws of atoms merged by their lower PLDs): its own compositions are merged too.
+    #: Whether compositions of this component are coarsened by merging their points
+    #: (:func:`~autoacct.pld.levels.coarsen`): a law with atoms off any lattice, whose blocks'
+    #: cells would bend around every atom, and a composition coarsened so.
     merged_points: bool = field(default=False, compare=False)
 
     @cached_property

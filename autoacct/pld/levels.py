@@ -57,7 +57,7 @@ from autoacct.pld.components import Component
 from autoacct.pld.compose import Convolution, convolve, max_window, misplacement
 from autoacct.pld.cumulants import Components, margin, window
 from autoacct.pld.discretize import DiscretePLD, lower_from_cell_masses
-from autoacct.pld.merged import merged_down, on_any_lattice
+from autoacct.pld.merged import merged_down
 from autoacct.pld.mgf import log_mgf_rounding, log_mgfs
 
 #: One lattice is used when its window has at most this many points, or the count is below
@@ -117,16 +117,15 @@ class Plan:
 
 def applies(parts: Sequence[tuple[PrivacyLoss, int]]) -> bool:
     """Whether a direction's (law, count) parts may be composed by levels: one law composed at
-    least MIN_COUNT times, without atoms or with atoms that its lower PLD merges onto the
-    lattice (``merged_lower``: a subsampled discrete law, whose atoms no lattice holds). A law
-    whose atoms sit on a lattice of its own is left to that lattice, which the levels' coarser
-    ones would not respect. (Poisson-subsampled discrete Gaussian, sigma = 1, q = 1e-3, 1e6
-    runs: one lattice needed 9e6 points and bounded eps(1e-12) by [0.44, 10.18] in 1.8 s;
-    by levels [9.79498, 9.79645] in 0.59 s. Laws with a continuous part and atoms, such as
-    the subsampled Laplace mechanism's, stay out: their composed blocks' lower PLDs took up to
-    94 rounds against kinks, and q = 1e-5, b = 0.1, 1e5 runs missed tol by levels where one
-    lattice met it.)"""
-    return len(parts) == 1 and parts[0][1] >= MIN_COUNT and on_any_lattice(parts[0][0])
+    least MIN_COUNT times, off any lattice of its own. A law whose atoms sit on a lattice of
+    its own is left to that lattice, which the levels' coarser ones would not respect.
+    (Poisson-subsampled discrete Gaussian, sigma = 1, q = 1e-3, 1e6 runs: one lattice needed
+    9e6 points and bounded eps(1e-12) by [0.44, 10.18] in 1.8 s; by levels [9.79498, 9.79645]
+    in 0.59 s. Poisson-subsampled Laplace, b = 0.1, q = 1e-3, 1e6 runs: eps(1e-6) in
+    [3.13, 2133.96] with warnings after 3.6 s; by levels [2133.402, 2133.476] in 0.26 s.)
+    The blocks of a law with atoms are coarsened by merging their points (see
+    :func:`coarsen`)."""
+    return len(parts) == 1 and parts[0][1] >= MIN_COUNT and parts[0][0].lattice is None
 
 
 def finest(h: float) -> float:
@@ -354,10 +353,9 @@ def coarsen(conv: Convolution | None, coarse: float) -> Component | None:
     sub = conv.dens[1]
     sub -= float(conv.err[1]) + folded
     np.maximum(sub, 0.0, out=sub)
-    # (laws of atoms merged by their lower PLDs, and their blocks: their composition's points
-    # are merged too)
+    # (laws with atoms off any lattice, and their blocks: their composition's points are merged)
     low = None
-    if all(c.atoms is not None or c.merged_points for c in conv.comps):
+    if all(c.merged_points for c in conv.comps):
         low = _merged_coarse_lower(sub, conv, ratio)
     merged = low is not None
     if low is None:

@@ -56,8 +56,7 @@ def on_any_lattice(loss: PrivacyLoss) -> bool:
     included: a law without atoms or a lattice of its own, or a finite atom law off any lattice
     whose lower PLD merges its atoms (``merged_lower``: a subsampled discrete law). A law on a
     lattice of its own composes exactly there, and the atoms of other laws sit on lattices of
-    their own. Both the levels' coarser lattices (:func:`autoacct.pld.levels.applies`) and the
-    split into bulk and tail (:func:`autoacct.pld.jumps.splits`) ask it."""
+    their own. The split into bulk and tail (:func:`autoacct.pld.jumps.splits`) asks it."""
     return loss.lattice is None and (not loss.has_atoms or loss.merged_lower)
 
 

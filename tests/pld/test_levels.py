@@ -368,10 +368,10 @@ def test_the_cap_on_a_half_cell_q_mass_is_rounded_up(h, ratio, j, log_p):
         assert mpmath.mpf(cap) >= exact
 
 
-def test_levels_take_laws_whose_atoms_their_lower_pld_merges():
-    """A subsampled discrete law (atoms off any lattice, merged by its lower PLD) is composed by
-    levels; a law whose atoms sit on its own lattice, or one with a continuous part and atoms
-    (the subsampled Laplace mechanism's), is not; nor is a law composed fewer than MIN_COUNT times."""
+def test_levels_take_laws_off_any_lattice_of_their_own():
+    """A subsampled discrete law (atoms off any lattice, merged by its lower PLD) and one with a
+    continuous part and atoms (the subsampled Laplace mechanism's) are composed by levels; a law
+    whose atoms sit on its own lattice is not; nor is a law composed fewer than MIN_COUNT times."""
     from autoacct.zoo import DiscreteGaussian, Laplace
     many = levels.MIN_COUNT
     dg = PoissonSubsample(1e-3)(DiscreteGaussian(1.0)).loss_parts()[0].forward
@@ -382,7 +382,7 @@ def test_levels_take_laws_whose_atoms_their_lower_pld_merges():
     lattice_law = DiscreteGaussian(1.0).loss_parts()[0].forward
     assert lattice_law.lattice is not None and not levels.applies([(lattice_law, many)])
     mixed = PoissonSubsample(1e-3)(Laplace(1.0)).loss_parts()[0].forward
-    assert mixed.has_atoms and not levels.applies([(mixed, many)])
+    assert mixed.has_atoms and not mixed.merged_lower and levels.applies([(mixed, many)])
     assert levels.applies([(GaussianLoss(1.0), many)])
 
 
@@ -402,7 +402,7 @@ def test_coarsened_blocks_of_few_atoms_merge_their_points_below_the_exact_profil
     from autoacct.zoo import KaryRandomizedResponse
     (law, _, _), = PoissonSubsample(1e-2)(KaryRandomizedResponse(0.1, 10)).loss_parts()
     h = 1e-4
-    comp = Component(*discretize(law, h, *index_range(law, h, 1e-20)), copies, atoms=law.atoms)
+    comp = Component(*discretize(law, h, *index_range(law, h, 1e-20)), copies, atoms=law.atoms, merged_points=True)
     block = levels.coarsen(convolve([comp], h, math.log(1e-30)), ratio * h)
     assert block is not None and block.merged_points
     losses, masses_p, _ = poisson_kary_rr_atoms(1e-2, 0.1, 10)
