@@ -33,7 +33,9 @@ class ShiftedLoss(PrivacyLoss):
     ----------
     base:
         The law of L = log(dP/dQ) of a pair (P, Q), or a part of one
-        (:class:`~autoacct.losses.restricted.RestrictedLoss`), without atoms.
+        (:class:`~autoacct.losses.restricted.RestrictedLoss`), off any lattice of its own and
+        not a law of atoms merged by its lower PLD (``merged_lower``): atoms read through its
+        cells (the subsampled Laplace mechanism's) move with them.
     shift:
         The finite real d subtracted from every finite loss.
     """
@@ -43,9 +45,10 @@ class ShiftedLoss(PrivacyLoss):
             raise TypeError(f"shift must be a real number, got shift={shift!r}")
         if not math.isfinite(shift):
             raise ValueError(f"shift must be finite, got shift={shift!r}")
-        if base.has_atoms or base.lattice is not None:
-            raise ValueError("only laws without atoms are shifted (atoms sit on their own lattice)")
+        if base.merged_lower or base.lattice is not None:
+            raise ValueError("only laws off any lattice, whose atoms are read through their cells, are shifted")
         self.base, self.shift = base, float(shift)
+        self.has_atoms = base.has_atoms
         self.cell_cost = base.cell_cost
         self.p_inf = base.p_inf
         self.p_inf_truncated = base.p_inf_truncated
@@ -55,6 +58,11 @@ class ShiftedLoss(PrivacyLoss):
     @property
     def key(self) -> tuple:
         return ("shifted", self.shift, self.base.key)
+
+    @property
+    def atoms(self) -> tuple[np.ndarray, np.ndarray]:
+        values, masses = self.base.atoms
+        return values - self.shift, masses
 
     def cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # The cells of X are those of L moved by d; a moved edge is off by at most an ulp of

@@ -452,10 +452,10 @@ def aligned_bulk(bulk: PrivacyLoss, h: float, count: int, scale: float, allowanc
 
 def _offsets(bulk: PrivacyLoss, h: float, a: float, b: float) -> Iterator[float]:
     """:func:`aligned_bulk`'s offsets in the order tried (the spike offsets only made where 0
-    does not do). An atom law's bulk has 0 alone: its lower PLD merges its atoms onto any
-    lattice at second order (:mod:`~autoacct.pld.merged`), and its atoms are not moved."""
+    does not do). A ``merged_lower`` law's bulk has 0 alone: its lower PLD merges its atoms onto
+    any lattice at second order (:mod:`~autoacct.pld.merged`), and its atoms are not moved."""
     yield 0.0
-    if bulk.has_atoms:
+    if bulk.merged_lower:
         return
     yield from _spike_offsets(bulk, h, a, b)
     yield from (a - math.floor(a / h) * h, b - math.floor(b / h) * h, h / 2, h / 4, 3 * h / 4)

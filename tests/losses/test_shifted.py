@@ -64,12 +64,41 @@ def test_moments_and_range_move_with_the_losses():
     assert loss.key != ShiftedLoss(base, 0.5).key
 
 
-def test_bad_shifts_and_laws_with_atoms_are_refused():
+def test_a_law_with_atoms_off_any_lattice_moves_its_atoms_with_its_cells():
+    # The Poisson-subsampled Laplace law (b = 0.1, q = 1e-4) has atoms at log(1 - q + q e^{-+10})
+    # read through its cells. Moved by d, every cell of X = L - d holds the base's cell moved by
+    # d (its Q-mass times e^d), the atom near -q included, and the profile is the base's at
+    # eps + d.
+    from autoacct.subsampling import PoissonSubsample
+    from autoacct.zoo import Laplace
+    base = PoissonSubsample(1e-4)(Laplace(0.1)).loss_parts()[0].forward
+    assert base.has_atoms and base.lattice is None and not base.merged_lower
+    atom = math.log1p(1e-4 * math.expm1(-10.0))
+    d = atom - (-3.0e-4)  # puts the atom at -3e-4
+    loss = ShiftedLoss(base, d)
+    assert loss.has_atoms
+    edges = np.array([-np.inf, -3.5e-4, -3.0e-4, -2.5e-4, 0.0, 0.5, np.inf])
+    m_p, m_q = loss.cell_masses(edges)
+    b_p, b_q = base.cell_masses(edges + d)
+    np.testing.assert_array_equal(m_p, b_p)
+    np.testing.assert_allclose(m_q, b_q * math.exp(d), rtol=1e-15)
+    assert m_p[1] > 0.49  # the atom (P-mass about 1/2) sits in (-3.5e-4, -3e-4]
+    eps = np.array([0.0, 0.3, 1.0])
+    np.testing.assert_array_equal(loss.profile(eps), base.profile(eps + d))
+
+
+def test_bad_shifts_and_laws_on_lattices_are_refused():
     with pytest.raises(ValueError, match="shift"):
         ShiftedLoss(GaussianLoss(1.0), math.nan)
     with pytest.raises(ValueError, match="shift"):
         ShiftedLoss(GaussianLoss(1.0), math.inf)
     with pytest.raises(TypeError, match="shift='0.1'"):
         ShiftedLoss(GaussianLoss(1.0), "0.1")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="atoms"):
+    with pytest.raises(ValueError, match="lattice"):
         ShiftedLoss(randomized_response_loss(1.0), 0.1)
+    from autoacct.subsampling import PoissonSubsample
+    from autoacct.zoo import DiscreteGaussian
+    merged = PoissonSubsample(1e-3)(DiscreteGaussian(1.0)).loss_parts()[0].forward
+    assert merged.merged_lower
+    with pytest.raises(ValueError, match="lattice"):
+        ShiftedLoss(merged, 0.1)

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
-from closed_forms import poisson_gaussian_lattice_delta
+from closed_forms import poisson_gaussian_lattice_delta, two_point_delta_closed
 from split_laws import SPLIT_DEFAULTS, step_law
 
 import autoacct
@@ -23,7 +23,7 @@ from autoacct.pld.discretize import discretize
 from autoacct.pld.grid import index_range
 from autoacct.pld.query import PldQuery
 from autoacct.subsampling.poisson import PoissonRemoveLoss
-from autoacct.zoo import Composition, Gaussian, PoissonSubsample
+from autoacct.zoo import Composition, DiscreteGaussian, Gaussian, PoissonSubsample
 
 
 def test_a_spike_law_against_a_lattice_reference(monkeypatch):
@@ -116,19 +116,45 @@ def test_moved_profiles_bracket_the_laws_on_one_lattice(monkeypatch):
     assert all(float(low.epsilon(delta)) <= float(up.epsilon(delta)) for up, low in pairs)
 
 
-def test_a_law_with_atoms_is_never_moved(monkeypatch):
-    # Its atoms sit on its own lattice (a ShiftedLoss refuses it): even where one lattice has
-    # failed, the direction keeps its lattice, and the query answers from it.
-    law = PoissonRemoveLoss(RandomizedResponseLoss(1.0), 0.01)
-    assert law.has_atoms
-    acc = FFTAccountant([(law, law, 50)])
+def test_a_law_on_a_lattice_of_its_own_or_merging_its_atoms_is_never_moved(monkeypatch):
+    # Randomized response's atoms sit on its own lattice, and a subsampled discrete Gaussian's
+    # lower PLD merges its atoms onto any lattice (a ShiftedLoss refuses both): even where one
+    # lattice has failed, the direction keeps its lattice.
+    own = RandomizedResponseLoss(1.0)
+    merged = PoissonSubsample(1e-3)(DiscreteGaussian(1.0)).loss_parts()[0].forward
+    assert own.lattice is not None and merged.merged_lower
     with monkeypatch.context() as m:
         m.setattr(splitting.SplitDirections, "_one_lattice_failed", lambda *args: True)
-        assert acc._aligned(0, 1e-3, math.log(1e-14), PldQuery(2.0, 1e-6, 1e-3)) is None
-    with warnings.catch_warnings():
+        for law in (own, merged):
+            acc = FFTAccountant([(law, law, 50)])
+            assert acc._aligned(0, 1e-3, math.log(1e-14), PldQuery(2.0, 1e-6, 1e-3)) is None
+
+
+def test_a_law_of_atoms_off_any_lattice_may_be_moved(monkeypatch):
+    # Poisson-subsampled randomized response (log-odds 1, q = 0.01), 50 runs: two atoms off any
+    # lattice, read through the law's cells. Where one lattice has failed, its lattice may be
+    # moved (jumps.aligned_bulk); the moved bracket holds the exact eps(1e-6) of the removal
+    # pair's binomial sum.
+    law = PoissonRemoveLoss(RandomizedResponseLoss(1.0), 0.01)
+    assert law.has_atoms and law.lattice is None and not law.merged_lower
+    p = math.e / (1.0 + math.e)
+    mix, base = ((1 - 0.01) * (1 - p) + 0.01 * p, (1 - 0.01) * p + 0.01 * (1 - p)), (1 - p, p)
+    offsets = []
+    real = jumps.aligned_bulk
+
+    def spy(*args, **kwargs):
+        got = real(*args, **kwargs)
+        offsets.append(got[1])
+        return got
+    acc = FFTAccountant([(law, law, 50)])
+    with monkeypatch.context() as m, warnings.catch_warnings():
         warnings.simplefilter("ignore", AccuracyWarning)
+        m.setattr(splitting.SplitDirections, "_one_lattice_failed", lambda *args: True)
+        m.setattr(jumps, "aligned_bulk", spy)
         lower, upper = acc.epsilon(1e-6, acc.eps_scale(1e-6))
-    assert 0.0 < lower <= upper
+    assert any(offset != 0.0 for offset in offsets)
+    assert two_point_delta_closed(mix, base, 50, lower) >= 1e-6 >= two_point_delta_closed(mix, base, 50, upper)
+    assert upper - lower <= 1e-3 * upper
 
 
 def test_a_lattice_of_astronomic_spacing_is_not_moved():
