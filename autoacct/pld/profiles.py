@@ -35,14 +35,17 @@ the error term frozen at the cell's safe end.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.pld import weights
 from autoacct.pld.cumulants import rounded_exponent
+from autoacct.pld.weights import Width
 
 _EPS = MACHINE_EPSILON
 _ULP = 8 * _EPS
@@ -318,23 +321,24 @@ class DiscreteProfile(SolvedEpsilon):
         extra = self.c0 - self.inf_mass if self.upper else 0.0
         return self._err(np.asarray(eps, dtype=float)) + max(extra, 0.0)
 
-    def _err(self, eps: np.ndarray) -> np.ndarray:
-        """E(eps) (see the module's docstring), rounded up: non-increasing in eps, so that its
-        value at a cell's left end bounds it over the cell."""
-        eps = np.asarray(eps, dtype=float)
-        lam, h, n = self.lam, self.h, len(self.tilted)
+    def _err(self, eps: Width) -> Width:
+        """E(eps) (see the module's docstring), rounded up, at a float or an array of eps:
+        non-increasing in eps, so that its value at a cell's left end bounds it over the cell."""
+        exp: Callable[[Any], Any] = math.exp if isinstance(eps, float) else np.exp
+        least: Callable[[Any, Any], Any] = min if isinstance(eps, float) else np.minimum
+        most: Callable[[Any, Any], Any] = max if isinstance(eps, float) else np.maximum
+        lam, h = self.lam, self.h
         # Every window point above eps lies within (0, width] of it (one spacing more covers
         # the rounding of the points' positions).
-        width = np.maximum((self.start + n - 1) * h - eps + h, 0.0)
-        with np.errstate(over="ignore"):
-            entries = np.exp(np.minimum(self.log_entry_err - lam * eps, 700.0)) * weights.points(
-                lam, h, width, self._plain_points)
-            spread = np.exp(np.minimum(self.log_measure_err - lam * eps, 700.0)) * self._peak
-            return (entries + spread) * (1.0 + 16.0 * _EPS)
+        width = most((self.start + len(self.tilted) - 1) * h - eps + h, 0.0)
+        entries = exp(least(self.log_entry_err - lam * eps, 700.0)) * weights.points(lam, h, width,
+                                                                                      self._plain_points)
+        spread = exp(least(self.log_measure_err - lam * eps, 700.0)) * self._peak
+        return (entries + spread) * (1.0 + 16.0 * _EPS)
 
     @cached_property
     def _peak(self) -> float:
-        return float(weights.peak(self.lam))
+        return weights.peak(self.lam)
 
     @cached_property
     def _plain_points(self) -> float:
@@ -353,7 +357,7 @@ class DiscreteProfile(SolvedEpsilon):
 
     def error_at(self, eps: float) -> float:
         """E(eps): how far the profile's delta at eps may lie from the exact composition's."""
-        return float(self._err(np.array(eps)))
+        return float(self._err(float(eps)))
 
     def _rounding(self, i: np.ndarray, la: np.ndarray, lb_eps: np.ndarray, mass: np.ndarray) -> np.ndarray:
         """A bound on the floating-point error of A_i - e^eps B_i (lb_eps = eps + log B_i,
