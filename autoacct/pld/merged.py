@@ -55,8 +55,10 @@ def on_any_lattice(loss: PrivacyLoss) -> bool:
     """Whether a law may be discretised on any lattice the accountant chooses, a coarser one
     included: a law without atoms or a lattice of its own, or a finite atom law off any lattice
     whose lower PLD merges its atoms (``merged_lower``: a subsampled discrete law). A law on a
-    lattice of its own composes exactly there, and the atoms of other laws sit on lattices of
-    their own. The split into bulk and tail (:func:`autoacct.pld.jumps.splits`) asks it."""
+    lattice of its own composes exactly there. The split into bulk and tail
+    (:func:`autoacct.pld.jumps.splits`) asks it: its parts are restricted laws
+    (:func:`~autoacct.losses.restricted.restricted`), which take no atoms read through a law's
+    cells (the subsampled Laplace mechanism's)."""
     return loss.lattice is None and (not loss.has_atoms or loss.merged_lower)
 
 
