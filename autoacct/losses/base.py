@@ -444,11 +444,23 @@ def gaussian_delta_with_error(mu: float, eps: float | np.ndarray) -> tuple[np.nd
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         r = np.minimum(eps + lb - la, 0.0)
         out = np.exp(la + np.log(-np.expm1(r)))
-        # a and b carry the rounding of eps/mu - mu/2 (absolute ~ ulp(eps/mu + mu/2)), which
+        # a and b carry the rounding of eps/mu -+ mu/2 (absolute ~ ulp(eps/mu + mu/2)), which
         # log Phi turns into an absolute error of about |a| (or |b|) times that.
         shift = _EPS * (np.abs(eps) / mu + mu / 2.0 + 1.0) * (np.abs(a) + np.abs(b) + 1.0)
+        # Or, more finely: an absolute error da of a (an ulp of eps/mu + mu/2, and one more)
+        # moves log Phi(a) by at most phi(a) / Phi(a) da <= (max(-a, 0) + 1) da (Birnbaum 1942's
+        # bound on the Mills ratio for a < 0; phi(0) / Phi(0) = 0.8 bounds a >= 0), so Phi(a)
+        # relatively by about that, and 1 - e^r, r moved by at most dr, by
+        # e^r (e^dr - 1) / (1 - e^r) = expm1(dr) / expm1(-r), at most e^(r + dr) / (1 - e^r) (the
+        # form taken where dr >= 1, whose quotient may be inf / inf): nothing where r is far
+        # below 0 (mu = 1e8, eps = 0.5: 1 - e^r = 1 exactly, though a and b are off by 1e-8,
+        # which the first form took for a relative error of 2 and so bounded delta by [0, 1]).
+        da = 2.0 * _EPS * (np.abs(eps) / mu + mu / 2.0 + 1.0)
+        dla = da * (np.maximum(-a, 0.0) + 1.0)
+        dr = dla + da * (np.maximum(-b, 0.0) + 1.0)
+        moved = np.where(dr < 1.0, np.expm1(dr) / np.expm1(-r), np.exp(r + dr) / -np.expm1(r))
         rel = 16.0 * _EPS * (1.0 + np.abs(la) + (np.abs(la) + np.abs(lb) + eps + 1.0) / np.abs(r)) \
-            + 4.0 * shift * (1.0 + 1.0 / np.abs(r))
+            + 4.0 * np.minimum(shift * (1.0 + 1.0 / np.abs(r)), dla + moved)
     # delta(eps) <= Phi(a): where that underflows (eps of 1e10 at mu = 1, say) delta is 0 to
     # within the smallest float, exactly, though r (two logarithms of size 1e19 that cancel)
     # and so the bound above are lost (at eps = 1e300 both logarithms are -inf and r is NaN).

@@ -72,3 +72,17 @@ def test_a_composition_of_gaussians_with_a_huge_mu_has_a_positive_lower_epsilon(
         mu = mp.sqrt(10**4) / mp.mpf(1e-6)
     assert 0.0 < lo and mp_gdp_delta(mu, lo) >= 1e-5 >= mp_gdp_delta(mu, up)
     assert up - lo <= 1e-13 * up
+
+
+@pytest.mark.parametrize("sigma, width", [(1e-6, 1e-8), (1e-8, 1e-6), (1e-9, 1e-5), (1e-12, 1e-2)])
+@pytest.mark.parametrize("eps", [0.0, 0.5, 1e3])
+def test_a_gaussian_with_a_huge_mu_has_a_tight_delta(sigma, width, eps):
+    # mu = 1/sigma: a and b = -eps/mu -+ mu/2 are off by an ulp of mu/2 (5e-9 at mu = 1e8), which
+    # the profile's rounding bound took for a relative error of 2 in delta: Gaussian(1e-8)
+    # bounded delta(0.5) by [0, 1]. It moves log Phi(b) by about |b| da, but 1 - e^r not at all
+    # where r is of order -mu^2 / 2; the truth, 1 to within 1e-300, lies in a bracket `width`
+    # wide.
+    lo, up = Gaussian(sigma).delta_bounds(eps)
+    truth = mp_gdp_delta(1 / mp.mpf(sigma), eps)
+    assert lo <= truth <= up
+    assert up - lo <= width
