@@ -489,6 +489,10 @@ def poisson_kary_rr_composed_delta(q: float, p: float, buckets: int, k: int, eps
     return _bromwich_delta(np.log(masses_q), ell, k, eps, side, reach=3e4)
 
 
+#: Most trapezoid points :func:`_bromwich_delta` takes for a law with a density.
+_MAX_T_POINTS = 1_000_001
+
+
 def _bromwich_delta(log_w: np.ndarray, ell: np.ndarray, k: int, eps: float, side: str,
                     reach: float | None = None) -> float:
     """The Bromwich integral of :func:`poisson_gaussian_composed_delta` for a law given by
@@ -532,7 +536,13 @@ def _bromwich_delta(log_w: np.ndarray, ell: np.ndarray, k: int, eps: float, side
         # (c = 2.6e3, width 1.9e4 at q = 2.3e-5, sigma = 29.7, k = 4799, eps = 6.4e-6, where 1201
         # points put delta 1e-4 high relatively).
         reach_t = 60.0 / math.sqrt(k * curvature)
-        t = np.linspace(0.0, reach_t, max(1201, math.ceil(reach_t / (0.05 * c)) + 1))
+        points = max(1201, math.ceil(reach_t / (0.05 * c)) + 1)
+        if points > _MAX_T_POINTS:
+            # (c at the bracket's end 1e-9, where eps lies below k times the mean loss: the
+            # step would need more points than memory holds; no test asks there)
+            raise ValueError(f"the saddle point c={c:g} lies far below the width {reach_t / 60.0:g}: "
+                             f"{points} trapezoid points needed")
+        t = np.linspace(0.0, reach_t, points)
         w = np.full(t.size, t[1] - t[0])
         w[[0, -1]] /= 2.0
     else:
