@@ -317,7 +317,7 @@ class SplitDirections:
         (loss, k), = self._directions[d]
         eta = self._eta(log_eta)
         copies = min(jumps.terms_needed(side.rate, omitted) or jumps.MAX_TERMS, k) + 1
-        bulk_law, tail_law = jumps.parts_at(loss, side[0], side[1])
+        bulk_law, tail_law = jumps.parts_at(loss, side.side, side.tau, side.low)
         # The bulk's own spread may call for a finer lattice than the whole law's: a spacing
         # above a few of its standard deviations leaves its lower PLD first-order short,
         # which k copies turn into a shift of the whole composition. At most _BULK_FINER
@@ -335,8 +335,12 @@ class SplitDirections:
             coarse = ratio * h
             # The threshold on the coarse lattice (hence on the fine one): each lattice's cells
             # then hold only bulk or only tail.
-            rounding = math.ceil if side[0] > 0 else math.floor
-            bulk, tail = jumps.parts_at(loss, side[0], rounding(side[1] / coarse) * coarse)
+            rounding = math.floor if side.side < 0 else math.ceil
+            tau = rounding(side.tau / coarse) * coarse
+            low = math.floor(side.low / coarse) * coarse if side.side == 0 else -math.inf
+            if not jumps.cuttable(loss, (tau, low)):
+                return None
+            bulk, tail = jumps.parts_at(loss, side.side, tau, low)
             fine = partial(_component_on, h=h, eta=eta, count=k, cost=loss.cell_cost)
             # The fine lattice's offset: its lower PLD's mean and variance gaps may move eps of
             # the k copies by a share _ALIGN of tol (see jumps.aligned_bulk).

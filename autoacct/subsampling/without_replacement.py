@@ -96,6 +96,15 @@ class SymmetrizedLoss(RepresentedLoss):
         return ("symmetrized", self.half.key)
 
     @property
+    def atoms(self) -> tuple[np.ndarray, np.ndarray]:
+        # The atom at 0 is listed where it is the only one: the half's atoms, if any, are read
+        # through its cells (a law that lists none of them cannot be restricted, see
+        # :func:`~autoacct.losses.restricted.atoms_apart`).
+        if self.a0 > 0 and not self.half.has_atoms:
+            return np.array([0.0]), np.array([self.a0])
+        return np.empty(0), np.empty(0)
+
+    @property
     def max_loss(self) -> float:
         # Its positive losses are those of ``half`` under A; the rest are at most 0.
         return max(self.half.max_loss, 0.0)

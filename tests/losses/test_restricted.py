@@ -92,3 +92,71 @@ def test_a_part_between_atoms_is_a_law_of_mass_zero(lo, hi):
     assert np.array_equal(part.profile(eps), np.full(3, part.p_inf))
     up, low = discretize(part, 0.01, *index_range(part, 0.01, 1e-17))
     assert not np.any(up.masses) and not np.any(low.masses)
+
+
+def _swor_law():
+    from autoacct.zoo import Gaussian, SampleWithoutReplacement
+    return SampleWithoutReplacement(1e-3)(Gaussian(1.0)).loss_parts()[0].forward
+
+
+def test_a_symmetric_law_is_its_middle_and_its_outside():
+    # The pair of sampling without replacement holds an atom at 0 (the mass of neither side),
+    # which it lists: a range clear of it splits the law into a middle part holding the atom
+    # and the part outside, both tails at once, whose profiles and cells add up to the law's.
+    from autoacct.losses.restricted import OutsideLoss, outside
+    law = _swor_law()
+    values, masses = law.atoms
+    assert law.has_atoms and values.tolist() == [0.0] and 0.3 < masses[0] < 0.5
+    middle, out = restricted(law, -0.1, 0.12), outside(law, -0.1, 0.12)
+    assert isinstance(middle, RestrictedLoss) and isinstance(out, OutsideLoss)
+    assert middle.has_atoms and middle.atoms[0].tolist() == [0.0] and not out.has_atoms
+    assert (middle.p_inf, out.p_inf) == (0.0, law.p_inf) and (middle.q_ninf, out.q_ninf) == (0.0, law.q_ninf)
+    eps = np.linspace(-2.0, 2.0, 81)
+    assert np.allclose(middle.profile(eps) + out.profile(eps), law.profile(eps), rtol=1e-12, atol=1e-16)
+    edges = np.concatenate(([-np.inf], np.linspace(-0.3, 0.3, 61), [np.inf]))
+    (mp_, mq_), (op, oq), (lp, lq) = middle.cell_masses(edges), out.cell_masses(edges), law.cell_masses(edges)
+    assert np.allclose(mp_ + op, lp, rtol=1e-13, atol=0.0) and np.allclose(mq_ + oq, lq, rtol=1e-13, atol=0.0)
+    # The outside's mass lies beyond the range only, and its range covers both tails.
+    inner = np.linspace(-0.1, 0.12, 23)
+    assert not np.any(out.cell_masses(inner)[0][1:])
+    a, b = out.quantile_range(1e-20)
+    assert a <= law.quantile_range(1e-20)[0] and b >= law.quantile_range(1e-20)[1]
+
+
+@pytest.mark.parametrize("lo, hi", [(0.0, 0.1), (-0.1, 0.0), (-0.1, 1e-12)])
+def test_a_listed_atom_at_a_range_end_is_refused(lo, hi):
+    with pytest.raises(ValueError, match="range's ends"):
+        restricted(_swor_law(), lo, hi)
+
+
+def test_atoms_read_through_cells_are_refused():
+    # The subsampled Laplace law has atoms it does not list (read through its cells): a cell
+    # clipped at a range end could split one, so neither part is made.
+    from autoacct.zoo import Laplace
+    law = PoissonSubsample(1e-3)(Laplace(1.0)).loss_parts()[0].forward
+    assert law.has_atoms and law.atoms[0].size == 0
+    with pytest.raises(ValueError, match="range's ends"):
+        restricted(law, -math.inf, 0.5)
+
+
+@pytest.mark.parametrize("lo, hi", [(-math.inf, 0.1), (-0.1, math.inf), (0.1, 0.1)])
+def test_outside_needs_a_finite_range(lo, hi):
+    from autoacct.losses.restricted import outside
+    with pytest.raises(ValueError, match="finite lo < hi"):
+        outside(_swor_law(), lo, hi)
+
+
+@pytest.mark.parametrize("q, sigma", [(1e-4, 1.0), (0.05, 2.0)])
+def test_atom_parts_outside_a_range_add_up(q, sigma):
+    # An atom law's outside is an atom law again: the atoms at or below lo and above hi, with
+    # both infinities; with the middle part it partitions the atoms.
+    from autoacct.losses.restricted import outside
+    law = _subsampled_dg(q, sigma)[0]
+    lo, hi = float(np.quantile(law.values, 0.2)), float(np.quantile(law.values, 0.7))
+    middle, out = restricted(law, lo, hi), outside(law, lo, hi)
+    assert isinstance(out, AtomLoss) and out.merged_lower
+    assert np.all((out.values <= lo) | (out.values > hi))
+    assert np.count_nonzero(middle.p_mass) + np.count_nonzero(out.p_mass) == np.count_nonzero(law.p_mass)
+    assert (out.p_inf, out.q_ninf) == (law.p_inf, law.q_ninf)
+    eps = np.linspace(-0.5, 2.0, 41)
+    assert np.allclose(middle.profile(eps) + out.profile(eps), law.profile(eps), rtol=1e-12, atol=1e-15)
