@@ -229,9 +229,12 @@ def _snap(parts: Sequence[tuple[PrivacyLoss, int]], h: float) -> float:
     values, weights = [], []
     for loss, k in parts:
         v, w = loss.atoms
-        if 0 < len(v) <= _MAX_ATOMS:
-            values.append(v)
-            weights.append(k * w)
+        # (an atom of negligible mass, such as the Poisson remove pair's at log(1 - q) where
+        # the base's mass at -inf is a truncation's 1e-30, moves no bound: it chooses nothing)
+        heavy = k * w > _NEGLIGIBLE_ATOM
+        if 0 < len(v) <= _MAX_ATOMS and np.any(heavy):
+            values.append(v[heavy])
+            weights.append(k * w[heavy])
     if not values:
         return float(candidates[0])
     v = np.concatenate(values)
@@ -246,6 +249,8 @@ def _snap(parts: Sequence[tuple[PrivacyLoss, int]], h: float) -> float:
     return float(candidates[np.flatnonzero(cost <= best * 1.05 + 1e-300)[0]])
 
 
+#: Atoms whose P-mass times their count is at most this are not snapped to (see :func:`_snap`).
+_NEGLIGIBLE_ATOM = 1e-20
 #: Share of the tolerance the merged atoms may take from the lower bound (the upper bound's
 #: error, second order, is far smaller at the spacings this gives).
 _MERGED_SHARE = 0.6

@@ -114,6 +114,14 @@ class PoissonRemoveLoss(RepresentedLoss):
     def key(self) -> tuple:
         return ("poisson-remove", self.q, self.base.key)
 
+    @property
+    def atoms(self) -> tuple[np.ndarray, np.ndarray]:
+        # A base without atoms gives one: its mass at -inf moved to log(1 - q) (see above).
+        # Where the base has atoms of its own they are read through the cells, not listed.
+        if self.base.has_atoms or self.base.q_ninf <= 0.0:
+            return super().atoms
+        return np.array([math.log1p(-self.q)]), np.array([(1.0 - self.q) * self.base.q_ninf])
+
     def two_point(self) -> TwoPoint | None:
         """The pair ((1-q) Q + q P, Q) of a two-outcome base pair (P, Q)."""
         base = self.base.two_point()

@@ -97,12 +97,17 @@ class SymmetrizedLoss(RepresentedLoss):
 
     @property
     def atoms(self) -> tuple[np.ndarray, np.ndarray]:
-        # The atom at 0 is listed where it is the only one: the half's atoms, if any, are read
-        # through its cells (a law that lists none of them cannot be restricted, see
-        # :func:`~autoacct.losses.restricted.atoms_apart`).
-        if self.a0 > 0 and not self.half.has_atoms:
-            return np.array([0.0]), np.array([self.a0])
-        return np.empty(0), np.empty(0)
+        # The atom at 0, the half's atoms v > 0 under A and their mirror images -v under B
+        # (B-mass e^{-v} times the A-mass); none listed where the half has atoms it does not
+        # list (read through its cells only), or none at all.
+        v, p = self.half.atoms
+        if self.half.has_atoms and not v.size or not (self.a0 > 0 or np.any(v > 0)):
+            return np.empty(0), np.empty(0)
+        pos = v > 0
+        values = np.concatenate((-v[pos][::-1], [0.0], v[pos]))
+        masses = np.concatenate(((p[pos] * np.exp(-v[pos]))[::-1], [self.a0], p[pos]))
+        keep = masses > 0
+        return values[keep], masses[keep]
 
     @property
     def max_loss(self) -> float:
