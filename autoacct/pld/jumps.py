@@ -282,7 +282,9 @@ def tail_side(loss: PrivacyLoss, count: int, eta: float) -> TailSide | None:
         return None
     found: TailSide | None = None
     rates = (TAIL_RATE, LOOSE_TAIL_RATE)
-    for rate, (low, high) in zip(rates, quantiles_at(loss, [rate / count for rate in rates], a, b)):
+    # (one reading of the cells gives the quantiles at both rates and those of both sides)
+    *at_rates, both = quantiles_at(loss, [rate / count for rate in rates] + [0.5 * TAIL_RATE / count], a, b)
+    for rate, (low, high) in zip(rates, at_rates):
         right, left = (high - a) / (b - a), (b - low) / (b - a)
         side = (TailSide(1, high, right, rate) if right <= LOOSE_BULK_SHARE and right <= left
                 else TailSide(-1, low, left, rate) if left <= LOOSE_BULK_SHARE else None)
@@ -296,18 +298,18 @@ def tail_side(loss: PrivacyLoss, count: int, eta: float) -> TailSide | None:
             m_p, _ = loss.cell_masses(np.array([-np.inf, side.tau, np.inf]))
             if count * (m_p[1] + loss.p_inf) <= _PLATEAU * rate:
                 found = side
-    return found if found is not None else _both_sides(loss, count, a, b)
+    return found if found is not None else _both_sides(loss, both, a, b)
 
 
-def _both_sides(loss: PrivacyLoss, count: int, a: float, b: float) -> TailSide | None:
+def _both_sides(loss: PrivacyLoss, both: tuple[float, float], a: float, b: float) -> TailSide | None:
     """Side 0 of :func:`tail_side` at TAIL_RATE: a law whose tails both reach far beyond a bulk
-    of at most LOOSE_BULK_SHARE of its range (a symmetric law: the pair of sampling without
-    replacement, whose losses under X are those of the Poisson remove pair above 0 and the
-    mirror image of its add pair's below). Each tail keeps half of the rate's mass; the
-    binomial expansion over bulk and tail holds for any split of the measure in two, a tail
-    in two pieces included. A one-sided tail is preferred where there is one: its terms'
-    windows span one side of the law, not both."""
-    low, high = quantiles(loss, 0.5 * TAIL_RATE / count, a, b)
+    of at most LOOSE_BULK_SHARE of its range [a, b] (a symmetric law: the pair of sampling
+    without replacement, whose losses under X are those of the Poisson remove pair above 0 and
+    the mirror image of its add pair's below), ``both`` the quantiles (low, high) at half the
+    rate's mass each. The binomial expansion over bulk and tail holds for any split of the
+    measure in two, a tail in two pieces included. A one-sided tail is preferred where there
+    is one: its terms' windows span one side of the law, not both."""
+    low, high = both
     share = (high - low) / (b - a)
     if not (low < high and share <= LOOSE_BULK_SHARE and cuttable(loss, (low, high))):
         return None
