@@ -497,6 +497,27 @@ def swor_gaussian_composed_delta(q: float, sigma: float, k: int, eps: float) -> 
     return symmetrized_gaussians_composed_delta(q, sigma, np.array([1.0]), np.array([1.0]), k, eps)
 
 
+def swor_discrete_gaussian_composed_delta(q: float, sigma: float, k: int, eps: float) -> float:
+    """delta(eps) of k runs of the symmetric pair that accounts for the discrete Gaussian (scale
+    sigma on the integers, sensitivity 1) on a sample drawn without replacement at rate q under
+    replace-one: as :func:`swor_gaussian_composed_delta`, over the integers x within 14 sigma of 0
+    (mass beyond below 1e-40). The half is the Poisson remove pair A = (1 - q) N_Z(0, s^2) +
+    q N_Z(1, s^2) against B = N_Z(0, s^2), its loss log(1 - q + q e^{(2x - 1) / (2 s^2)}) positive
+    for x >= 1; under Y the symmetric pair has B(x) at that loss, A(x) at its negative, and the
+    rest at 0. A finite atom law: read to t = 3e4 as
+    :func:`poisson_discrete_gaussian_composed_delta` reads its own."""
+    x = np.arange(-math.ceil(14.0 * sigma) - 1, math.ceil(14.0 * sigma) + 3, dtype=float)
+    log_b = -x * x / (2.0 * sigma * sigma)
+    b = np.exp(log_b - float(np.log(np.sum(np.exp(log_b)))))
+    shifted = np.concatenate(([0.0], b[:-1]))  # N_Z(1, s^2) at x: N_Z(0, s^2) at x - 1
+    a = (1.0 - q) * b + q * shifted
+    pos = x >= 1
+    ell = np.log1p(q * np.expm1((2.0 * x[pos] - 1.0) / (2.0 * sigma * sigma)))
+    a0 = 1.0 - float(np.sum(a[pos])) - float(np.sum(b[pos]))
+    log_w = np.log(np.concatenate(([a0], b[pos], a[pos])))
+    return _bromwich_delta(log_w, np.concatenate(([0.0], ell, -ell)), k, eps, "remove", reach=3e4)
+
+
 def symmetrized_gaussians_composed_delta(q: float, sigma: float, shifts: np.ndarray, weights: np.ndarray,
                                          k: int, eps: float) -> float:
     """delta(eps) of k runs of the symmetric pair (X, Y) whose profile at eps >= 0 is that of the

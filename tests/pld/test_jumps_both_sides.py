@@ -9,11 +9,18 @@ import warnings
 
 import numpy as np
 import pytest
-from closed_forms import swor_gaussian_composed_delta
+from closed_forms import swor_discrete_gaussian_composed_delta, swor_gaussian_composed_delta
 
 from autoacct import AccuracyWarning
 from autoacct.pld import jumps
-from autoacct.zoo import Composition, Gaussian, PoissonSubsample, SampleWithoutReplacement, SampleWithReplacement
+from autoacct.zoo import (
+    Composition,
+    DiscreteGaussian,
+    Gaussian,
+    PoissonSubsample,
+    SampleWithoutReplacement,
+    SampleWithReplacement,
+)
 
 
 def _swor(q: float, sigma: float, k: int):
@@ -121,3 +128,28 @@ def test_sampled_with_replacement_at_a_tiny_rate_is_finite():
     assert 0.0 < lower <= upper < math.inf
     lo, up = _pair_bracket(m, 1e-6)
     assert up <= upper <= up * (1 + 1e-12) and up - lo <= 1e-3 * up
+
+
+def test_an_atom_law_on_both_sides_pays_over_many_cells():
+    # A subsampled discrete law's symmetric pair (atoms merged onto lattices) pays at a bulk share
+    # up to LOOSE_BULK_SHARE where k copies span MANY_CELLS cells or more, as its right tail does.
+    side = jumps.TailSide(0, 0.02, 0.06, jumps.TAIL_RATE, -0.02)
+    assert jumps.pays(side, 0.8, 0.3, 100_000, 1.6e5, atoms=True)
+    assert not jumps.pays(side, 0.8, 0.3, 100_000, 1.6e5, atoms=False)
+    assert not jumps.pays(side, 0.8, 0.3, 1000, 1.6e5, atoms=True)
+
+
+@pytest.mark.parametrize("k", [100_000, 1_000_000])
+def test_discrete_gaussian_without_replacement_against_the_exact_sum(k):
+    # q = 1e-4, DiscreteGaussian(1), delta = 1e-10: one lattice capped its grid ([0.29996, 0.30409]
+    # with 3 warnings in 1.7 s at k = 1e5; [1.00121, 1.00291], 3.2 s at 1e6). The Bromwich integral
+    # of the pair's k-fold atom law (tests/closed_forms.py, built from the integers' masses) puts
+    # delta above the target at the pair's lower end and at or below it at its upper end.
+    q, sigma, delta = 1e-4, 1.0, 1e-10
+    m = Composition()([SampleWithoutReplacement(q)(DiscreteGaussian(sigma))], [k])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        lo, up = _pair_bracket(m, delta)
+    assert up - lo <= 1e-3 * up
+    assert swor_discrete_gaussian_composed_delta(q, sigma, k, up) <= delta * (1 + 1e-5)
+    assert swor_discrete_gaussian_composed_delta(q, sigma, k, lo) >= delta * (1 - 1e-5)
