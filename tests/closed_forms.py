@@ -492,9 +492,29 @@ def poisson_kary_rr_composed_delta(q: float, p: float, buckets: int, k: int, eps
 def swor_gaussian_composed_delta(q: float, sigma: float, k: int, eps: float) -> float:
     """delta(eps) of k runs of the symmetric pair (X, Y) that accounts for the Gaussian mechanism
     (sensitivity 1, noise sigma) on a sample drawn without replacement at rate q under
-    replace-one (Zhu, Dong and Wang 2022): :func:`symmetrized_gaussians_composed_delta` of the
-    Poisson remove pair of the Gaussian pair alone."""
-    return symmetrized_gaussians_composed_delta(q, sigma, np.array([1.0]), np.array([1.0]), k, eps)
+    replace-one (Zhu, Dong and Wang 2022): its profile at eps >= 0 is that of the Poisson remove
+    pair (A, B) = ((1 - q) N(0, s^2) + q N(1, s^2), N(0, s^2)), whose loss
+    L = log(1 - q + q e^{(2x - 1) / (2 s^2)}) is positive for x > 1/2. Under X the loss is L under
+    A where L > 0, -L under B there (the mirror image of the positive losses under B), and 0 with
+    the rest of the mass, a0 = 1 - A(L > 0) - B(L > 0), under both.
+
+    Written over Y's outcomes (a0 at loss 0, x > 1/2 of Y-mass B(dx) at loss L, and of Y-mass
+    A(dx) at loss -L), E_Y is 64-point Gauss-Legendre on each of 40 panels of (1/2, 1 + 20 s)
+    (the densities are smooth there; Y-mass beyond below 1e-80) plus the atom, read by the
+    Bromwich integral of :func:`poisson_gaussian_composed_delta`. The atom's share a0^k of the
+    k-fold law is below 1e-300 for k >= 1000 (a0 is about 0.38 at s = 1), which the integral
+    over 60 widths then leaves out no more than it does the normal tail."""
+    nodes, gl = np.polynomial.legendre.leggauss(64)
+    edges = np.linspace(0.5, 1.0 + 20.0 * sigma, 41)
+    x = (edges[:-1, None] + 0.5 * (edges[1:] - edges[:-1])[:, None] * (nodes + 1.0)).ravel()
+    dx = (0.5 * (edges[1:] - edges[:-1])[:, None] * gl).ravel()
+    b_dens = stats.norm.pdf(x, 0.0, sigma) * dx
+    a_dens = (1.0 - q) * b_dens + q * stats.norm.pdf(x, 1.0, sigma) * dx
+    ell = np.log1p(q * np.expm1((2.0 * x - 1.0) / (2.0 * sigma * sigma)))
+    half = stats.norm.sf(0.5, 0.0, sigma)
+    a0 = 1.0 - ((1.0 - q) * half + q * stats.norm.sf(0.5, 1.0, sigma)) - half
+    log_w = np.log(np.concatenate(([a0], b_dens, a_dens)))
+    return _bromwich_delta(log_w, np.concatenate(([0.0], ell, -ell)), k, eps, "remove")
 
 
 def swor_discrete_gaussian_composed_delta(q: float, sigma: float, k: int, eps: float) -> float:
@@ -516,41 +536,6 @@ def swor_discrete_gaussian_composed_delta(q: float, sigma: float, k: int, eps: f
     a0 = 1.0 - float(np.sum(a[pos])) - float(np.sum(b[pos]))
     log_w = np.log(np.concatenate(([a0], b[pos], a[pos])))
     return _bromwich_delta(log_w, np.concatenate(([0.0], ell, -ell)), k, eps, "remove", reach=3e4)
-
-
-def symmetrized_gaussians_composed_delta(q: float, sigma: float, shifts: np.ndarray, weights: np.ndarray,
-                                         k: int, eps: float) -> float:
-    """delta(eps) of k runs of the symmetric pair (X, Y) whose profile at eps >= 0 is that of the
-    Poisson remove pair (A, B) = ((1 - q) B + q P, B) of the disjoint union P = sum_l w_l N(l, s^2)
-    against sum_l w_l N(0, s^2) (l the ``shifts``, w the ``weights``, summing to 1). On part l the
-    loss is L = log(1 - q + q e^{(2 l x - l^2) / (2 s^2)}), positive for x > l / 2. Under X the
-    loss is L under A where L > 0, -L under B there (the mirror image of the positive losses
-    under B), and 0 with the rest of the mass, a0 = 1 - A(L > 0) - B(L > 0), under both (the
-    symmetric pair of Zhu, Dong and Wang 2022).
-
-    Written over Y's outcomes (a0 at loss 0, x > l / 2 of Y-mass B(dx) at loss L, and of Y-mass
-    A(dx) at loss -L), E_Y is 64-point Gauss-Legendre on each of 40 panels of
-    (l / 2, l + 20 s) per part (the densities are smooth there; Y-mass beyond below 1e-80)
-    plus the atom, read by the Bromwich integral of :func:`poisson_gaussian_composed_delta`.
-    The atom's share a0^k of the k-fold law is below 1e-300 for k >= 1000 where a0 is below
-    0.5 (about 0.38 for one part at s = 1), which the integral over 60 widths then leaves out
-    no more than it does the normal tail."""
-    nodes, gl = np.polynomial.legendre.leggauss(64)
-    log_w, ell_all = [], []
-    a0 = 1.0
-    for shift, weight in zip(shifts, weights):
-        edges = np.linspace(0.5 * shift, shift + 20.0 * sigma, 41)
-        x = (edges[:-1, None] + 0.5 * (edges[1:] - edges[:-1])[:, None] * (nodes + 1.0)).ravel()
-        dx = (0.5 * (edges[1:] - edges[:-1])[:, None] * gl).ravel()
-        b_dens = weight * stats.norm.pdf(x, 0.0, sigma) * dx
-        a_dens = (1.0 - q) * b_dens + q * weight * stats.norm.pdf(x, shift, sigma) * dx
-        ell = np.log1p(q * np.expm1((2.0 * shift * x - shift * shift) / (2.0 * sigma * sigma)))
-        half = stats.norm.sf(0.5 * shift, 0.0, sigma)
-        a0 -= weight * (((1.0 - q) * half + q * stats.norm.sf(0.5 * shift, shift, sigma)) + half)
-        log_w += [np.log(b_dens), np.log(a_dens)]
-        ell_all += [ell, -ell]
-    return _bromwich_delta(np.concatenate(([math.log(a0)], *log_w)), np.concatenate(([0.0], *ell_all)), k, eps,
-                           "remove")
 
 
 #: Most trapezoid points :func:`_bromwich_delta` takes for a law with a density.
