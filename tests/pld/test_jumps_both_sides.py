@@ -140,7 +140,7 @@ def test_an_atom_law_on_both_sides_pays_over_many_cells():
 
 
 @pytest.mark.parametrize("k", [100_000, 1_000_000])
-def test_discrete_gaussian_without_replacement_against_the_exact_sum(k):
+def test_discrete_gaussian_without_replacement_against_a_bromwich_reference(k):
     # q = 1e-4, DiscreteGaussian(1), delta = 1e-10: one lattice capped its grid ([0.29996, 0.30409]
     # with 3 warnings in 1.7 s at k = 1e5; [1.00121, 1.00291], 3.2 s at 1e6). The Bromwich integral
     # of the pair's k-fold atom law (tests/closed_forms.py, built from the integers' masses) puts
