@@ -259,9 +259,10 @@ def binomial_profiles(m: Mechanism) -> BinomialProfiles | None:
         if parts is None:
             return None
         pairs, k, tight = parts
-        below = (pairs, k, tight) if tight else _two_point_runs(m.attained_parts())
+        attained = None if tight else m.attained_parts()
+        below = (pairs, k, tight) if tight else _two_point_runs(attained)
         uppers = _every([_side(pair, k, True) for pair in pairs])
-        if below is None and not tight and m.attained_parts() is None:
+        if not tight and attained is None:
             return None if uppers is None else BinomialProfiles(uppers, (), final=True)
         if below is None or not below[2]:
             return None

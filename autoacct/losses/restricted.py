@@ -181,9 +181,10 @@ class OutsideLoss(PrivacyLoss):
         return p0 + p1, q0 + q1
 
     def quantile_range(self, eta: float) -> tuple[float, float]:
-        # Each part's range holds all but eta of its mass on each side; the union holds both.
+        # The lower part's range starts at or below lo and the upper one's ends at or above hi;
+        # each leaves out at most eta of its mass on its outer side, so their union does.
         (a0, _), (_, b1) = (p.quantile_range(eta) for p in self.parts)
-        return min(a0, self.lo), max(b1, self.hi)
+        return a0, b1
 
     def profile(self, eps: np.ndarray) -> np.ndarray:
         below, above = (np.asarray(p.profile(eps), dtype=float) for p in self.parts)
