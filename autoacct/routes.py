@@ -48,6 +48,7 @@ from autoacct.losses import gaussian_delta_bounds
 from autoacct.losses.gdp import NORMAL_REL, gaussian_epsilon_closed_lower, gaussian_epsilon_closed_upper
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
+from autoacct.pld.costs import warn_loose
 from autoacct.shortcuts import closed_profiles, max_loss, monotone, variation_up
 
 if TYPE_CHECKING:
@@ -315,6 +316,11 @@ class PldRoute(_LawRoute):
             low = epsilon_from_profile(closed.lower, delta, closed.guess, upper=False, vectorised=True)
             got = (low, epsilon_from_profile(closed.upper, delta, closed.guess, upper=True, vectorised=True, floor=low))
             if closed.final or _within(*got, tol):
+                if not math.isfinite(got[1]) and got[0] < got[1]:
+                    # Never a silent inf: the profile holds more than delta at +inf (an RDP
+                    # route, where there is one, may still bound it).
+                    warn_loose(f"eps({delta:g}) bounds [{got[0]:.6g}, inf] are wider than tol={tol:g}: the "
+                               f"profile of {m.name} keeps more than delta at an infinite loss")
                 return got
             lower, upper = self._composed_epsilon(m, delta, tol)  # (a sum wider than tol: the lattice too)
             return max(lower, got[0]), min(upper, got[1])

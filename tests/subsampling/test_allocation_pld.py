@@ -300,3 +300,20 @@ def test_a_hundred_epochs_at_delta_1e_minus_10_say_they_miss_tol() -> None:
         lo, up = (float(v) for v in run.epsilon_bounds(1e-10))
     assert float(Gaussian(1.0).epsilon(1e-10)) <= lo < up < math.inf
     assert up - lo > 1e-3 * up
+
+
+def test_an_infinite_upper_end_of_the_laws_is_not_silent() -> None:
+    # t = 100, sigma = 2, delta = 1e-15: below the laws' mass at +inf (their certified rounding
+    # bounds), so the PLD route's upper end is inf. It says so, and the auto answer (the Renyi
+    # DP upper end) repeats it, as that bracket is wider than tol too.
+    from autoacct import AccuracyWarning, routes
+
+    m = RandomAllocation(100)(Gaussian(2.0))
+    laws = epoch_laws(100, 2.0)
+    assert laws is not None and laws.forward_upper.p_inf > 1e-15
+    with pytest.warns(AccuracyWarning, match="infinite loss"):
+        lo, up = routes.epsilon_bounds(m, 1e-15, "pld", 1e-3)
+    assert 0.0 < lo and up == math.inf
+    with pytest.warns(AccuracyWarning, match=r"infinite loss.*the answer over all routes"):
+        lo, up = (float(v) for v in RandomAllocation(100)(Gaussian(2.0)).epsilon_bounds(1e-15))
+    assert 0.0 < lo < up < math.inf and up - lo > 1e-3 * up
