@@ -346,6 +346,13 @@ class PldRoute(_LawRoute):
         if closed is not None:
             got = monotone(eps, closed.lower(eps), closed.upper(eps))
             if closed.final or np.all((got[1] - got[0] <= tol * got[1]) | (got[1] <= DELTA_FLOOR)):
+                at_inf = max(max(p.forward.p_inf, p.backward.p_inf) for p in self._parts(m))
+                loose = (got[0] < at_inf) & (got[1] - got[0] > tol * got[1])
+                if np.any(loose):
+                    # Never silent where the upper end is the profile's mass at +inf and the
+                    # lower end lies below it (as eps(delta) is inf there, see epsilon).
+                    warn_loose(f"delta bounds at eps = {float(np.max(eps[loose])):.6g} are wider than tol={tol:g}: "
+                               f"the profile of {m.name} keeps {at_inf:.3g} at an infinite loss")
                 return got
             lower, upper = self._composed_delta(m, eps, tol)  # (a sum wider than tol: the lattice too)
             return np.maximum(lower, got[0]), np.minimum(upper, got[1])

@@ -302,7 +302,7 @@ def test_a_hundred_epochs_at_delta_1e_minus_10_say_they_miss_tol() -> None:
     assert up - lo > 1e-3 * up
 
 
-def test_an_infinite_upper_end_of_the_laws_is_not_silent() -> None:
+def test_bounds_decided_by_the_laws_mass_at_infinity_are_not_silent() -> None:
     # t = 100, sigma = 2, delta = 1e-15: below the laws' mass at +inf (their certified rounding
     # bounds), so the PLD route's upper end is inf. It says so, and the auto answer (the Renyi
     # DP upper end) repeats it, as that bracket is wider than tol too.
@@ -317,3 +317,7 @@ def test_an_infinite_upper_end_of_the_laws_is_not_silent() -> None:
     with pytest.warns(AccuracyWarning, match=r"infinite loss.*the answer over all routes"):
         lo, up = (float(v) for v in RandomAllocation(100)(Gaussian(2.0)).epsilon_bounds(1e-15))
     assert 0.0 < lo < up < math.inf and up - lo > 1e-3 * up
+    # delta(0.5): the upper end holds that mass, the lower end (the summed outputs) lies below it.
+    with pytest.warns(AccuracyWarning, match="infinite loss"):
+        d_lo, d_up = (float(v) for v in RandomAllocation(100)(Gaussian(2.0)).delta_bounds(0.5))
+    assert d_lo < laws.forward_upper.p_inf <= d_up and d_up - d_lo > 1e-3 * d_up
