@@ -304,7 +304,7 @@ def test_a_hundred_epochs_at_delta_1e_minus_10_say_they_miss_tol() -> None:
 
 def test_bounds_decided_by_the_laws_mass_at_infinity_are_not_silent() -> None:
     # t = 100, sigma = 2, delta = 1e-15: below the laws' mass at +inf (their certified rounding
-    # bounds), so the PLD route's upper end is inf. It says so, and the auto answer (the Renyi
+    # bounds, 1.3e-12), so the PLD route's upper end is inf. It says so, and the auto answer (the Renyi
     # DP upper end) repeats it, as that bracket is wider than tol too.
     from autoacct import AccuracyWarning, routes
 
@@ -317,6 +317,10 @@ def test_bounds_decided_by_the_laws_mass_at_infinity_are_not_silent() -> None:
     with pytest.warns(AccuracyWarning, match=r"infinite loss.*the answer over all routes"):
         lo, up = (float(v) for v in RandomAllocation(100)(Gaussian(2.0)).epsilon_bounds(1e-15))
     assert 0.0 < lo < up < math.inf and up - lo > 1e-3 * up
+    # delta = 1e-11: eps is finite, but the mass (1.3e-12) moves its upper end beyond tol.
+    with pytest.warns(AccuracyWarning, match="infinite loss"):
+        lo, up = routes.epsilon_bounds(RandomAllocation(100)(Gaussian(2.0)), 1e-11, "pld", 1e-3)
+    assert 0.0 < lo < up < math.inf and up - lo > 1e-3 * up and laws.forward_upper.p_inf > 1e-3 * 1e-11
     # delta(0.5): the upper end holds that mass, the lower end (the summed outputs) lies below it.
     with pytest.warns(AccuracyWarning, match="infinite loss"):
         d_lo, d_up = (float(v) for v in RandomAllocation(100)(Gaussian(2.0)).delta_bounds(0.5))
