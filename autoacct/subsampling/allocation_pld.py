@@ -597,8 +597,9 @@ def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.nda
     q_lo, q_hi = q.values - q.entry_error(), q.values + q.entry_error()
     key = ("random allocation epoch", t, sigma, d, grid.top)
     with np.errstate(divide="ignore", invalid="ignore"):
-        # E_Q[R | N = n] is in (n d / t, (n + t) d / t] and within the masses' bounds.
-        floor = np.log(n * d / t)
+        # E_Q[R | N = n] is in (n d / t + o, (n + t) d / t] (o: :func:`_least_offset`) and
+        # within the masses' bounds.
+        floor = np.log((n * d + t * _least_offset(sigma, d)) / t)
         ceiling = np.log((n + t) * d / t)
         v_lo = _down(np.maximum(np.log(p_lo / (q_hi + missing)), floor))
         v_hi = _up(np.minimum(np.log((p_hi + missing) / q_lo), ceiling))
@@ -611,6 +612,27 @@ def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.nda
     bv, bq = bv[order], bq[order]
     backward = AtomLoss(key + ("backward lower",), bv, bq, bq * np.exp(-bv), tight=True)
     return forward, backward, _sub_pairs(key, p_lo, q_lo, v_lo, v_hi)
+
+
+def _least_offset(sigma: float, d: float) -> float:
+    """A lower bound on E_Q[l - x_k | l in C_k] over every cell C_k = (x_k, x_k + d] (the
+    summand's mean offset within its cell), so that given N = n, E_Q[R | N = n] =
+    (n d + sum_j E[l_j - x_k_j | k_j]) / t >= (n d + t o) / t: given the cells, the summands
+    are independent, each with its law restricted to its cell.
+
+    With u = log l ~ N(-1/(2 s^2), 1/s^2), the density f of l has (log f)'(l) = -(s^2 u + 3/2) / l,
+    which is least at u = 1 - 3/(2 s^2): s_min = -s^2 e^(3/(2 s^2) - 1). On a cell f(x) e^(-s_min x)
+    then increases, so the offset is at least that of the density e^(s_min x) on [0, d] (larger in
+    the likelihood-ratio order), d h(s_min d) with h(y) = 1/(1 - e^-y) - 1/y, increasing and
+    convex for y < 0: at least its tangent at 0, 1/2 + y/12, which serves for -1 < y < 0 (no
+    cancellation), h itself below (rounded down by 1e-12 relatively, far above its few ulps).
+    Near the summand's mode this is about d/2, where the a priori bound has 0: half a cell of
+    the ratio R moved the removal lower law's tail losses down by 0.005 at t = 1e4, s = 2."""
+    y = -sigma * sigma * math.exp(min(1.5 / (sigma * sigma) - 1.0, 700.0)) * d
+    if not math.isfinite(y) or y < -700.0:
+        return 0.0
+    share = 0.5 + y / 12.0 if y > -1.0 else (1.0 / (-math.expm1(-y)) - 1.0 / y) * (1.0 - 1e-12)
+    return max(share, 0.0) * d * (1.0 - 4.0 * _U)
 
 
 def _sub_pairs(key: tuple, p_lo: np.ndarray, q_lo: np.ndarray, v_lo: np.ndarray, v_hi: np.ndarray

@@ -325,3 +325,63 @@ def test_bounds_decided_by_the_laws_mass_at_infinity_are_not_silent() -> None:
     with pytest.warns(AccuracyWarning, match="infinite loss"):
         d_lo, d_up = (float(v) for v in RandomAllocation(100)(Gaussian(2.0)).delta_bounds(0.5))
     assert d_lo < laws.forward_upper.p_inf <= d_up and d_up - d_lo > 1e-3 * d_up
+
+
+@pytest.mark.parametrize("sigma", [0.8, 0.9, 1.0, 2.0, 5.0, 20.0])
+def test_least_offset_is_below_every_cells_mean_offset_and_near_the_least(sigma: float) -> None:
+    # Each cell's mean offset E_Q[l - x_k | l in C_k] = (P_1(C_k) - x_k Q(C_k)) / Q(C_k), from
+    # 50-digit normal masses (under P_1, log l has mean 1/(2 s^2)): on a dense block of cells
+    # around the steepest descent of the density, at e^(1 - 3/(2 s^2)), and on cells spread
+    # over the whole lattice, the first among them.
+    import mpmath
+
+    from autoacct.subsampling.allocation_pld import _least_offset, lattice
+
+    grid = lattice(sigma, 2)
+    assert grid is not None
+    d, s = grid.spacing, mpmath.mpf(sigma)
+    bound = _least_offset(sigma, d)
+
+    def offset(k: int) -> mpmath.mpf:
+        with mpmath.workdps(50):
+            lo, hi = mpmath.mpf(k) * d, mpmath.mpf(k + 1) * d
+            a = -mpmath.inf if k == 0 else (mpmath.log(lo) + 1 / (2 * s * s)) * s
+            b = (mpmath.log(hi) + 1 / (2 * s * s)) * s
+
+            def mass(x: mpmath.mpf, y: mpmath.mpf) -> mpmath.mpf:  # Phi(y) - Phi(x), either tail
+                return mpmath.ncdf(-x) - mpmath.ncdf(-y) if x > 0 else mpmath.ncdf(y) - mpmath.ncdf(x)
+
+            return mass(a - 1 / s, b - 1 / s) / mass(a, b) - lo
+
+    steepest = int(math.exp(1.0 - 1.5 / sigma ** 2) / d)
+    cells = set(range(max(steepest - 60, 0), steepest + 60))
+    cells |= {int(k) for k in np.unique(np.geomspace(1, grid.top - 1, 60).astype(int))} | {0}
+    least = min(offset(k) for k in cells)
+    assert 0.0 < bound <= least
+    # And within a thousandth of a cell of the least offset found (about half a cell).
+    assert least - bound <= 1e-3 * d
+
+
+@pytest.mark.parametrize("steps,sigma", [(30, 5.0), (100, 1.0), (300, 0.8), (1000, 2.0)])
+def test_lower_laws_floor_is_below_the_certified_mass_ratio_and_half_a_cell_above_the_old(
+        steps: int, sigma: float) -> None:
+    # log E_Q[R | N = n] is at least log(p_lo / q_hi) from the computed masses and their error
+    # bounds; where Q(N = n) > 1e-4 these pin it to about 1e-9, and the floor (n d + t o) / t
+    # of the lower laws must lie below them, within 1.5% of a cell (d), where n d / t lay about
+    # half a cell lower.
+    from autoacct.subsampling.allocation_pld import _least_offset, _power, _product, _Vec, lattice, summand_masses
+
+    grid = lattice(sigma, steps)
+    assert grid is not None
+    d = grid.spacing
+    vec = summand_masses(sigma, d, grid.top + 1)
+    rest = _power(_Vec.of(*vec["m"]), steps - 1, grid)
+    p = _product(_Vec.of(*vec["mu"]), rest, grid.window(steps))
+    q = _product(_Vec.of(*vec["m"]), rest, grid.window(steps))
+    bulk = q.values > 1e-4
+    n = p.indices[bulk]
+    certified = np.log((p.values[bulk] - p.entry_error()) / (q.values[bulk] + q.entry_error()))
+    floor = np.log((n * d + steps * _least_offset(sigma, d)) / steps)
+    assert bulk.sum() > 100
+    assert np.all(floor <= certified) and np.all(certified - floor <= 0.015 * d)
+    assert np.min(certified - np.log(n * d / steps)) > 0.3 * d
