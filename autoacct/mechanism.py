@@ -124,6 +124,10 @@ class Mechanism:
         several runs marks the mechanism's own laws not ``tight`` and reads its
         lower ends off the composition of these (where their laws are ``tight``).
         None (the default): ``loss_parts`` serve for both.
+    ``brackets_own_pair() -> bool``
+        Whether ``loss_parts`` and ``attained_parts`` bound one and the same pair
+        (random allocation's epoch): a bracket between them wider than ``tol`` is
+        then reported (AccuracyWarning). False (the default).
     ``params`` (property)
         Override only when a parameter is not a field: by default it lists
         every init field other than ``name`` and ``neighboring``, sequences as
@@ -264,6 +268,15 @@ class Mechanism:
         """Pairs attained at every run by one fixed pair of datasets, where ``loss_parts`` are
         attained by one run only; None when ``loss_parts`` serve for lower bounds too."""
         return None
+
+    def brackets_own_pair(self) -> bool:
+        """Whether ``loss_parts`` dominate and ``attained_parts`` are dominated by one and the
+        same pair, the one the mechanism attains at every run (random allocation's epoch: both
+        are certified approximations of its pair), so that the gap between the ends they give
+        is the accountant's error, and a warning where it exceeds tol; False (the default)
+        where the gap may be the one between a dominating pair and the pairs attained
+        (sampling without replacement), which no accuracy closes."""
+        return False
 
     def snap(self, ratio: float, up: bool) -> tuple[Hashable, Callable[[], Mechanism]] | None:
         """This mechanism with its parameters moved onto the geometric grid ratio^Z (ratio > 1):

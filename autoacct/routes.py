@@ -316,14 +316,8 @@ class PldRoute(_LawRoute):
             low = epsilon_from_profile(closed.lower, delta, closed.guess, upper=False, vectorised=True)
             got = (low, epsilon_from_profile(closed.upper, delta, closed.guess, upper=True, vectorised=True, floor=low))
             if closed.final or _within(*got, tol):
-                at_inf = self._mass_at_inf(m)
-                if not _within(*got, tol) and got[0] < got[1] and at_inf > tol * delta:
-                    # Never silent where the laws' mass at +inf (a certified rounding bound:
-                    # random allocation's epoch laws) decides the upper end: above delta it is
-                    # inf, and a share of delta moves it. (A bracket wide for other reasons is
-                    # the by-design gap between a dominating pair and the pairs attained.)
-                    warn_loose(f"eps({delta:g}) bounds [{got[0]:.6g}, {got[1]:.6g}] are wider than tol={tol:g}: "
-                               f"the profile of {m.name} keeps {at_inf:.3g} at an infinite loss")
+                if not _within(*got, tol) and got[0] < got[1]:
+                    self._warn_loose_laws(m, f"eps({delta:g}) bounds [{got[0]:.6g}, {got[1]:.6g}]", tol, delta)
                 return got
             lower, upper = self._composed_epsilon(m, delta, tol)  # (a sum wider than tol: the lattice too)
             return max(lower, got[0]), min(upper, got[1])
@@ -334,18 +328,39 @@ class PldRoute(_LawRoute):
             lambda p: (self.epsilon(p.below, delta, tol)[0], self.epsilon(p.above, delta, tol)[1]),
             lambda lo, up: _within(lo, up, tol), lambda lo, up: f"eps({delta:g}) bounds [{lo:.6g}, {up:.6g}]", tol)
 
-    def _mass_at_inf(self, m: Mechanism) -> float:
-        """The largest mass at +inf of m's laws (its upper profiles are at least this)."""
-        return max(max(p.forward.p_inf, p.backward.p_inf) for p in self._parts(m))
+    def _warn_loose_laws(self, m: Mechanism, what: str, tol: float, scale: float) -> bool:
+        """Warn that bounds ``what``, wider than ``tol``, are so for want of accuracy, where
+        that is known: m's laws keep more than tol ``scale`` at +inf (a certified rounding
+        bound: random allocation's epoch laws; their profiles are inf below it), or m's
+        upper and lower laws bound its own pair (:meth:`Mechanism.brackets_own_pair`).
+        Otherwise the gap may be the by-design one between a dominating pair and the pairs
+        attained, and nothing is said. Returns whether it warned."""
+        at_inf = max(max(p.forward.p_inf, p.backward.p_inf) for p in self._parts(m))
+        if at_inf > tol * scale:
+            why = f"the laws of {m.name} keep up to {at_inf:.3g} at an infinite loss"
+        elif m.brackets_own_pair():
+            why = f"the laws of {m.name} bound its own pair only this closely"
+        else:
+            return False
+        warn_loose(f"{what} are wider than tol={tol:g}: {why}")
+        return True
 
     def _composed_epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
         """eps(delta) bounds from the accountant of m's own steps (and of its attained pairs)."""
         acc = self.accountant(m)
-        lower, upper = acc.epsilon(delta, acc.eps_scale(delta), tol)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lower, upper = acc.epsilon(delta, acc.eps_scale(delta), tol)
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         below = attained_binomial(m) or self.attained(m)
         if below is not None:
             with _quiet_accuracy():
                 lower = max(lower, below.epsilon(delta, below.eps_scale(delta), tol)[0])
+            if not caught and not _within(lower, upper, tol) and lower < upper:
+                # (the accountant met tol on the laws that dominate; the lower end is the
+                # attained pairs')
+                self._warn_loose_laws(m, f"eps({delta:g}) bounds [{lower:.6g}, {upper:.6g}]", tol, delta)
         return lower, upper
 
     def delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
@@ -353,13 +368,15 @@ class PldRoute(_LawRoute):
         if closed is not None:
             got = monotone(eps, closed.lower(eps), closed.upper(eps))
             if closed.final or np.all((got[1] - got[0] <= tol * got[1]) | (got[1] <= DELTA_FLOOR)):
-                at_inf = self._mass_at_inf(m)
-                loose = (got[1] - got[0] > tol * got[1]) & (at_inf > tol * got[1])
+                loose = (got[1] - got[0] > tol * got[1]) & (got[1] > DELTA_FLOOR)
                 if np.any(loose):
-                    # Never silent where the laws' mass at +inf decides the upper end (as for
-                    # eps, see epsilon).
-                    warn_loose(f"delta bounds at eps = {float(np.max(eps[loose])):.6g} are wider than tol={tol:g}: "
-                               f"the profile of {m.name} keeps {at_inf:.3g} at an infinite loss")
+                    # Within tol on the eps scale, as the accountant's: the upper end at eps is
+                    # at most the lower end at eps (1 - tol).
+                    loose &= got[1] > closed.lower(eps * (1.0 - tol))
+                if np.any(loose):
+                    at = int(np.argmin(np.where(loose, got[1], np.inf)))
+                    self._warn_loose_laws(m, f"delta bounds at eps = {float(np.ravel(eps)[at]):.6g}", tol,
+                                          float(np.ravel(got[1])[at]))
                 return got
             lower, upper = self._composed_delta(m, eps, tol)  # (a sum wider than tol: the lattice too)
             return np.maximum(lower, got[0]), np.minimum(upper, got[1])

@@ -629,6 +629,11 @@ class RandomAllocatedMechanism(SubsampledMechanism):
         laws = self._laws()
         return None if laws is None else [LossPart(laws.forward_lower, laws.backward_lower, 1)]
 
+    def brackets_own_pair(self) -> bool:
+        """True: the upper laws dominate the epoch's pair and the lower laws are dominated by it
+        (its cells' sum N, a post-processing), and every epoch attains that pair."""
+        return True
+
     def summed_step(self) -> Mechanism:
         """A pair this epoch dominates, whose compositions' lower bounds are certified for the
         epoch's compositions: the epoch's outputs summed, N(1, t sigma^2) against N(0, t sigma^2),

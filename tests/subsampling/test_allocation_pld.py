@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from autoacct import Composition, Gaussian, PoissonSubsample, RandomAllocation
+from autoacct import Composition, Gaussian, PoissonSubsample, RandomAllocation, SampleWithoutReplacement
 from autoacct.subsampling.allocation_pld import AllocationLowerPair, epoch_laws
 
 
@@ -385,3 +385,25 @@ def test_lower_laws_floor_is_below_the_certified_mass_ratio_and_half_a_cell_abov
     assert bulk.sum() > 100
     assert np.all(floor <= certified) and np.all(certified - floor <= 0.015 * d)
     assert np.min(certified - np.log(n * d / steps)) > 0.3 * d
+
+
+def test_epochs_wider_than_tol_say_so_in_their_own_name() -> None:
+    # An epoch's upper and lower laws bound its own pair: a bracket wider than tol is the
+    # accountant's error and is reported, alone or composed (the single epoch's queries that
+    # a composition makes for its lower end stay quiet: the warning names the composition).
+    from autoacct import AccuracyWarning
+
+    epoch = RandomAllocation(100)(Gaussian(2.0))
+    assert epoch.brackets_own_pair()
+    with pytest.warns(AccuracyWarning, match="bound its own pair") as caught:
+        lo, up = (float(v) for v in epoch.epsilon_bounds(1e-5, tol=1e-5))
+    assert len(caught) == 1 and up - lo > 1e-5 * up
+    run = Composition()([RandomAllocation(100)(Gaussian(2.0))], [3])
+    assert run.brackets_own_pair()
+    with pytest.warns(AccuracyWarning) as caught:
+        lo, up = (float(v) for v in run.epsilon_bounds(1e-11))
+    assert up - lo > 1e-3 * up
+    assert all("Compose" in str(w.message) for w in caught)
+    # Sampling without replacement: its dominating pair is not attained, no accuracy closes
+    # that gap, and nothing is said of it.
+    assert not Composition()([SampleWithoutReplacement(0.01)(Gaussian(1.0))], [10]).brackets_own_pair()
