@@ -334,8 +334,11 @@ class PldRoute(_LawRoute):
         bound: random allocation's epoch laws; their profiles are inf below it), or m's
         upper and lower laws bound its own pair (:meth:`Mechanism.brackets_own_pair`).
         Otherwise the gap may be the by-design one between a dominating pair and the pairs
-        attained, and nothing is said. Returns whether it warned."""
-        at_inf = max(max(p.forward.p_inf, p.backward.p_inf) for p in self._parts(m))
+        attained, and nothing is said; nor of mass a law's truncation moved to +inf
+        (``p_inf_truncated``: a floor the accountant accepts too, 1.6e-44 for a discrete
+        Gaussian of sigma 6 at eps = 100). Returns whether it warned."""
+        at_inf = max(max(p.forward.p_inf - p.forward.p_inf_truncated, p.backward.p_inf - p.backward.p_inf_truncated)
+                     for p in self._parts(m))
         if at_inf > tol * scale:
             why = f"the laws of {m.name} keep up to {at_inf:.3g} at an infinite loss"
         elif m.brackets_own_pair():
