@@ -396,11 +396,25 @@ class PldRoute(_LawRoute):
     def _composed_delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         """delta(eps) bounds from the accountant of m's own steps (and of its attained pairs)."""
         acc = self.accountant(m)
-        lower, upper = acc.delta(eps, acc.eps_scale(REFERENCE_DELTA), tol)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lower, upper = acc.delta(eps, acc.eps_scale(REFERENCE_DELTA), tol)
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         below = attained_binomial(m) or self.attained(m)
         if below is not None:
             with _quiet_accuracy():
                 lower = np.maximum(lower, below.delta(eps, below.eps_scale(REFERENCE_DELTA), tol)[0])
+            if not caught and isinstance(below, FFTAccountant) and m.brackets_own_pair():
+                # Within tol on the eps scale, as the accountant's: the upper end at eps at most
+                # the attained pairs' lower end at eps (1 - tol) (read off the profiles made).
+                loose = (upper - lower > tol * upper) & (upper > DELTA_FLOOR)
+                if np.any(loose):
+                    loose &= upper > below.best_delta(eps * (1.0 - tol))[0]
+                if np.any(loose):
+                    at = int(np.argmin(np.where(loose, upper, np.inf)))
+                    self._warn_loose_laws(m, f"delta bounds at eps = {float(np.ravel(eps)[at]):.6g}", tol,
+                                          float(np.ravel(upper)[at]))
         # Beyond its grid an upper PLD keeps only the mass it moved to +inf, which underflows
         # to 0 where the laws' tails lie below 1e-300 (a subsampled Gaussian step sampled
         # without replacement at q = 2.8e-20, sigma = 490: truth 3.9e-16294008): where the

@@ -11,6 +11,7 @@ standard errors allowed; the Gaussian's closed form for the summed outputs (a lo
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -404,6 +405,15 @@ def test_epochs_wider_than_tol_say_so_in_their_own_name() -> None:
         lo, up = (float(v) for v in run.epsilon_bounds(1e-11))
     assert up - lo > 1e-3 * up
     assert all("Compose" in str(w.message) for w in caught)
+    # delta bounds likewise, within tol on the eps scale at the default tol (no warning), not
+    # at 1e-5.
+    eps = np.array([0.25, 0.3137])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        Composition()([RandomAllocation(100)(Gaussian(2.0))], [3]).delta_bounds(eps)
+    with pytest.warns(AccuracyWarning, match="Compose.*bound its own pair"):
+        d_lo, d_up = Composition()([RandomAllocation(100)(Gaussian(2.0))], [3]).delta_bounds(eps, tol=1e-5)
+    assert np.any(d_up - d_lo > 1e-5 * d_up)
     # Sampling without replacement: its dominating pair is not attained, no accuracy closes
     # that gap, and nothing is said of it.
     assert not Composition()([SampleWithoutReplacement(0.01)(Gaussian(1.0))], [10]).brackets_own_pair()
