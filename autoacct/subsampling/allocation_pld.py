@@ -85,6 +85,9 @@ from autoacct.losses.atoms import AtomLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring
 
 _U = MACHINE_EPSILON
+#: Largest relative error of a data entry the relative bound of :class:`_Vec` takes (the rest
+#: of the entries' errors stays absolute): t summands make it t times as much.
+_REL_MOST = 1e-11
 #: Relative 2-norm error per level of a computed FFT (Higham 2002, Theorem 24.2: the weights'
 #: error mu plus gamma_4 (sqrt(2) + mu), about 6.7 unit roundoffs for weights accurate to one),
 #: 16 unit roundoffs (8 machine epsilons) to leave room for the library's FFT.
@@ -356,19 +359,36 @@ def summand_masses(sigma: float, d: float, points: int) -> dict[str, tuple[np.nd
 class _Vec:
     """A computed non-negative vector x^ (on the lattice indices ``start``, ``start`` + 1, ...) of a
     true one x: the error x^ - x is a + f, with |a|_1 <= ``d1`` and |a|_inf <= ``dinf`` (errors of
-    the data, propagated) and |f|_2 <= ``f2`` (the FFTs' rounding, propagated)."""
+    the data, propagated) and |f|_2 <= ``f2`` (the FFTs' rounding, propagated).
+
+    A second bound holds at the same time, entry by entry: x^ - x = alpha x + a' + f with
+    |alpha| <= ``rel`` and |a'|_inf <= ``dabs`` (the data's and the direct sums' errors are
+    relative to the entries they are made of, so they compose relatively: a lower law's tail
+    entries of 1e-12 need not lose the largest entry's share, 3e-13 at t = 1e4; see
+    :meth:`lower_values`). The upper laws keep the first: a relative error of every entry is
+    one of the total mass too, which their mass at +inf would then carry."""
 
     values: np.ndarray
     start: int
     d1: float
     dinf: float
     f2: float
+    rel: float = 0.0
+    dabs: float = 0.0
 
     @classmethod
     def of(cls, values: np.ndarray, err: np.ndarray) -> _Vec:
-        """A vector from index 0 whose entries are off by at most ``err`` (the norms rounded up)."""
+        """A vector from index 0 whose entries are off by at most ``err`` (the norms rounded up);
+        for the relative bound, ``rel`` is the largest err / x^ up to :data:`_REL_MOST`, and the
+        rest of each entry's error beyond rel x^ goes to ``dabs`` (with x^ in place of x: rel x^
+        <= rel (x + err), so the error is at most rel x + (1 + rel) err - rel x^, taken whole)."""
         grow = 1.0 + 2.0 * len(err) * _U
-        return cls(values, 0, float(np.sum(err)) * grow, float(np.max(err, initial=0.0)), 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(values > 0.0, err / values, np.inf)
+        rel = float(np.max(ratio, initial=0.0, where=ratio <= _REL_MOST)) * (1.0 + 4.0 * _U)
+        rest = np.maximum((1.0 + rel) * err - rel * values, 0.0)
+        return cls(values, 0, float(np.sum(err)) * grow, float(np.max(err, initial=0.0)), 0.0, rel,
+                   float(np.max(rest, initial=0.0)) * (1.0 + 4.0 * _U))
 
     @property
     def indices(self) -> np.ndarray:
@@ -381,6 +401,20 @@ class _Vec:
     def entry_error(self) -> float:
         """A bound on the error of each entry (|x|_inf <= |x|_1 and |x|_inf <= |x|_2)."""
         return (self.dinf + self.f2) * (1.0 + 1e-9)
+
+    def lower_values(self) -> np.ndarray:
+        """Lower bounds on the true entries, the larger of the two bounds': x^ less the entry
+        error, and (x^ - dabs - |f|_2) / (1 + rel); each rounded down."""
+        plain = self.values - self.entry_error()
+        relative = (self.values - (self.dabs + self.f2) * (1.0 + 1e-9)) / (1.0 + self.rel)
+        return np.maximum(plain, relative) * (1.0 - 4.0 * _U)
+
+    def upper_values(self) -> np.ndarray:
+        """Upper bounds on the true entries: x^ plus the entry error, or (x^ + dabs + |f|_2) /
+        (1 - rel), the smaller; each rounded up."""
+        plain = self.values + self.entry_error()
+        relative = (self.values + (self.dabs + self.f2) * (1.0 + 1e-9)) / (1.0 - self.rel)
+        return np.minimum(plain, relative) * (1.0 + 4.0 * _U)
 
 
 def _head(x: np.ndarray) -> tuple[int, int]:
@@ -474,8 +508,16 @@ def _product(a: _Vec, b: _Vec, window: tuple[int, int]) -> _Vec:
     add1 = gamma * h1 + 2.0 * _U * (h1 + ta1 * b1 + ha1 * tb1)
     addinf = (gamma + 2.0 * _U) * float(np.max(np.abs(full), initial=0.0)) * (1.0 + gamma)
     slack = 1.0 + 1e-9
+    # The relative bound: a (1 + alpha) * b (1 + beta) is within (1 + rel_a)(1 + rel_b) of a * b
+    # entry by entry (non-negative terms); the direct sums add gamma of the computed products'
+    # sum (at most the whole computed product, itself within these bounds), the one rounding
+    # of each entry's final addition 2 u of it; the errors a'_a * b^ and a (1 + alpha) * a'_b
+    # (|a|_1 <= 1) stay absolute, grown by the same roundings.
+    grown = 1.0 + gamma + 2.0 * _U
+    rel = ((1.0 + a.rel) * (1.0 + b.rel) * grown - 1.0) * slack
+    dabs = (a.dabs * b1 + (1.0 + a.rel) * b.dabs) * grown * slack
     return _Vec(c, lo, (a.d1 * b1 + b.d1 + add1) * slack, (a.dinf * b1 + b.dinf + addinf) * slack,
-                (fft_err + a.f2 * b1 + b.f2) * slack)
+                (fft_err + a.f2 * b1 + b.f2) * slack, rel, dabs)
 
 
 def _power(a: _Vec, k: int, grid: Lattice, windows: list[tuple[int, int, float]] | None = None) -> _Vec:
@@ -593,8 +635,8 @@ def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.nda
     windows.append((t - 1, final[0], math.inf))
     missing = _dropped(sigma, d, windows)
     n = p.indices
-    p_lo, p_hi = p.values - p.entry_error(), p.values + p.entry_error()
-    q_lo, q_hi = q.values - q.entry_error(), q.values + q.entry_error()
+    p_lo, p_hi = p.lower_values(), p.upper_values()
+    q_lo, q_hi = q.lower_values(), q.upper_values()
     key = ("random allocation epoch", t, sigma, d, grid.top)
     with np.errstate(divide="ignore", invalid="ignore"):
         # E_Q[R | N = n] is in (n d / t + o, (n + t) d / t] (o: :func:`_least_offset`) and

@@ -417,3 +417,33 @@ def test_epochs_wider_than_tol_say_so_in_their_own_name() -> None:
     # Sampling without replacement: its dominating pair is not attained, no accuracy closes
     # that gap, and nothing is said of it.
     assert not Composition()([SampleWithoutReplacement(0.01)(Gaussian(1.0))], [10]).brackets_own_pair()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_products_relative_bound_holds_entry_by_entry(seed: int) -> None:
+    # Two vectors of 3000 entries (past the 2048 of the direct heads: FFT tails too), masses
+    # from 1e-3 down to 1e-40, given with relative errors rel and absolute ones dabs; their
+    # computed product against the product of the true vectors in 64-bit-mantissa floats
+    # (each sum within 1e-15 of its terms relatively, far inside the bound's gamma of 23 u).
+    from autoacct.subsampling.allocation_pld import _product, _Vec
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    true = [np.exp(-rng.uniform(0.0, 1.0, n).cumsum() * 0.03 - 7.0) for _ in range(2)]
+    true = [x / x.sum() * 0.999 for x in true]
+    vecs = []
+    for x in true:
+        rel, dabs = 1e-13, 1e-30
+        # (relative errors near their bound and of one sign: the product's are then near twice)
+        noisy = x * (1.0 + rel * rng.uniform(0.9, 1.0, n)) + dabs * rng.uniform(-1.0, 1.0, n)
+        vecs.append(_Vec(np.maximum(noisy, 0.0), 0, float(np.sum(np.abs(noisy - x))) * 1.01,
+                         float(np.max(np.abs(noisy - x))) * 1.01, 0.0, rel * 1.01, dabs * 1.01))
+    got = _product(vecs[0], vecs[1], (0, 2 * n))
+    exact = np.convolve(true[0].astype(np.longdouble), true[1].astype(np.longdouble))
+    exact = exact[got.start:got.start + len(got.values)]
+    lo, up = got.lower_values().astype(np.longdouble), got.upper_values().astype(np.longdouble)
+    assert np.all(lo <= exact * (1 + 1e-15)) and np.all(exact * (1 - 1e-15) <= up)
+    # In the tail the relative bound binds: entries of 1e-14 and below are pinned far closer
+    # than by the absolute bound (the largest entries' rounding share).
+    tail = (exact > 1e-30) & (exact < 1e-14)
+    assert tail.sum() > 100 and np.all((up - lo)[tail] < 0.01 * got.entry_error())
