@@ -361,11 +361,11 @@ class _Vec:
     true one x: the error x^ - x is a + f, with |a|_1 <= ``d1`` and |a|_inf <= ``dinf`` (errors of
     the data, propagated) and |f|_2 <= ``f2`` (the FFTs' rounding, propagated).
 
-    A second bound holds at the same time, entry by entry: x^ - x = alpha x + a' + f with
-    |alpha| <= ``rel`` and |a'|_inf <= ``dabs`` (the data's and the direct sums' errors are
-    relative to the entries they are made of, so they compose relatively: a lower law's tail
-    entries of 1e-12 need not lose the largest entry's share, 3e-13 at t = 1e4; see
-    :meth:`lower_values`). The upper laws keep the first: a relative error of every entry is
+    A second bound holds at the same time, entry by entry: x^ - x = alpha x + a' + f' with
+    |alpha| <= ``rel``, |a'|_inf <= ``dabs`` and |f'|_2 <= ``f2r`` (the data's and the direct
+    sums' errors are relative to the entries they are made of, so they compose relatively: a
+    lower law's tail entries of 1e-12 need not lose the largest entry's share, 3e-13 at
+    t = 1e4; see :meth:`lower_values`). The upper laws keep the first: a relative error of every entry is
     one of the total mass too, which their mass at +inf would then carry."""
 
     values: np.ndarray
@@ -375,6 +375,7 @@ class _Vec:
     f2: float
     rel: float = 0.0
     dabs: float = 0.0
+    f2r: float = 0.0
 
     @classmethod
     def of(cls, values: np.ndarray, err: np.ndarray) -> _Vec:
@@ -387,8 +388,9 @@ class _Vec:
             ratio = np.where(values > 0.0, err / values, np.inf)
         rel = float(np.max(ratio, initial=0.0, where=ratio <= _REL_MOST)) * (1.0 + 4.0 * _U)
         rest = np.maximum((1.0 + rel) * err - rel * values, 0.0)
-        return cls(values, 0, float(np.sum(err)) * grow, float(np.max(err, initial=0.0)), 0.0, rel,
-                   float(np.max(rest, initial=0.0)) * (1.0 + 4.0 * _U))
+        # (each of rest's two products and its difference one rounding: within 4 u rel x^)
+        dabs = float(np.max(rest, initial=0.0)) * (1.0 + 4.0 * _U) + 4.0 * _U * rel * float(np.max(values, initial=0.0))
+        return cls(values, 0, float(np.sum(err)) * grow, float(np.max(err, initial=0.0)), 0.0, rel, dabs)
 
     @property
     def indices(self) -> np.ndarray:
@@ -406,14 +408,14 @@ class _Vec:
         """Lower bounds on the true entries, the larger of the two bounds': x^ less the entry
         error, and (x^ - dabs - |f|_2) / (1 + rel); each rounded down."""
         plain = self.values - self.entry_error()
-        relative = (self.values - (self.dabs + self.f2) * (1.0 + 1e-9)) / (1.0 + self.rel)
+        relative = (self.values - (self.dabs + self.f2r) * (1.0 + 1e-9)) / (1.0 + self.rel)
         return np.maximum(plain, relative) * (1.0 - 4.0 * _U)
 
     def upper_values(self) -> np.ndarray:
         """Upper bounds on the true entries: x^ plus the entry error, or (x^ + dabs + |f|_2) /
         (1 - rel), the smaller; each rounded up."""
         plain = self.values + self.entry_error()
-        relative = (self.values + (self.dabs + self.f2) * (1.0 + 1e-9)) / (1.0 - self.rel)
+        relative = (self.values + (self.dabs + self.f2r) * (1.0 + 1e-9)) / (1.0 - self.rel)
         return np.minimum(plain, relative) * (1.0 + 4.0 * _U)
 
 
@@ -511,13 +513,15 @@ def _product(a: _Vec, b: _Vec, window: tuple[int, int]) -> _Vec:
     # The relative bound: a (1 + alpha) * b (1 + beta) is within (1 + rel_a)(1 + rel_b) of a * b
     # entry by entry (non-negative terms); the direct sums add gamma of the computed products'
     # sum (at most the whole computed product, itself within these bounds), the one rounding
-    # of each entry's final addition 2 u of it; the errors a'_a * b^ and a (1 + alpha) * a'_b
-    # (|a|_1 <= 1) stay absolute, grown by the same roundings.
+    # of each entry's final addition 2 u of it; the errors a'_a * b^ + a (1 + alpha) * a'_b
+    # (|a|_1 <= 1) stay absolute, f'_a * b^ + a (1 + alpha) * f'_b and the FFTs' own rounding
+    # in 2-norm, each grown by the same roundings.
     grown = 1.0 + gamma + 2.0 * _U
     rel = ((1.0 + a.rel) * (1.0 + b.rel) * grown - 1.0) * slack
     dabs = (a.dabs * b1 + (1.0 + a.rel) * b.dabs) * grown * slack
+    f2r = (fft_err + a.f2r * b1 + (1.0 + a.rel) * b.f2r) * grown * slack
     return _Vec(c, lo, (a.d1 * b1 + b.d1 + add1) * slack, (a.dinf * b1 + b.dinf + addinf) * slack,
-                (fft_err + a.f2 * b1 + b.f2) * slack, rel, dabs)
+                (fft_err + a.f2 * b1 + b.f2) * slack, rel, dabs, f2r)
 
 
 def _power(a: _Vec, k: int, grid: Lattice, windows: list[tuple[int, int, float]] | None = None) -> _Vec:
