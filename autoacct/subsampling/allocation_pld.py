@@ -365,8 +365,8 @@ class _Vec:
     |alpha| <= ``rel``, |a'|_inf <= ``dabs`` and |f'|_2 <= ``f2r`` (the data's and the direct
     sums' errors are relative to the entries they are made of, so they compose relatively: a
     lower law's tail entries of 1e-12 need not lose the largest entry's share, 3e-13 at
-    t = 1e4; see :meth:`lower_values`). The upper laws keep the first: a relative error of every entry is
-    one of the total mass too, which their mass at +inf would then carry."""
+    t = 1e4; see :meth:`lower_values`). The upper laws keep the first: a relative error of
+    every entry is one of the total mass too, which their mass at +inf would then carry."""
 
     values: np.ndarray
     start: int
@@ -389,7 +389,8 @@ class _Vec:
         rel = float(np.max(ratio, initial=0.0, where=ratio <= _REL_MOST)) * (1.0 + 4.0 * _U)
         rest = np.maximum((1.0 + rel) * err - rel * values, 0.0)
         # (each of rest's two products and its difference one rounding: within 4 u rel x^)
-        dabs = float(np.max(rest, initial=0.0)) * (1.0 + 4.0 * _U) + 4.0 * _U * rel * float(np.max(values, initial=0.0))
+        dabs = (float(np.max(rest, initial=0.0)) * (1.0 + 4.0 * _U)
+                + 4.0 * _U * rel * float(np.max(values, initial=0.0)))
         return cls(values, 0, float(np.sum(err)) * grow, float(np.max(err, initial=0.0)), 0.0, rel, dabs)
 
     @property
@@ -406,13 +407,13 @@ class _Vec:
 
     def lower_values(self) -> np.ndarray:
         """Lower bounds on the true entries, the larger of the two bounds': x^ less the entry
-        error, and (x^ - dabs - |f|_2) / (1 + rel); each rounded down."""
+        error, and (x^ - dabs - |f'|_2) / (1 + rel); each rounded down."""
         plain = self.values - self.entry_error()
         relative = (self.values - (self.dabs + self.f2r) * (1.0 + 1e-9)) / (1.0 + self.rel)
         return np.maximum(plain, relative) * (1.0 - 4.0 * _U)
 
     def upper_values(self) -> np.ndarray:
-        """Upper bounds on the true entries: x^ plus the entry error, or (x^ + dabs + |f|_2) /
+        """Upper bounds on the true entries: x^ plus the entry error, or (x^ + dabs + |f'|_2) /
         (1 - rel), the smaller; each rounded up."""
         plain = self.values + self.entry_error()
         relative = (self.values + (self.dabs + self.f2r) * (1.0 + 1e-9)) / (1.0 - self.rel)
