@@ -18,12 +18,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 import warnings
+
+from trees import parse_or_work, run_in_tree, trees
 
 
 def _cases() -> list[tuple[int, float, float]]:
@@ -46,33 +46,22 @@ def _worker(case: list) -> None:
                       "warned": any(issubclass(w.category, AccuracyWarning) for w in caught)}))
 
 
-def _run(tree: str, case: tuple) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
-    res = subprocess.run([sys.executable, __file__, "--worker", json.dumps(case)], env=env, capture_output=True,
-                         text=True, check=True)
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
 def _width(lo: float, up: float) -> float:
     return (up - lo) / up if up > 0 else 0.0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("other", nargs="?")
     ap.add_argument("--json")
-    ap.add_argument("--worker")
-    args = ap.parse_args()
-    if args.worker:
-        _worker(json.loads(args.worker))
+    args = parse_or_work(ap, _worker)
+    if args is None:
         return 0
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    trees = {"this": here} | ({"other": args.other} if args.other else {})
-    rows: dict[str, list[dict]] = {name: [] for name in trees}
+    compared = trees(args.other)
+    rows: dict[str, list[dict]] = {name: [] for name in compared}
     for case in _cases():
         line = [" ".join(f"{x:g}" for x in case)]
-        for name, tree in trees.items():
-            got = _run(tree, case) | {"case": case}
+        for name, tree in compared.items():
+            got = run_in_tree(__file__, tree, case) | {"case": case}
             rows[name].append(got)
             lo, up = got["bounds"]
             line.append(f"{name} [{lo:.6g}, {up:.6g}] width {_width(lo, up):.2e} {got['cpu']:.2f} s"

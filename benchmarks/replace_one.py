@@ -21,11 +21,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
-import subprocess
 import sys
 import time
 import warnings
+
+from trees import parse_or_work, run_in_tree, trees
 
 
 def _cases(quick: bool) -> list[tuple]:
@@ -58,29 +58,18 @@ def _worker(case: list) -> None:
     print(json.dumps({"cpu": cpu, "bounds": [lo, up], "warnings": len(caught)}))
 
 
-def _run(tree: str, case: tuple) -> dict:
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
-    res = subprocess.run([sys.executable, __file__, "--worker", json.dumps(case)], env=env, capture_output=True,
-                         text=True, check=True)
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("other", nargs="?")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--worker")
-    args = ap.parse_args()
-    if args.worker:
-        _worker(json.loads(args.worker))
+    args = parse_or_work(ap, _worker)
+    if args is None:
         return 0
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    trees = {"this": here} | ({"other": args.other} if args.other else {})
-    totals = dict.fromkeys(trees, 0.0)
+    compared = trees(args.other)
+    totals = dict.fromkeys(compared, 0.0)
     for case in _cases(args.quick):
         row = [" ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in case)]
-        for name, tree in trees.items():
-            got = _run(tree, case)
+        for name, tree in compared.items():
+            got = run_in_tree(__file__, tree, case)
             lo, up = got["bounds"]
             totals[name] += got["cpu"]
             width = (up - lo) / up if up > 0 else 0.0
