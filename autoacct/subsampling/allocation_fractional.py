@@ -13,7 +13,7 @@ integer orders lose Var(R) to rounding when it is far below 1e-12 (log E[S^2] ~ 
 carries an absolute rounding error). Here both directions are bounded at each order directly,
 by the Taylor expansion of f(x) = x^gamma at x = 1 with a remainder that decreases in x, the
 device of the addition direction's integer orders
-(:func:`~autoacct.subsampling.allocation.add_log_moments_taylor`), which the exact central
+(:func:`~autoacct.subsampling.allocation_moments.add_log_moments_taylor`), which the exact central
 moments of R and its lower tail complete.
 
 For gamma in (1, 2] (removal, gamma = alpha) or gamma < 0 (addition, gamma = 1 - alpha, any
@@ -54,7 +54,7 @@ relative :data:`_REL` = 1e-10 of those magnitudes is allowed. The lower tail B(x
 removal direction is read at s = -log x0 rounded down (B increases in x0 = e^{-s}); the closed
 form of the addition direction's is evaluated at its argument raised by 8 roundings of its
 terms' magnitudes (Phi increases), with a relative 1e-6 for scipy's log_ndtr and exp (as
-:func:`~autoacct.subsampling.allocation.add_log_moments_taylor`). The sum then takes one log1p
+:func:`~autoacct.subsampling.allocation_moments.add_log_moments_taylor`). The sum then takes one log1p
 (a relative allowance of 4 machine epsilons, :func:`~autoacct.exactness.round_up`).
 """
 

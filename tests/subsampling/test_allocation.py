@@ -21,7 +21,7 @@ from scipy import integrate, special, stats
 from autoacct import Composition, Gaussian, Laplace, PoissonSubsample, RandomAllocation, dpsgd
 from autoacct.dpsgd import dpsgd_lower_run
 from autoacct.subsampling import RandomAllocatedMechanism
-from autoacct.subsampling.allocation import (
+from autoacct.subsampling.allocation_moments import (
     add_log_moments_excess,
     add_log_moments_taylor,
     lower_tail_log_bound,
