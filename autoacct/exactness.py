@@ -1,7 +1,7 @@
 """Exact values: floats that equal the quantity they stand for.
 
 The public API rounds every bound one ulp away from the truth
-(:func:`autoacct.routes.outward`), because the last rounding of a computation may
+(:func:`outward`), because the last rounding of a computation may
 have put it an ulp on the wrong side. A value that no rounding touched (a user's
 own epsilon, a rational sum that a float holds exactly) needs no such step:
 :class:`ExactFloat` marks it, so that 1 + 2 certifies 3 and Laplace(1) certifies
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from fractions import Fraction
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -40,7 +40,7 @@ def round_up(x: _Real, rel: float = 4.0 * MACHINE_EPSILON) -> _Real:
 
 
 class ExactFloat(float):
-    """A float equal to the quantity it bounds; :func:`~autoacct.routes.outward` keeps it."""
+    """A float equal to the quantity it bounds; :func:`outward` keeps it."""
 
 
 def rational_up(x: Fraction) -> float:
@@ -61,3 +61,29 @@ def bound_text(x: float, upper: bool, digits: int = 6) -> str:
     shift = exact.adjusted() - (digits - 1)
     rounded = exact.scaleb(-shift).to_integral_value(ROUND_CEILING if upper else ROUND_FLOOR).scaleb(shift)
     return f"{float(rounded):.{digits}g}"
+
+
+def outward(val: Any, *, upper: bool, cap: float = math.inf, exact: Any = False) -> Any:
+    """A bound as it leaves the library: rounded one ulp away from the truth, in [0, cap].
+
+    The one rounding rule of the public API: an upper bound is moved to the next
+    float above, a lower bound to the next float below, so that the last
+    rounding of any computation cannot put a bound on the wrong side of the
+    truth. Zero and infinity are kept, and so is ``cap`` as an upper bound (a certified
+    0 or a cap is exact); a lower bound at the cap is moved below it.
+    A float for a scalar, else an array; never negative, never -0.0. An
+    :class:`~autoacct.exactness.ExactFloat` (no rounding touched it) is kept, as is
+    every entry where ``exact`` is true.
+    """
+    x = np.asarray(val, dtype=float)
+    # A lower bound at the cap is moved down too: 1.0 from a sum of masses can be 1 - 1e-38.
+    below_cap = (x < cap) if upper else (x <= cap) & np.isfinite(x)
+    inner = (x > 0.0) & below_cap & ~np.asarray(exact | isinstance(val, ExactFloat), dtype=bool)
+    moved = np.nextafter(x, np.inf if upper else -np.inf)
+    out = np.clip(np.where(inner, moved, x), 0.0, cap) + 0.0
+    return float(out) if out.ndim == 0 else out
+
+
+def public_delta(val: Any, *, upper: bool = True) -> Any:
+    """A delta bound as returned to users: rounded outward (:func:`outward`) into [0, 1]."""
+    return outward(val, upper=upper, cap=1.0)

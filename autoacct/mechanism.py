@@ -24,8 +24,9 @@ import numpy as np
 from autoacct import _validation as check
 from autoacct import routes
 from autoacct.errors import RouteUnavailableError
-from autoacct.exactness import MACHINE_EPSILON, ExactFloat, round_up
+from autoacct.exactness import MACHINE_EPSILON, ExactFloat, outward, public_delta, round_up
 from autoacct.losses import GaussianLoss, PrivacyLoss
+from autoacct.rdp_curves import rdp_of
 
 #: Smallest delta a query accepts: below it (subnormal floats) profiles lose their precision.
 MIN_DELTA = routes.MIN_DELTA
@@ -352,8 +353,8 @@ class Mechanism:
         if "rdp" not in self.routes:
             raise RouteUnavailableError(f"{self.name} has no Renyi-DP representation; "
                                         f"available routes: {self.routes}")
-        val = routes.bounded("the Renyi DP", lambda: routes.rdp_of(self, a), np.full(a.shape, np.inf))
-        return routes.outward(np.maximum(val, 0.0), upper=True)
+        val = routes.bounded("the Renyi DP", lambda: rdp_of(self, a), np.full(a.shape, np.inf))
+        return outward(np.maximum(val, 0.0), upper=True)
 
     # ----- epsilon and delta ------------------------------------------------------
     def epsilon(self, delta: Any, via: str = "auto", tol: float | None = None) -> Any:
@@ -383,7 +384,7 @@ class Mechanism:
         lo = np.array([p[0] for p in pairs]).reshape(d.shape)
         up = np.array([p[1] for p in pairs]).reshape(d.shape)
         exact = np.array([isinstance(p[1], ExactFloat) for p in pairs]).reshape(d.shape)
-        return routes.outward(lo, upper=False), routes.outward(up, upper=True, exact=exact)
+        return outward(lo, upper=False), outward(up, upper=True, exact=exact)
 
     def delta(self, epsilon: Any, via: str = "auto", tol: float | None = None) -> Any:
         """Certified upper bound on delta(eps), the smallest delta with (eps, delta)-DP.
@@ -391,13 +392,13 @@ class Mechanism:
         ``epsilon`` may be an array (one accountant run serves all of it).
         """
         e = check.real_array("epsilon", epsilon, low=0.0)
-        return routes.public_delta(routes.delta_bounds(self, e, via, routes.tolerance(tol))[1])
+        return public_delta(routes.delta_bounds(self, e, via, routes.tolerance(tol))[1])
 
     def delta_bounds(self, epsilon: Any, tol: float | None = None) -> tuple[Any, Any]:
         """(lower, upper) with lower <= the true delta(eps) <= upper."""
         e = check.real_array("epsilon", epsilon, low=0.0)
         lo, up = routes.delta_bounds(self, e, "auto", routes.tolerance(tol))
-        return routes.public_delta(lo, upper=False), routes.public_delta(up)
+        return public_delta(lo, upper=False), public_delta(up)
 
     # ----- f-DP ----------------------------------------------------------------------
     def tradeoff(self, fpr: Any, via: str = "auto") -> Any:
@@ -407,7 +408,7 @@ class Mechanism:
         discretisation) otherwise; "rdp" converts the RDP curve for comparison.
         """
         a = check.real_array("fpr", fpr, low=0.0, high=1.0)
-        return routes.outward(np.clip(routes.tradeoff(self, a, via), 0.0, 1.0 - a), upper=False)
+        return outward(np.clip(routes.tradeoff(self, a, via), 0.0, 1.0 - a), upper=False)
 
     # ----- attack risk (autoacct.risk) ------------------------------------------------
     def tpr(self, fpr: Any, via: str = "auto") -> Any:

@@ -35,8 +35,9 @@ from autoacct import _validation as check
 from autoacct import routes, shortcuts
 from autoacct.converters.rdp import rdp_to_delta
 from autoacct.errors import BudgetExceeded, RouteUnavailableError
-from autoacct.exactness import MACHINE_EPSILON
+from autoacct.exactness import MACHINE_EPSILON, outward
 from autoacct.pld.profiles import DiscreteProfile
+from autoacct.rdp_curves import max_divergence, rdp_of
 
 if TYPE_CHECKING:
     from autoacct.mechanism import Mechanism
@@ -69,7 +70,7 @@ def tpr(m: Mechanism, fpr: Any, via: str = "auto") -> Any:
     """
     a = check.real_array("fpr", fpr, low=0.0, high=1.0)
     f = np.asarray(m.tradeoff(a, via=via), dtype=float)
-    return routes.outward(np.clip(1.0 - f, a, 1.0), upper=True, cap=1.0)
+    return outward(np.clip(1.0 - f, a, 1.0), upper=True, cap=1.0)
 
 
 def tpr_bounds(m: Mechanism, fpr: Any, tol: float | None = None) -> tuple[Any, Any]:
@@ -97,12 +98,12 @@ def tpr_bounds(m: Mechanism, fpr: Any, tol: float | None = None) -> tuple[Any, A
             profs = []
         if profs:
             curve = np.max([up.power(a) for up, _ in profs], axis=0)
-            upper = np.minimum(upper, routes.outward(np.clip(curve, a, 1.0), upper=True, cap=1.0))
+            upper = np.minimum(upper, outward(np.clip(curve, a, 1.0), upper=True, cap=1.0))
             lows = [low for _, low in profs] if _accountant(m).tight else _attained_lows(m, t)
             if lows:
                 above = np.min([_tradeoff_above(low, a) for low in lows], axis=0)
                 lower = np.maximum(lower, 1.0 - above)
-    lower = np.minimum(routes.outward(np.clip(lower, a, 1.0), upper=False, cap=1.0), upper)
+    lower = np.minimum(outward(np.clip(lower, a, 1.0), upper=False, cap=1.0), upper)
     return (float(lower), float(upper)) if lower.ndim == 0 else (lower, upper)
 
 
@@ -238,7 +239,7 @@ def gdp_mu(m: Mechanism, tol: float | None = None) -> tuple[float, float]:
     while hi - lo > 1e-6 * hi:
         mid = 0.5 * (lo + hi)
         lo, hi = (lo, mid) if passes(mid) else (mid, hi)
-    return float(routes.outward(hi, upper=True)), estimate
+    return float(outward(hi, upper=True)), estimate
 
 
 def _gdp_estimate(eps: float) -> float:
@@ -279,8 +280,8 @@ def _profile_upper(m: Mechanism, grid: np.ndarray, tol: float) -> np.ndarray:
         best = np.minimum(best, _accountant(m).best_delta(grid)[1])
     if "rdp" in m.routes:
         # The RDP conversion at the best order of a fixed grid (unpolished: one pass for all eps).
-        rdp = rdp_to_delta(lambda alpha: routes.rdp_of(m, alpha), grid, polish=False)
-        best = np.minimum(best, np.where(grid >= routes.max_divergence(m), 0.0, rdp))
+        rdp = rdp_to_delta(lambda alpha: rdp_of(m, alpha), grid, polish=False)
+        best = np.minimum(best, np.where(grid >= max_divergence(m), 0.0, rdp))
     return np.asarray(best, dtype=float)
 
 

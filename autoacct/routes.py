@@ -40,7 +40,7 @@ from autoacct.certified import CertifiedPoints
 from autoacct.converters.profile import epsilon_from_profile, tradeoff_from_profile
 from autoacct.converters.rdp import DELTA_FLOOR, rdp_to_delta, rdp_to_epsilon
 from autoacct.errors import AccuracyWarning, BudgetExceeded, BudgetWarning, RouteUnavailableError
-from autoacct.exactness import MACHINE_EPSILON, ExactFloat
+from autoacct.exactness import MACHINE_EPSILON, ExactFloat, outward, public_delta
 from autoacct.grouping import Grouped, grouped_pair, through_groups
 from autoacct.limits import current as current_limits
 from autoacct.limits import deadline
@@ -49,10 +49,11 @@ from autoacct.losses.gdp import NORMAL_REL, gaussian_epsilon_closed_lower, gauss
 from autoacct.phi import PhiAccountant
 from autoacct.pld import DEFAULT_TOL, FFTAccountant
 from autoacct.pld.costs import warn_loose
+from autoacct.rdp_curves import max_divergence, rdp_of
 from autoacct.shortcuts import closed_profiles, max_loss, monotone, variation_up
 
 if TYPE_CHECKING:
-    from autoacct.mechanism import Mechanism, PairRdp
+    from autoacct.mechanism import Mechanism
 
 #: Smallest delta a query accepts: below it (subnormal floats) profiles lose their precision.
 MIN_DELTA = 1e-300
@@ -76,91 +77,11 @@ ArrayBounds = tuple[np.ndarray, np.ndarray]
 _UNIT = MACHINE_EPSILON
 
 
-def outward(val: Any, *, upper: bool, cap: float = math.inf, exact: Any = False) -> Any:
-    """A bound as it leaves the library: rounded one ulp away from the truth, in [0, cap].
-
-    The one rounding rule of the public API: an upper bound is moved to the next
-    float above, a lower bound to the next float below, so that the last
-    rounding of any computation cannot put a bound on the wrong side of the
-    truth. Zero and infinity are kept, and so is ``cap`` as an upper bound (a certified
-    0 or a cap is exact); a lower bound at the cap is moved below it.
-    A float for a scalar, else an array; never negative, never -0.0. An
-    :class:`~autoacct.exactness.ExactFloat` (no rounding touched it) is kept, as is
-    every entry where ``exact`` is true.
-    """
-    x = np.asarray(val, dtype=float)
-    # A lower bound at the cap is moved down too: 1.0 from a sum of masses can be 1 - 1e-38.
-    below_cap = (x < cap) if upper else (x <= cap) & np.isfinite(x)
-    inner = (x > 0.0) & below_cap & ~np.asarray(exact | isinstance(val, ExactFloat), dtype=bool)
-    moved = np.nextafter(x, np.inf if upper else -np.inf)
-    out = np.clip(np.where(inner, moved, x), 0.0, cap) + 0.0
-    return float(out) if out.ndim == 0 else out
-
-
-def public_delta(val: Any, *, upper: bool = True) -> Any:
-    """A delta bound as returned to users: rounded outward (:func:`outward`) into [0, 1]."""
-    return outward(val, upper=upper, cap=1.0)
-
-
 def tolerance(tol: float | None) -> float:
     """The validated relative accuracy of a query (``DEFAULT_TOL`` when None)."""
     if tol is None:
         return DEFAULT_TOL
     return check.real("tol", tol, low=1e-7, high=0.5)
-
-
-#: Order at which the KL divergence (order 1) is bounded when a curve has no value at 1:
-#: Renyi divergences are non-decreasing in the order, so D_1 <= D_{1 + KL_STEP}.
-KL_STEP = 1e-6
-
-
-def _curve_at(curve: PairRdp, alpha: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        val = np.max(np.asarray(curve(np.asarray(alpha, dtype=float)), dtype=float), axis=0)
-    return np.where(np.isnan(val), np.inf, val)
-
-
-def max_divergence(m: Mechanism) -> float:
-    """An upper bound on the max divergence (Renyi order infinity) of ``m``'s pair.
-
-    The pure-DP epsilon of a (eps0, 0) ``dp_guarantee`` (a mechanism is (D, 0)-DP
-    exactly when its max divergence is at most D); +inf otherwise. Curves are not
-    evaluated at infinity: some (the subsampled Gaussian's) have no finite limit
-    and no cheap way of saying so.
-    """
-    guarantee = m.dp_guarantee()
-    if guarantee is not None and guarantee[1] == 0.0:
-        return guarantee[0]
-    return math.inf
-
-
-def rdp_of(m: Mechanism, alpha: np.ndarray) -> np.ndarray:
-    """The mechanism's RDP at orders ``alpha`` in [1, inf]: the larger of the pair's two orders.
-
-    +inf where the curve gives NaN. Order 1 (the KL divergence) is the curve's value
-    there when it has one, else its value at 1 + KL_STEP (an upper bound, the
-    divergence being non-decreasing in the order); order inf is :func:`max_divergence`.
-    """
-    curve = m.rdp_curve()
-    if curve is None:
-        raise RouteUnavailableError(f"{m.name} has no Renyi-DP representation")
-    a = np.asarray(alpha, dtype=float)
-    ends = (a == 1.0) | np.isinf(a)
-    if not np.any(ends):
-        return _curve_at(curve, a)
-    at_one = a == 1.0
-    val = _curve_at(curve, np.where(ends, 2.0, a))
-    if np.any(at_one):
-        try:
-            kl = float(_curve_at(curve, np.array(1.0)))
-        except ValueError:
-            # Curves given by expansions in integer orders (the subsampled ones) are defined
-            # above order 1 only, and their validation says so.
-            kl = math.inf
-        if not math.isfinite(kl):
-            kl = float(_curve_at(curve, np.array(1.0 + KL_STEP)))
-        val = np.where(at_one, kl, val)
-    return np.where(np.isinf(a), max_divergence(m), val)
 
 
 def _lower_end(m: Mechanism, delta: float) -> float:
@@ -282,6 +203,16 @@ class _LawRoute(Route):
         return parts
 
 
+def _passed_on(answer: Callable[[], _T]) -> tuple[_T, bool]:
+    """``answer()``, and whether it warned; its warnings are passed on as they were."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = answer()
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return out, bool(caught)
+
+
 @contextlib.contextmanager
 def _quiet_accuracy() -> Iterator[None]:
     """No accuracy warnings: of an accountant whose lower end alone is read (attained pairs)."""
@@ -351,11 +282,7 @@ class PldRoute(_LawRoute):
     def _composed_epsilon(self, m: Mechanism, delta: float, tol: float) -> Bounds:
         """eps(delta) bounds from the accountant of m's own steps (and of its attained pairs)."""
         acc = self.accountant(m)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            lower, upper = acc.epsilon(delta, acc.eps_scale(delta), tol)
-        for w in caught:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        (lower, upper), caught = _passed_on(lambda: acc.epsilon(delta, acc.eps_scale(delta), tol))
         below = attained_binomial(m) or self.attained(m)
         if below is not None:
             with _quiet_accuracy():
@@ -396,11 +323,7 @@ class PldRoute(_LawRoute):
     def _composed_delta(self, m: Mechanism, eps: np.ndarray, tol: float) -> ArrayBounds:
         """delta(eps) bounds from the accountant of m's own steps (and of its attained pairs)."""
         acc = self.accountant(m)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            lower, upper = acc.delta(eps, acc.eps_scale(REFERENCE_DELTA), tol)
-        for w in caught:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        (lower, upper), caught = _passed_on(lambda: acc.delta(eps, acc.eps_scale(REFERENCE_DELTA), tol))
         below = attained_binomial(m) or self.attained(m)
         if below is not None:
             with _quiet_accuracy():

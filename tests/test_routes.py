@@ -17,7 +17,7 @@ from closed_forms import mp_gaussian_tradeoff
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoacct.routes import outward
+from autoacct.exactness import outward
 from autoacct.zoo import (
     ApproxDP,
     Composition,

@@ -14,7 +14,7 @@ from autoacct import _validation as check
 from autoacct.exactness import round_up
 from autoacct.losses import GaussianLoss, PrivacyLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring, PairRdp, RdpFamily, Transformer
-from autoacct.routes import rdp_of
+from autoacct.rdp_curves import rdp_of
 from autoacct.subsampling.gaussian_rdp import sgm_rdp
 from autoacct.subsampling.gaussian_rdp_family import family_log_moment
 from autoacct.subsampling.numerics import UNIT_ROUNDOFF, log1p_q_expm1_up

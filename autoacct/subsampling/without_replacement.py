@@ -31,7 +31,7 @@ from autoacct.losses import DiscreteLoss, PrivacyLoss
 from autoacct.losses.atoms import AtomLoss
 from autoacct.losses.binary import RandomizedResponseLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring
-from autoacct.routes import max_divergence
+from autoacct.rdp_curves import max_divergence
 from autoacct.subsampling.atoms import held_as_atoms, poisson_atom_losses, symmetrized_atom_loss
 from autoacct.subsampling.base import RateSubsampledMechanism, Sampler
 from autoacct.subsampling.numerics import (
