@@ -193,6 +193,19 @@ def summand_masses(sigma: float, d: float, points: int) -> dict[str, tuple[np.nd
     return out
 
 
+def overflow_masses(sigma: float, d: float, top: int) -> tuple[float, float]:
+    """Upper bounds on Q(l > x_K) and E_Q[l; l > x_K] = P_1(l > x_K) (P_1: Z ~ N(1/s, 1), the
+    summand that carries the record), x_K = ``top`` d the lattice's last point: the mass of one
+    summand beyond it (normal tails, with :func:`_cells`' error bounds)."""
+    s = sigma
+    log_x = math.log(top * d)
+    out = []
+    for shift in (1.0 / (2.0 * s), -1.0 / (2.0 * s)):
+        mass, bound = _cells(np.array([s * log_x + shift, np.inf]), s + 1.0 / s)
+        out.append(float(mass[0] + bound[0]) * (1.0 + 2.0 * _U))
+    return out[0], out[1]
+
+
 def least_offset(sigma: float, d: float) -> float:
     """A lower bound on E_Q[l - x_k | l in C_k] over every cell C_k = (x_k, x_k + d] (the
     summand's mean offset within its cell), so that given N = n, E_Q[R | N = n] =

@@ -25,7 +25,9 @@ H_g(P || Q) <= E_Q[(R - g)_+ 1_{B^c}] + P(B) (split any test set on B), and any 
 +inf only raises a profile, so the forward law is the P'-masses at log(u / t) for u in the
 lattice's window (:class:`Lattice`) and the rest of the P'-mass, which is 1 - sum of those
 (E_Q[R' 1_{B^c}] = P(B^c)), at +inf; the backward law the Q-masses at -log(u / t), u > 0 in
-the window, and the rest of the Q-mass at +inf.
+the window, and the rest of the Q-mass at +inf. The rest is bounded from the computed masses
+or, with the tail atoms raised by their own error bounds, by P(B) and a bound on what the
+windows drop (:func:`_upper_laws`), whichever is less.
 
 Lower laws (post-processing). N = sum_j k_j, k_j the cell of l_j (on B^c), is a function of
 the output, so the pair of its laws (P_N, Q_N) is dominated by the epoch, and so are its
@@ -34,7 +36,8 @@ its cell, so the ratio P_N(n) / Q_N(n) = E_Q[R | N = n] lies in (n d / t, (n + t
 Leaving out mass (B, N outside the window, entries below their error) and lowering loss values
 lowers a profile, so the lower laws are the entries less their error bound, at the least loss
 value the bounds allow; as the windows drop mass from the partial sums (:func:`_lower_laws`),
-the ratio's bounds also allow for a certified bound on that mass (:func:`_dropped`).
+the ratio's bounds also allow for a certified bound on that mass (module
+:mod:`autoacct.subsampling.allocation_windows`).
 
 Arithmetic. The sums' laws are products (convolutions) of vectors, each kept on its window
 (a partial sum of j summands on ``Lattice.window(j)``; what falls outside is dropped, so the
@@ -82,8 +85,8 @@ from autoacct import _validation as check
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses.atoms import AtomLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring
-from autoacct.subsampling.allocation_cells import least_offset, summand_masses
-from autoacct.subsampling.allocation_moments import central_moments, lower_tail_log_bound
+from autoacct.subsampling.allocation_cells import least_offset, overflow_masses, summand_masses
+from autoacct.subsampling.allocation_windows import dropped_mass
 
 _U = MACHINE_EPSILON
 #: Largest relative error of a data entry the relative bound of :class:`_Vec` takes (the rest
@@ -355,59 +358,32 @@ def _product(a: _Vec, b: _Vec, window: tuple[int, int]) -> _Vec:
                 (fft_err + a.f2 * b1 + b.f2) * slack, rel, dabs, f2r)
 
 
-def _power(a: _Vec, k: int, grid: Lattice, windows: list[tuple[int, int, float]] | None = None) -> _Vec:
+def _power(a: _Vec, k: int, grid: Lattice, windows: list[tuple[int, int, float, int]] | None = None) -> _Vec:
     """a^{*k} (k >= 1 summands) by binary powering, each partial sum of j summands kept on
-    ``grid.window(j)``; each (j, first, last) index window applied is appended to ``windows``."""
+    ``grid.window(j)``; each window applied is appended to ``windows`` as (j, first, last, copies),
+    copies the number of partial sums of the k summands it was applied to: a square of j = 2^i
+    summands enters the result through every power 2^L >= j of k's binary digits, as 2^L / j
+    copies, floor(k / j) in all; each product of the result chain once."""
     result: _Vec | None = None
-    count, square, size = 0, a, 1
+    count, square, size, total = 0, a, 1, k
 
-    def kept(j: int) -> tuple[int, int]:
+    def kept(j: int, copies: int) -> tuple[int, int]:
         lo, hi = grid.window(j)
         if windows is not None:
-            windows.append((j, lo, hi))
+            windows.append((j, lo, hi, copies))
         return lo, hi
 
     while True:
         if k & 1:
-            result = square if result is None else _product(result, square, kept(count + size))
+            result = square if result is None else _product(result, square, kept(count + size, 1))
             count += size
         k >>= 1
         if not k:
             break
-        square = _product(square, square, kept(2 * size))
+        square = _product(square, square, kept(2 * size, total // (2 * size)))
         size *= 2
     assert result is not None
     return result
-
-
-def _dropped(sigma: float, d: float, windows: list[tuple[int, int, float]]) -> float:
-    """An upper bound on the Q-mass (and on the P-mass: the summands are the record's others) of
-    the cell-index sums dropped outside their windows (j, first, last).
-
-    A partial sum of j cell indices below ``first`` has its j summands' sum S_j below
-    (first + j) d, whose Q-probability the geometric mean's and Chernoff's bounds of
-    :func:`~autoacct.subsampling.allocation_moments.lower_tail_log_bound` bound; one above ``last`` (if
-    finite) has
-    S_j > last d, whose Q-probability is at most E[(S_j - j)^2r] / (last d - j)^2r for every r
-    (Markov's inequality; the central moments of the mean of j log-normals exactly,
-    :func:`~autoacct.subsampling.allocation_moments.central_moments`, r up to 8)."""
-
-    total = 0.0
-    for j, first, last in windows:
-        if first > 0:
-            x = (first + j) * d / j
-            total += float(np.exp(lower_tail_log_bound(j, sigma, np.array([-math.log(x)]))[0])) if x < 1.0 else 1.0
-        if math.isinf(last):
-            continue
-        gap = last * d - j
-        if gap <= 0.0:
-            return 1.0
-        mu = central_moments(j, sigma, 16)
-        r = np.arange(1, 9)
-        with np.errstate(over="ignore", divide="ignore"):
-            log_bounds = np.log(mu[2 * r]) + 2 * r * math.log(j / gap)
-        total += float(np.exp(min(float(np.min(log_bounds)), 0.0)))
-    return min(total * (1.0 + 1e-9), 1.0)
 
 
 def _up(x: np.ndarray) -> np.ndarray:
@@ -419,29 +395,90 @@ def _down(x: np.ndarray) -> np.ndarray:
     return np.nextafter(x - 8.0 * _U * (np.abs(x) + 1.0), -np.inf)
 
 
+def _lifted(values: np.ndarray, vec: _Vec, old_inf: float, new_inf: float) -> tuple[np.ndarray, float]:
+    """Masses and the mass at +inf of an upper law whose atoms, by increasing loss, carry the
+    computed entries ``values`` of ``vec`` (a subset of its entries, in any order), given two
+    bounds on the true mass at +inf: ``old_inf``, 1 less the computed finite masses plus twice
+    their summed error bound, and ``new_inf``, an independent bound.
+
+    What an upper law needs is a survival function S(v) (its mass at losses above v, +inf
+    included) at least the true one's at every v: then every profile, also after composition
+    with other laws, is at least the true one (the hockey-stick integrand is non-decreasing in
+    the loss). The computed masses with ``old_inf`` at +inf have one: above the k-th atom, 1 less
+    the computed masses up to it plus the error bound they share. The other: ``new_inf`` and,
+    above the k-th atom, the entries' relative bound summed over the n_k atoms from it up,
+    (x^ + dabs + |f'|) / (1 - rel) (|alpha| <= rel), whose FFT parts sum to at most
+    sqrt(n_k) |f'|_2 (Cauchy and Schwarz), a sum of the per-atom shares
+    f2r (sqrt(n_k) - sqrt(n_k - 1)). The second is the lower from the top down to some atom c
+    (their difference grows down the atoms): there the atoms take their lifted masses, the atom
+    below c takes the difference of the two at c, and the rest keep theirs; where
+    ``new_inf`` is not the lower, the first is kept whole. It matters in the tail, where a
+    small delta is decided: at t = 1e4, s = 2 the first puts 1.7e-10 at +inf (the products'
+    rounding bound summed over all 1.3e5 atoms), the second 1.2e-17."""
+    budget = (old_inf - new_inf) * (1.0 - 4.0 * _U)
+    n = len(values)
+    if budget <= 0.0 or n == 0:
+        return values, old_inf
+    count = np.arange(n, 0, -1, dtype=float)
+    share = vec.f2r / (np.sqrt(count) + np.sqrt(count - 1.0)) * (1.0 + 8.0 * _U)
+    lifted = (values + vec.dabs + share) / (1.0 - vec.rel) * (1.0 + 8.0 * _U)
+    # Suffix sums of the lifts, above and below their rounding (n additions of positive terms).
+    suffix = np.cumsum((lifted - values)[::-1])[::-1]
+    grow = 2.0 * (n + 2) * _U
+    excess_up, excess_down = suffix * (1.0 + grow), suffix * (1.0 - grow)
+    fits = np.flatnonzero(excess_up <= budget)
+    if fits.size == 0:
+        return values, old_inf
+    c = int(fits[0])
+    masses = values.copy()
+    masses[c:] = lifted[c:]
+    if c > 0:
+        gap = (old_inf - new_inf - float(excess_down[c])) * (1.0 + 4.0 * _U)
+        masses[c - 1] = (masses[c - 1] + max(gap, 0.0)) * (1.0 + 2.0 * _U)
+    return masses, new_inf
+
+
 def _upper_laws(t: int, sigma: float, grid: Lattice,
                 vec: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[AtomLoss, AtomLoss]:
+    """The upper laws (module docstring), their mass at +inf the lesser of two bounds
+    (:func:`_lifted`): 1 less the computed finite masses plus their errors, or the mass that
+    overflow B and the windows drop, bounded on its own. The latter: Q(B) <= t Q(l > x_K) and
+    P(B) <= P_1(l > x_K) + (t - 1) Q(l > x_K) (:func:`~autoacct.subsampling.allocation_cells.
+    overflow_masses`); and what the windows drop (`allocation_windows.dropped_mass`): those of
+    the other summands' partial sums (Q-distributed under P' too) and the total's, a sum of the
+    record's summand (under P' the masses x w, under Q the masses w) and the t - 1 others."""
     d = grid.spacing
     w = _Vec.of(*vec["w"])
     xw = _Vec.of(*vec["xw"])
-    rest = _power(w, t - 1, grid)
-    p = _product(xw, rest, grid.window(t))
-    q = _product(w, rest, grid.window(t))
+    windows: list[tuple[int, int, float, int]] = []
+    rest = _power(w, t - 1, grid, windows)
+    final = grid.window(t)
+    p = _product(xw, rest, final)
+    q = _product(w, rest, final)
+    w_up = vec["w"][0] + vec["w"][1]
+    dropped = {name: dropped_mass(w_up, windows, sigma, d, True, (head[0] + head[1], t, final[0], final[1]))
+               for name, head in (("forward", vec["xw"]), ("backward", vec["w"]))}
+    q_over, p_over = overflow_masses(sigma, d, grid.top)
     key = ("random allocation epoch", t, sigma, d, grid.top)
     # Forward: P'-masses at log(u / t), u > 0; the rest of the P'-mass (B, sums outside the
-    # windows, and the entries' summed errors twice: once for the finite masses, once for the
-    # total) at +inf. (The discretiser's sums of these atoms are rounded outward by the law
-    # itself, not tight: AtomLoss.cell_masses.)
+    # windows) at +inf, bounded either by 1 less the finite masses and their summed error twice
+    # (once for the finite masses, once for the total) or by f_new, the tail atoms then lifted
+    # by their own error bounds (:func:`_lifted`). (The discretiser's sums of these atoms are
+    # rounded outward by the law itself, not tight: AtomLoss.cell_masses.)
     live = p.indices > 0
     fv = _up(np.log(p.indices[live] * d / t))
-    fp = p.values[live]
-    f_inf = 1.0 - math.fsum(fp) + 2.0 * p.sum_error() + 2.0 * _U  # (two roundings)
+    f_inf = 1.0 - math.fsum(p.values[live]) + 2.0 * p.sum_error() + 2.0 * _U  # (two roundings)
+    f_new = (p_over + (t - 1) * q_over + dropped["forward"]) * (1.0 + 4.0 * _U)
+    fp, f_inf = _lifted(p.values[live], p, f_inf, f_new)
     forward = AtomLoss(key + ("forward upper",), fv, fp, fp * np.exp(-fv), p_inf=f_inf, tight=False)
     # Backward: Q-masses at -log(u / t), u > 0, sorted by loss; T' = 0 has loss +inf.
     live = q.indices > 0
     bv = _up(-np.log(q.indices[live] * d / t))[::-1]
     bq = q.values[live][::-1]
     b_inf = 1.0 - math.fsum(bq) + 2.0 * q.sum_error() + 2.0 * _U
+    at_zero = float(np.sum(q.upper_values()[~live]))
+    b_new = (t * q_over + dropped["backward"] + at_zero) * (1.0 + 4.0 * _U)
+    bq, b_inf = _lifted(bq, q, b_inf, b_new)
     backward = AtomLoss(key + ("backward upper",), bv, bq, bq * np.exp(-bv), p_inf=b_inf, tight=False)
     return forward, backward
 
@@ -451,22 +488,21 @@ def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.nda
     """The lower laws (module docstring). The computed vectors approximate P^w(n) = E_Q[l_1; N = n, F]
     and Q^w(n) = Q(N = n, F), F the event that the partial sums of the other summands' cells
     (and the total) stayed in their windows: below P_N(n) and Q_N(n), which exceed them by at
-    most the mass D dropped (:func:`_dropped`), so each ratio P_N(n) / Q_N(n) is within
-    [p_lo / (q_hi + D), (p_hi + D) / q_lo] and the a priori interval (n d / t, (n + t) d / t]."""
+    most the mass D dropped (`allocation_windows.dropped_mass`), so each ratio P_N(n) / Q_N(n) is
+    within [p_lo / (q_hi + D), (p_hi + D) / q_lo] and the a priori interval (n d / t, (n + t) d / t]."""
     d = grid.spacing
     m = _Vec.of(*vec["m"])
     mu = _Vec.of(*vec["mu"])
-    windows: list[tuple[int, int, float]] = []
+    windows: list[tuple[int, int, float, int]] = []
     rest = _power(m, t - 1, grid, windows)
     final = grid.window(t)
     p = _product(mu, rest, final)
     q = _product(m, rest, final)
     assert p.start == q.start and len(p.values) == len(q.values)
-    # The total's window: its cells' sum is at least the other summands' (t - 1 of them).
     # The total's window (only its lower end drops a sum that a kept n could have had: above
     # it, no n is kept): its cells' sum is at least the other summands' (t - 1 of them).
-    windows.append((t - 1, final[0], math.inf))
-    missing = _dropped(sigma, d, windows)
+    windows.append((t - 1, final[0], math.inf, 1))
+    missing = dropped_mass(vec["m"][0] + vec["m"][1], windows, sigma, d, False)
     n = p.indices
     p_lo, p_hi = p.lower_values(), p.upper_values()
     q_lo, q_hi = q.lower_values(), q.upper_values()

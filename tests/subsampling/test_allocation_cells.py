@@ -87,3 +87,18 @@ def test_least_offset_is_below_every_cells_mean_offset_and_near_the_least(sigma:
     assert 0.0 < bound <= least
     # And within a thousandth of a cell of the least offset found (about half a cell).
     assert least - bound <= 1e-3 * d
+
+
+def test_overflow_masses_are_above_the_normal_tails() -> None:
+    import mpmath
+
+    from autoacct.subsampling.allocation_cells import overflow_masses
+
+    for sigma, x in ((2.0, 62.0), (0.8, 13800.0), (20.0, 1.6)):
+        q_over, p_over = overflow_masses(sigma, x / 1000.0, 1000)
+        with mpmath.workdps(50):
+            a = sigma * mpmath.log(mpmath.mpf(x))
+            q = mpmath.ncdf(-(a + 1 / (2 * mpmath.mpf(sigma))))
+            p = mpmath.ncdf(-(a - 1 / (2 * mpmath.mpf(sigma))))
+        assert float(q) <= q_over <= float(q) * (1 + 1e-12)
+        assert float(p) <= p_over <= float(p) * (1 + 1e-12)

@@ -34,22 +34,29 @@ def _put(c: float, s: float) -> float:
     return 0.0 if c <= 0.0 else c - 1.0 + _call(c, s)
 
 
-def _two_step_profiles(s: float, eps: float) -> tuple[float, float]:
-    """(E_Q[(R - g)_+], E_Q[(1 - g R)_+]) at t = 2, g = e^eps, R = (l_1 + l_2) / 2: the
-    expectation over l_2 in closed form, over Z_1 by adaptive quadrature."""
+def _ell(z: float, s: float) -> float:
+    return math.exp(z / s - 1.0 / (2.0 * s * s))
+
+
+def _density(z: float) -> float:
+    return math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+
+
+def _two_step_forward(s: float, eps: float, epsabs: float = 1e-15) -> float:
+    """E_Q[(R - g)_+] at t = 2, g = e^eps, R = (l_1 + l_2) / 2: the expectation over l_2 in
+    closed form, over Z_1 by adaptive quadrature."""
     g = math.exp(eps)
+    return integrate.quad(lambda z: 0.5 * _call(2.0 * g - _ell(z, s), s) * _density(z), -12.0, 14.0,
+                          epsabs=epsabs, epsrel=1e-11, limit=400)[0]
 
-    def ell(z: float) -> float:
-        return math.exp(z / s - 1.0 / (2.0 * s * s))
 
-    def fwd(z: float) -> float:
-        return 0.5 * _call(2.0 * g - ell(z), s) * math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
-
-    def bwd(z: float) -> float:
-        return 0.5 * g * _put(2.0 / g - ell(z), s) * math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
-
-    opts = {"epsabs": 1e-15, "epsrel": 1e-11, "limit": 400}
-    return (integrate.quad(fwd, -12.0, 14.0, **opts)[0], integrate.quad(bwd, -12.0, 14.0, **opts)[0])
+def _two_step_profiles(s: float, eps: float) -> tuple[float, float]:
+    """(E_Q[(R - g)_+], E_Q[(1 - g R)_+]) at t = 2 (:func:`_two_step_forward`; the second
+    likewise)."""
+    g = math.exp(eps)
+    bwd = integrate.quad(lambda z: 0.5 * g * _put(2.0 / g - _ell(z, s), s) * _density(z), -12.0, 14.0,
+                         epsabs=1e-15, epsrel=1e-11, limit=400)[0]
+    return _two_step_forward(s, eps), bwd
 
 
 @pytest.mark.parametrize("sigma", [0.9, 2.0])
@@ -193,16 +200,29 @@ def test_lower_pair_bad_input_names_the_parameter() -> None:
         AllocationLowerPair(10, "1")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("steps,sigma,most", [(10, 2.0, 2e-13), (100, 20.0, 2e-12),
-                                              (1000, 2.0, 2.5e-11), (1000, 20.0, 2.5e-11),
+def test_two_steps_tail_profile_is_close_to_quadrature() -> None:
+    # sigma = 2, eps = 3: the profile is 4.5e-14, below the products' summed rounding bound
+    # (1.7e-14), which the upper law used to carry at +inf; its tail atoms now carry their own
+    # relative bounds, and the mass at +inf is the lattice's overflow (8e-16).
+    laws = epoch_laws(2, 2.0)
+    assert laws is not None
+    fwd = _two_step_forward(2.0, 3.0, epsabs=1e-25)
+    e = np.array(3.0)
+    lo = float(laws.forward_lower.profile(e) - laws.forward_lower.profile_error(e))
+    up = float(laws.forward_upper.profile(e) + laws.forward_upper.profile_error(e))
+    assert lo <= fwd * (1 + 1e-10) and fwd * (1 - 1e-10) <= up <= 1.03 * fwd
+    assert laws.forward_upper.p_inf < 1e-15
+
+
+@pytest.mark.parametrize("steps,sigma,most", [(10, 2.0, 2e-15), (100, 20.0, 1e-16),
+                                              (1000, 2.0, 1e-16), (1000, 20.0, 1e-16),
                                               (100, 1.0, 4e-12), (1000, 1.0, 3e-11)])
 def test_upper_laws_put_little_mass_at_infinity(steps: int, sigma: float, most: float) -> None:
-    # The overflow (t Phi(-span) for the lattice's span) and the products' rounding bounds
-    # (the direct sums in short blocks) at +inf: two stops ago 1.6e-11, 1.7e-10, 9.9e-10,
-    # 1.6e-9, which kept the PLD from answering at delta = 1e-10 after a few epochs; then
-    # 2.1e-11, 5.0e-11, 6.8e-11, 6.8e-11, 3.0e-10 and 1.4e-9, mostly a 4 n u allowance for the
-    # discretiser's sums of the n atoms (now the law's own cell sums, rounded outward) and, at
-    # sigma = 1, the hat shares' cancellation (now quadrature, :func:`_thin_cells`).
+    # At +inf: the overflow (t Phi(-span) for the lattice's span), the windows' dropped mass
+    # and, where that is the lesser bound, the products' rounding bounds summed over all atoms
+    # (1.5e-11 at t = 1000, sigma = 2, 20). At sigma = 1 the lattice stops at span 7 (its
+    # points' limit), and the record's summand beyond it, Phi(-7) = 1.3e-12, and the windows of
+    # few summands (their heavy tails) leave the products' bound the lesser.
     laws = epoch_laws(steps, sigma)
     assert laws is not None
     assert 0.0 < laws.forward_upper.p_inf <= most and 0.0 < laws.backward_upper.p_inf <= most
@@ -263,27 +283,27 @@ def test_a_hundred_epochs_at_delta_1e_minus_10_say_they_miss_tol() -> None:
 
 
 def test_bounds_decided_by_the_laws_mass_at_infinity_are_not_silent() -> None:
-    # t = 100, sigma = 2, delta = 1e-15: below the laws' mass at +inf (their certified rounding
-    # bounds, 1.3e-12), so the PLD route's upper end is inf. It says so, and the auto answer (the Renyi
-    # DP upper end) repeats it, as that bracket is wider than tol too.
+    # t = 300, sigma = 1, delta = 1e-15: below the laws' mass at +inf (4.4e-12: the record's
+    # summand beyond the lattice's end, Phi(-7) = 1.3e-12, and the mass the windows may drop),
+    # so the PLD route's upper end is inf. It says so, and the auto answer (the Renyi DP upper
+    # end) repeats it, as that bracket is wider than tol too.
     from autoacct import AccuracyWarning, routes
 
-    m = RandomAllocation(100)(Gaussian(2.0))
-    laws = epoch_laws(100, 2.0)
+    laws = epoch_laws(300, 1.0)
     assert laws is not None and laws.forward_upper.p_inf > 1e-15
     with pytest.warns(AccuracyWarning, match="infinite loss"):
-        lo, up = routes.epsilon_bounds(m, 1e-15, "pld", 1e-3)
+        lo, up = routes.epsilon_bounds(RandomAllocation(300)(Gaussian(1.0)), 1e-15, "pld", 1e-3)
     assert 0.0 < lo and up == math.inf
     with pytest.warns(AccuracyWarning, match=r"infinite loss.*the answer over all routes"):
-        lo, up = (float(v) for v in RandomAllocation(100)(Gaussian(2.0)).epsilon_bounds(1e-15))
+        lo, up = (float(v) for v in RandomAllocation(300)(Gaussian(1.0)).epsilon_bounds(1e-15))
     assert 0.0 < lo < up < math.inf and up - lo > 1e-3 * up
-    # delta = 1e-11: eps is finite, but the mass (1.3e-12) moves its upper end beyond tol.
+    # delta = 1e-11: eps is finite, but the mass moves its upper end beyond tol.
     with pytest.warns(AccuracyWarning, match="infinite loss"):
-        lo, up = routes.epsilon_bounds(RandomAllocation(100)(Gaussian(2.0)), 1e-11, "pld", 1e-3)
+        lo, up = routes.epsilon_bounds(RandomAllocation(300)(Gaussian(1.0)), 1e-11, "pld", 1e-3)
     assert 0.0 < lo < up < math.inf and up - lo > 1e-3 * up and laws.forward_upper.p_inf > 1e-3 * 1e-11
-    # delta(0.5): the upper end holds that mass, the lower end (the summed outputs) lies below it.
+    # delta(2): the upper end holds that mass, the lower end (the summed outputs) lies below it.
     with pytest.warns(AccuracyWarning, match="infinite loss"):
-        d_lo, d_up = (float(v) for v in RandomAllocation(100)(Gaussian(2.0)).delta_bounds(0.5))
+        d_lo, d_up = (float(v) for v in RandomAllocation(300)(Gaussian(1.0)).delta_bounds(2.0))
     assert d_lo < laws.forward_upper.p_inf <= d_up and d_up - d_lo > 1e-3 * d_up
 
 
@@ -327,8 +347,8 @@ def test_epochs_wider_than_tol_say_so_in_their_own_name() -> None:
     run = Composition()([RandomAllocation(100)(Gaussian(2.0))], [3])
     assert run.brackets_own_pair()
     with pytest.warns(AccuracyWarning) as caught:
-        lo, up = (float(v) for v in run.epsilon_bounds(1e-11))
-    assert up - lo > 1e-3 * up
+        lo, up = (float(v) for v in run.epsilon_bounds(1e-11, tol=1e-5))
+    assert up - lo > 1e-5 * up
     assert all("Compose" in str(w.message) for w in caught)
     # delta bounds likewise, within tol on the eps scale at the default tol (no warning), not
     # at 1e-5.
@@ -372,3 +392,37 @@ def test_products_relative_bound_holds_entry_by_entry(seed: int) -> None:
     # than by the absolute bound (the largest entries' rounding share).
     tail = (exact > 1e-30) & (exact < 1e-14)
     assert tail.sum() > 100 and np.all((up - lo)[tail] < 0.01 * got.entry_error())
+
+
+def test_lifted_upper_law_survival_is_above_both_bounds_minimum() -> None:
+    # The true survival of an upper law's atoms lies below the old bound (1 less the computed
+    # masses below plus twice their summed error) and below the new one (the independent mass
+    # at +inf and the relative bound summed over the atoms above, with sqrt(n) |f'|_2). The
+    # lifted law's survival, summed exactly, is at least the lesser of the two at every atom,
+    # and its mass at +inf is the new bound.
+    from fractions import Fraction
+
+    import mpmath
+
+    from autoacct.subsampling.allocation_pld import _lifted, _Vec
+
+    rng = np.random.default_rng(5)
+    values = np.sort(rng.random(400))[::-1] ** 30 * 1e-3
+    vec = _Vec(values, 1, 0.0, 0.0, 0.0, rel=3e-8, dabs=1e-19, f2r=5e-14)
+    old_inf, new_inf = 1.7e-10, 2e-17
+    masses, p_inf = _lifted(values, vec, old_inf, new_inf)
+    assert p_inf == new_inf and np.all(masses >= values)
+    stored = Fraction(p_inf)
+    old = Fraction(old_inf)
+    with mpmath.workdps(40):
+        new = mpmath.mpf(new_inf)
+        for k in range(len(values) - 1, -1, -1):
+            stored += Fraction(float(masses[k]))
+            old += Fraction(float(values[k]))
+            new += (mpmath.mpf(float(values[k])) + vec.dabs) / (1 - mpmath.mpf(vec.rel))
+            count = len(values) - k
+            new_k = new + mpmath.sqrt(count) * vec.f2r / (1 - mpmath.mpf(vec.rel))
+            assert stored >= min(old, Fraction(str(new_k)))
+    # Where the independent bound is not the lesser, nothing moves.
+    same, inf_same = _lifted(values, vec, 1e-12, 2e-12)
+    assert inf_same == 1e-12 and np.array_equal(same, values)

@@ -1,0 +1,74 @@
+"""The bounds on what the windows of random allocation's epoch laws drop (allocation_windows),
+against exact sums: the outside masses of sums of iid draws from a lattice vector, by direct
+convolution, and the mass a windowed binary power lost against the unwindowed one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from autoacct.subsampling.allocation_windows import dropped_mass
+
+
+def _outside(vector: np.ndarray, j: int, first: int, last: float) -> float:
+    """The mass of j iid draws' index sum outside [first, last], by repeated direct convolution."""
+    law = np.array([1.0])
+    for _ in range(j):
+        law = np.convolve(law, vector)
+    n = np.arange(len(law))
+    return float(np.sum(law[(n < first) | (n > last)]))
+
+
+def test_windows_count_every_copy_of_a_partial_sum() -> None:
+    # A square of j summands is windowed once but enters the powered vector floor(k / j) times;
+    # the union bound must count every copy. Narrow windows (about 2.5 standard deviations) make
+    # the drops measurable: the mass the windowed power lost (against the exact power) is below
+    # the per-window exact outside masses summed with their copies, and above their plain sum.
+    from autoacct.subsampling.allocation_pld import Lattice, _power, _Vec
+
+    k, d = 31, 0.1
+    n = np.arange(21)
+    vector = np.exp(-0.5 * ((n - 10) / 3.0) ** 2)
+    vector /= vector.sum()
+    grid = Lattice(d, 0, 2.5 * 0.3 / 12.0)
+    windows: list = []
+    kept = _power(_Vec.of(vector, np.zeros_like(vector)), k, grid, windows)
+    lost = 1.0 - float(np.sum(kept.values))
+    assert sorted(c for j, _, _, c in windows if j & (j - 1) == 0) == [1, 3, 7, 15]
+    per_window = [(_outside(vector, j, lo, hi), c) for j, lo, hi, c in windows]
+    assert sum(m * c for m, c in per_window) >= lost > 0.01
+    assert sum(m for m, _ in per_window) < lost
+    # Each window's Chernoff bound from the vector alone (no summands' law: sigma None) is above
+    # its exact outside mass, and within 20 times of it for these near-normal sums.
+    for (j, lo, hi, _), (m, _) in zip(windows, per_window):
+        assert m <= dropped_mass(vector, [(j, lo, hi, 1)], None, d, False) <= 20.0 * m
+
+
+@pytest.mark.parametrize("hats", [False, True])
+def test_window_chernoff_bounds_are_above_the_exact_outside_mass(hats: bool) -> None:
+    # One summand's cell (or hat) masses at sigma = 2, sums of j = 8 and 32 of them and windows
+    # of 4.5 to 8 standard deviations each side: the exact outside mass (direct convolution) is
+    # below the bound of the vector alone. Chernoff's bound is loose against the summand's heavy
+    # right tail (100 to 1e5 times here); the epoch's windows reach 12 standard deviations and a
+    # whole summand's range beyond the mean, where it is below 1e-16 at sigma = 2. (The exact sums
+    # cut each summand 40 standard deviations above its mean, where its mass beyond is about
+    # 1e-10, far inside the gap.)
+    from autoacct.subsampling.allocation_cells import summand_masses
+    from autoacct.subsampling.allocation_pld import lattice
+
+    grid = lattice(2.0, 100)
+    assert grid is not None
+    vec = summand_masses(2.0, grid.spacing, grid.top + 1)
+    values, err = vec["w" if hats else "m"]
+    upper = values + err
+    n = np.arange(len(upper))
+    mean = float(np.sum(n * upper))
+    sd = math.sqrt(float(np.sum((n - mean) ** 2 * upper)))
+    for j, z in ((8, 4.5), (8, 8.0), (32, 6.0)):
+        first, last = int(j * mean - z * math.sqrt(j) * sd), int(j * mean + z * math.sqrt(j) * sd)
+        exact = _outside(upper[:int(mean + 40 * sd)], j, first, last)
+        bound = dropped_mass(upper, [(j, first, last, 1)], None, grid.spacing, hats)
+        assert 1e-9 < exact <= bound < 0.2
