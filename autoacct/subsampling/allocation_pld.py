@@ -34,8 +34,10 @@ the output, so the pair of its laws (P_N, Q_N) is dominated by the epoch, and so
 compositions. Q_N = m^{*t}, P_N = mu * m^{*(t-1)} (as above), and given N = n each l_j lies in
 its cell, so the ratio P_N(n) / Q_N(n) = E_Q[R | N = n] lies in (n d / t, (n + t) d / t].
 Leaving out mass (B, N outside the window, entries below their error) and lowering loss values
-lowers a profile, so the lower laws are the entries less their error bound, at the least loss
-value the bounds allow; as the windows drop mass from the partial sums (:func:`_lower_laws`),
+lowers a profile, so the lower laws are the entries at the least loss value the bounds allow
+(non-decreasing in n), with masses whose sum above every loss is at most the true one's
+(:func:`_suffix_lower`: each profile of such a law, composed or not, is at most the true
+one's: it is first-order stochastically smaller); as the windows drop mass from the partial sums (:func:`_lower_laws`),
 the ratio's bounds also allow for a certified bound on that mass (module
 :mod:`autoacct.subsampling.allocation_windows`).
 
@@ -438,6 +440,45 @@ def _lifted(values: np.ndarray, vec: _Vec, old_inf: float, new_inf: float) -> tu
     return masses, new_inf
 
 
+def _suffix_lower(values: np.ndarray, vec: _Vec) -> np.ndarray:
+    """Masses for atoms (by increasing loss) that carry the computed entries ``values`` of ``vec``
+    (a subset of its entries, in any order), whose sum over the atoms from any one up is at most
+    the true entries' sum there.
+
+    A lower law needs no more: at loss values at most the true ones and non-decreasing along
+    the atoms, such masses make its survival function (its mass above each loss) at most the
+    true one's, so every profile, also after composition with other laws, at most the true one
+    (the hockey-stick integrand is non-decreasing in the loss). The true sum over m atoms
+    (those from the k-th up, or a run of them below the top: every true entry is non-negative)
+    is at least their sum x^ less m dabs and sqrt(m) |f'|_2, over (1 + rel) (Cauchy and
+    Schwarz on the FFT part), and at least sum x^ less min(|a|_1, m |a|_inf) and sqrt(m) |f|_2:
+    the FFT's part grows with the square root of the atoms, where entry by entry it grows with
+    their number (5.3e-14 an entry at t = 1e4, s = 2, against tail entries of 1e-12 and less).
+    Runs that stop short of the top by 2^i atoms leave out the top's many near-empty ones. The
+    best bound at each atom, then their running maximum from the top (each is below the true
+    sum from its own atom up, so below every longer one), is the survival function; the masses
+    are its steps, rounded down."""
+    n = len(values)
+    if n == 0:
+        return values
+    # Sums from each atom to the top (and 0 past it), below and above their rounding (n
+    # additions of non-negative terms each): a run's sum is the difference of two.
+    tops = np.append(np.cumsum(values[::-1])[::-1], 0.0)
+    grow = 2.0 * (n + 2) * _U
+    down, up = tops * (1.0 - grow), tops * (1.0 + grow)
+    index = np.arange(n)
+    bound = np.zeros(n)
+    for end in sorted({n} | {n - (1 << i) for i in range(n.bit_length()) if (1 << i) < n}):
+        count = (end - index[:end]).astype(float)
+        total = down[:end] - up[end]
+        roots = np.sqrt(count) * (1.0 + 2.0 * _U)
+        relative = (total - (count * vec.dabs + roots * vec.f2r) * (1.0 + 4.0 * _U)) / (1.0 + vec.rel)
+        plain = total - (np.minimum(vec.d1, count * vec.dinf) + roots * vec.f2) * (1.0 + 4.0 * _U)
+        bound[:end] = np.maximum(bound[:end], np.maximum(relative, plain) * (1.0 - 4.0 * _U))
+    survival = np.maximum.accumulate(bound[::-1])[::-1]
+    return (survival - np.append(survival[1:], 0.0)) * (1.0 - 2.0 * _U)
+
+
 def _upper_laws(t: int, sigma: float, grid: Lattice,
                 vec: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[AtomLoss, AtomLoss]:
     """The upper laws (module docstring), their mass at +inf the lesser of two bounds
@@ -512,15 +553,21 @@ def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.nda
         # within the masses' bounds.
         floor = np.log((n * d + t * least_offset(sigma, d)) / t)
         ceiling = np.log((n + t) * d / t)
-        v_lo = _down(np.maximum(np.log(p_lo / (q_hi + missing)), floor))
-        v_hi = _up(np.minimum(np.log((p_hi + missing) / q_lo), ceiling))
-    keep_f = (p_lo > 0.0) & np.isfinite(v_lo)
-    fv, fp = v_lo[keep_f], p_lo[keep_f]
-    forward = AtomLoss(key + ("forward lower",), fv, fp, fp * np.exp(-fv), tight=True)
-    keep_b = (q_lo > 0.0) & np.isfinite(v_hi)
-    bv, bq = -v_hi[keep_b], q_lo[keep_b]
-    order = np.argsort(bv, kind="stable")
-    bv, bq = bv[order], bq[order]
+        # (fmax and fmin pass over the NaN of a bound whose mass bound is not positive)
+        v_lo = _down(np.fmax(np.log(p_lo / (q_hi + missing)), floor))
+        v_hi = _up(np.fmin(np.log((p_hi + missing) / q_lo), ceiling))
+    # Forward: along n, the loss values' running minimum from the top (each at most its own
+    # bound, so at most the true loss, and non-decreasing) and masses bounded over every
+    # suffix (:func:`_suffix_lower`); atoms at -inf (no mass above any loss) left out.
+    fv = np.minimum.accumulate(v_lo[::-1])[::-1]
+    fp = _suffix_lower(p.values, p)
+    keep = (fp > 0.0) & np.isfinite(fv)
+    forward = AtomLoss(key + ("forward lower",), fv[keep], fp[keep], fp[keep] * np.exp(-fv[keep]), tight=True)
+    # Backward: the loss -log ratio, increasing as n decreases; likewise along decreasing n.
+    bv = np.minimum.accumulate(-v_hi)
+    bq = _suffix_lower(q.values[::-1], q)[::-1]
+    keep = (bq > 0.0) & np.isfinite(bv)
+    bv, bq = bv[keep][::-1], bq[keep][::-1]
     backward = AtomLoss(key + ("backward lower",), bv, bq, bq * np.exp(-bv), tight=True)
     return forward, backward, _sub_pairs(key, p_lo, q_lo, v_lo, v_hi)
 
@@ -566,11 +613,12 @@ def epoch_laws(steps: int, sigma: float) -> EpochLaws | None:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class AllocationLowerPair(Mechanism):
-    """A pair that one epoch of random allocation dominates (for its lower ends): the epoch's
-    attained pair seen through N = sum_j k_j, the sum of the cells of its summands (a
-    post-processing), with the masses and loss values of :func:`epoch_laws`' lower laws
-    lowered by their error bounds; its laws are ``tight`` (every lower bound read off them,
-    also under composition, is one of the epoch).
+    """A pair below one epoch of random allocation (for its lower ends): the epoch's attained
+    pair seen through N = sum_j k_j, the sum of the cells of its summands (a post-processing),
+    with the loss values of :func:`epoch_laws`' lower laws lowered by their error bounds and
+    their masses bounded so that each direction's loss is first-order stochastically below the
+    true one's; its laws are ``tight`` (every lower bound on a profile read off them, also
+    under composition, is one of the epoch).
 
     Add/remove relation. Parameters: ``steps`` t >= 2 and ``sigma`` s > 0 of the epoch
     (:class:`~autoacct.subsampling.RandomAllocatedMechanism`).
