@@ -15,6 +15,9 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from property_checks import budget
 from scipy import integrate, special
 
 from autoacct import Composition, Gaussian, PoissonSubsample, RandomAllocation, SampleWithoutReplacement
@@ -471,3 +474,69 @@ def test_suffix_lower_masses_stay_below_every_bound_on_the_true_sums() -> None:
             assert stored <= Fraction(str(best[k]))
     tail = slice(200, n)
     assert float(np.sum(masses[tail])) > 10.0 * float(np.sum(np.maximum(vec.lower_values()[tail], 0.0))) > 0.0
+
+
+def _drawn_entries(data, n: int) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+    """True entries x >= 0 (a bulk and a tail of small ones) and computed ones x^ >= 0 with
+    errors of one of the two models (relative: x^ = (1 + alpha) x + a'; or FFT-like: x^ = x + f),
+    with the model's bounds and the other model's made void."""
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    x = np.sort(np.exp(rng.uniform(math.log(1e-16), math.log(1e-3), n)))[::-1] * rng.uniform(0.5, 1.5, n)
+    if data.draw(st.booleans()):
+        rel, dabs = 10.0 ** data.draw(st.floats(-12, -6)), 10.0 ** data.draw(st.floats(-20, -13))
+        a = rng.uniform(-1.0, 1.0, n) * dabs
+        x_hat = np.maximum((1.0 + rng.uniform(-rel, rel, n)) * x + a, 0.0)
+        bounds = {"rel": rel, "dabs": dabs, "f2r": 0.0, "d1": 1e300, "dinf": 1e300, "f2": 1e300}
+    else:
+        f2 = 10.0 ** data.draw(st.floats(-15, -11))
+        f = rng.normal(size=n)
+        f *= f2 / float(np.linalg.norm(f))
+        x_hat = x + np.maximum(f, -x)  # (towards 0 where x^ would be negative: |f| only shrinks)
+        bounds = {"rel": 0.0, "dabs": 0.0, "f2r": f2, "d1": 0.0, "dinf": 0.0, "f2": f2}
+    return x, x_hat, bounds
+
+
+@given(data=st.data(), n=st.integers(1, 120))
+@budget(40)
+def test_suffix_lower_never_exceeds_the_true_sums_above_any_atom(data, n: int) -> None:
+    from fractions import Fraction
+
+    from autoacct.subsampling.allocation_pld import _suffix_lower, _Vec
+
+    x, x_hat, b = _drawn_entries(data, n)
+    vec = _Vec(x_hat, 0, b["d1"], b["dinf"], b["f2"], b["rel"], b["dabs"], b["f2r"])
+    masses = _suffix_lower(x_hat, vec)
+    assert np.all(np.isfinite(masses)) and np.all(masses >= 0.0)
+    stored, true = Fraction(0), Fraction(0)
+    for k in range(n - 1, -1, -1):
+        stored += Fraction(float(masses[k]))
+        true += Fraction(float(x[k]))
+        assert stored <= true
+
+
+@given(data=st.data(), n=st.integers(1, 120), share=st.floats(0.0, 1.0))
+@budget(40)
+def test_lifted_survival_never_below_the_true_one(data, n: int, share: float) -> None:
+    # True masses x (their sum below 0.2) and mass at +inf p_B = 1 - sum x; the old bound at
+    # +inf as the upper laws form it (1 less the computed masses plus twice a bound on their
+    # summed error), the new one anywhere from p_B up to it: the lifted law's mass above every
+    # atom, +inf included, is at least the true law's.
+    from fractions import Fraction
+
+    from autoacct.subsampling.allocation_pld import _lifted, _Vec
+
+    x, x_hat, b = _drawn_entries(data, n)
+    true_inf = Fraction(1) - sum((Fraction(float(v)) for v in x), Fraction(0))
+    vec = _Vec(x_hat, 0, b["d1"], b["dinf"], b["f2"], b["rel"], b["dabs"], b["f2r"])
+    summed_error = min(b["rel"] * 1.01 + n * b["dabs"], b["d1"]) + math.sqrt(n) * b["f2"]
+    old_inf = 1.0 - math.fsum(x_hat) + 2.0 * summed_error * (1.0 + 1e-9) + 4.0 * 2.0 ** -52
+    floor = float(true_inf) * (1.0 + 2.0 ** -50)
+    new_inf = floor + share * max(old_inf - floor, 0.0)
+    masses, p_inf = _lifted(x_hat, vec, old_inf, new_inf)
+    assert np.all(np.isfinite(masses)) and np.all(masses >= 0.0) and p_inf in (old_inf, new_inf)
+    stored, true = Fraction(p_inf), true_inf
+    for k in range(n - 1, -1, -1):
+        stored += Fraction(float(masses[k]))
+        true += Fraction(float(x[k]))
+        assert stored >= true
