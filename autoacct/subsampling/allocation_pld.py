@@ -32,7 +32,9 @@ windows drop (:func:`_upper_laws`), whichever is less.
 Lower laws (post-processing). N = sum_j k_j, k_j the cell of l_j (on B^c), is a function of
 the output, so the pair of its laws (P_N, Q_N) is dominated by the epoch, and so are its
 compositions. Q_N = m^{*t}, P_N = mu * m^{*(t-1)} (as above), and given N = n each l_j lies in
-its cell, so the ratio P_N(n) / Q_N(n) = E_Q[R | N = n] lies in (n d / t, (n + t) d / t].
+its cell, so the ratio P_N(n) / Q_N(n) = E_Q[R | N = n] lies in (n d / t, (n + t) d / t], and
+above (n d + t L(n d / t)) / t, L a convex minorant of the cells' mean offsets
+(:func:`~autoacct.subsampling.allocation_cells.offset_minorant`, by Jensen's inequality).
 Leaving out mass (B, N outside the window, entries below their error) and lowering loss values
 lowers a profile, so the lower laws are the entries at the least loss value the bounds allow
 (non-decreasing in n), with masses whose sum above every loss is at most the true one's
@@ -87,7 +89,7 @@ from autoacct import _validation as check
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses.atoms import AtomLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring
-from autoacct.subsampling.allocation_cells import least_offset, overflow_masses, summand_masses
+from autoacct.subsampling.allocation_cells import offset_minorant, overflow_masses, summand_masses
 from autoacct.subsampling.allocation_windows import dropped_mass
 
 _U = MACHINE_EPSILON
@@ -549,9 +551,12 @@ def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.nda
     q_lo, q_hi = q.lower_values(), q.upper_values()
     key = ("random allocation epoch", t, sigma, d, grid.top)
     with np.errstate(divide="ignore", invalid="ignore"):
-        # E_Q[R | N = n] is in (n d / t + o, (n + t) d / t] (o: :func:`least_offset`) and
-        # within the masses' bounds.
-        floor = np.log((n * d + t * least_offset(sigma, d)) / t)
+        # E_Q[R | N = n] is in [(n d + t L(n d / t)) / t, (n + t) d / t] (L: the cells' offsets'
+        # convex minorant, :func:`~autoacct.subsampling.allocation_cells.offset_minorant`; the
+        # interpolation's rounding allowed for) and within the masses' bounds.
+        xs, ys = offset_minorant(sigma, d, grid.top + 1)
+        offset = np.interp(n * d / t, xs, ys) * (1.0 - 1e-12)
+        floor = np.log((n * d + t * offset) / t)
         ceiling = np.log((n + t) * d / t)
         # (fmax and fmin pass over the NaN of a bound whose mass bound is not positive)
         v_lo = _down(np.fmax(np.log(p_lo / (q_hi + missing)), floor))

@@ -54,39 +54,72 @@ def test_hat_masses_carry_small_error_bounds() -> None:
     assert float(np.sum(vec["xw"][1])) < 1e-14
 
 
-@pytest.mark.parametrize("sigma", [0.8, 0.9, 1.0, 2.0, 5.0, 20.0])
-def test_least_offset_is_below_every_cells_mean_offset_and_near_the_least(sigma: float) -> None:
-    # Each cell's mean offset E_Q[l - x_k | l in C_k] = (P_1(C_k) - x_k Q(C_k)) / Q(C_k), from
-    # 50-digit normal masses (under P_1, log l has mean 1/(2 s^2)): on a dense block of cells
-    # around the steepest descent of the density, at e^(1 - 3/(2 s^2)), and on cells spread
-    # over the whole lattice, the first among them.
+def _cell_offset(k: int, d: float, sigma: float):
+    """E_Q[l - x_k | l in C_k] = (P_1(C_k) - x_k Q(C_k)) / Q(C_k), from 50-digit normal masses
+    (under P_1, log l has mean 1/(2 s^2))."""
     import mpmath
 
+    s = mpmath.mpf(sigma)
+    with mpmath.workdps(50):
+        lo, hi = mpmath.mpf(k) * d, mpmath.mpf(k + 1) * d
+        a = -mpmath.inf if k == 0 else (mpmath.log(lo) + 1 / (2 * s * s)) * s
+        b = (mpmath.log(hi) + 1 / (2 * s * s)) * s
+
+        def mass(x, y):  # Phi(y) - Phi(x), either tail
+            return mpmath.ncdf(-x) - mpmath.ncdf(-y) if x > 0 else mpmath.ncdf(y) - mpmath.ncdf(x)
+
+        return mass(a - 1 / s, b - 1 / s) / mass(a, b) - lo
+
+
+def _sampled_cells(sigma: float, d: float, top: int) -> set[int]:
+    """A dense block of cells around the density's steepest descent, at e^(1 - 3/(2 s^2)), and
+    near l = 1, and cells spread over the whole lattice, the first among them."""
+    steepest = int(math.exp(1.0 - 1.5 / sigma ** 2) / d)
+    cells = set(range(max(steepest - 60, 0), steepest + 60)) | set(range(max(int(1.0 / d) - 60, 0), int(1.0 / d) + 60))
+    return cells | {int(k) for k in np.unique(np.geomspace(1, top - 1, 60).astype(int))} | {0}
+
+
+@pytest.mark.parametrize("sigma", [0.8, 0.9, 1.0, 2.0, 5.0, 20.0])
+def test_least_offset_is_below_every_cells_mean_offset_and_near_the_least(sigma: float) -> None:
+    # Each cell's mean offset against 50-digit normal masses, on the cells of _sampled_cells.
     from autoacct.subsampling.allocation_pld import lattice
 
     grid = lattice(sigma, 2)
     assert grid is not None
-    d, s = grid.spacing, mpmath.mpf(sigma)
+    d = grid.spacing
     bound = least_offset(sigma, d)
-
-    def offset(k: int) -> mpmath.mpf:
-        with mpmath.workdps(50):
-            lo, hi = mpmath.mpf(k) * d, mpmath.mpf(k + 1) * d
-            a = -mpmath.inf if k == 0 else (mpmath.log(lo) + 1 / (2 * s * s)) * s
-            b = (mpmath.log(hi) + 1 / (2 * s * s)) * s
-
-            def mass(x: mpmath.mpf, y: mpmath.mpf) -> mpmath.mpf:  # Phi(y) - Phi(x), either tail
-                return mpmath.ncdf(-x) - mpmath.ncdf(-y) if x > 0 else mpmath.ncdf(y) - mpmath.ncdf(x)
-
-            return mass(a - 1 / s, b - 1 / s) / mass(a, b) - lo
-
-    steepest = int(math.exp(1.0 - 1.5 / sigma ** 2) / d)
-    cells = set(range(max(steepest - 60, 0), steepest + 60))
-    cells |= {int(k) for k in np.unique(np.geomspace(1, grid.top - 1, 60).astype(int))} | {0}
-    least = min(offset(k) for k in cells)
+    least = min(_cell_offset(k, d, sigma) for k in _sampled_cells(sigma, d, grid.top))
     assert 0.0 < bound <= least
     # And within a thousandth of a cell of the least offset found (about half a cell).
     assert least - bound <= 1e-3 * d
+
+
+@pytest.mark.parametrize("sigma", [0.8, 1.0, 2.0, 5.0, 20.0])
+def test_offset_minorant_is_convex_and_below_every_cells_mean_offset(sigma: float) -> None:
+    # The minorant at each sampled cell's left end (those of the lattice, below its top) lies
+    # below its 50-digit mean offset, its slopes never fall, and it never drops below the least
+    # offset. Near l = 1 (the summand's mode, where the sums' tails sit) it lies within 1e-3 of
+    # a cell of the offsets there: at sigma = 5 and 20 that is 2.8e-3 d and 1.2e-2 d above the
+    # least offset.
+    from autoacct.subsampling.allocation_cells import offset_minorant
+    from autoacct.subsampling.allocation_pld import lattice
+
+    grid = lattice(sigma, 2)
+    assert grid is not None
+    d = grid.spacing
+    xs, ys = offset_minorant(sigma, d, grid.top + 1)
+    assert xs[0] == 0.0 and np.all(np.diff(xs) > 0.0)
+    assert np.all(np.diff(np.diff(ys) / np.diff(xs)) >= 0.0)
+    assert np.all(ys >= least_offset(sigma, d))
+    cells = sorted(k for k in _sampled_cells(sigma, d, grid.top) if k < grid.top)
+    exact = np.array([float(_cell_offset(k, d, sigma)) for k in cells])
+    assert np.all(np.interp(np.array(cells) * d, xs, ys) <= exact)
+    near_one = [i for i, k in enumerate(cells) if abs(k * d - 1.0) <= 0.05]
+    gap = exact[near_one] - np.interp(np.array(cells)[near_one] * d, xs, ys)
+    if sigma >= 2.0:
+        assert np.all(gap <= 1e-3 * d)
+    if sigma >= 5.0:
+        assert float(np.min(np.interp(np.array(cells)[near_one] * d, xs, ys))) > least_offset(sigma, d) + 2e-3 * d
 
 
 def test_overflow_masses_are_above_the_normal_tails() -> None:
