@@ -141,7 +141,9 @@ def _thin_cells(sigma: float, d: float, ks: np.ndarray) -> dict[str, tuple[np.nd
 
 def summand_masses(sigma: float, d: float, points: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """One summand's lattice vectors with per-entry error bounds: ``m`` and ``mu`` (cells
-    k < K = points - 1), the hat masses ``w`` and their first moments ``xw`` (points k <= K).
+    k < K = points - 1), the cells' offset masses ``right`` = E_Q[(l - x_k) / d; l in C_k] (the
+    share each cell sends to its right end), the hat masses ``w`` and their first moments ``xw``
+    (points k <= K).
 
     From the first to the last cell whose masses m_k and mu_k both exceed :data:`_EXACT_TAIL` d
     (the bulk, where the hat shares cancel by a factor k against masses of order 1), the cells
@@ -190,6 +192,7 @@ def summand_masses(sigma: float, d: float, points: int) -> dict[str, tuple[np.nd
     ew[1:] += e_right
     ew += 2.0 * _U * w
     out["m"], out["mu"] = (m, em), (mu, emu)
+    out["right"] = (to_right, e_right)
     out["w"] = (w, ew)
     out["xw"] = (k * d * w, k * d * ew + 3.0 * _U * k * d * w)
     return out

@@ -526,6 +526,40 @@ def _upper_laws(t: int, sigma: float, grid: Lattice,
     return forward, backward
 
 
+def _offset_shares(vec: dict[str, tuple[np.ndarray, np.ndarray]], rest: _Vec, final: tuple[int, int], q: _Vec,
+                   missing: float, d: float, minorant: tuple[np.ndarray, np.ndarray], mean: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bounds on E_Q[off | N = n] / d, the summands' mean offset in their cells
+    (in cells) given N = n, ``mean`` the cells' mean left end n d / t: the lower laws' a priori
+    bounds on E_Q[R | N = n] = (n d + t E[off | N = n]) / t.
+
+    Given N = n the summands are exchangeable, so the mean offset is the first summand's,
+    (c_F(n) + c'(n)) / (q_F(n) + q'(n)): c_F = right * rest (the first summand's cell offset
+    masses, ``vec["right"]``, against the others' sums kept in their windows, event F), q_F = q,
+    and c', q' the same off F, with q' <= D (``missing``) and o q' <= c' <= d q', o the least
+    offset. That is monotone in q', so between its values at q' = 0 and q' = D, each read off
+    the computed vectors' bounds: c_F / q_F and (c_F + D o) / (q_F + D) below,
+    (c_F + D d) / (q_F + D) above. Where the masses are well above their errors and D this is
+    the summands' own mean offset, near d/2; elsewhere the offsets' convex minorant L
+    (``minorant``, Jensen's inequality) and d are the fallback. At t = 1e4, sigma = 1, L is the
+    least offset, 0.4964 d: the lower laws' tail losses sat 9e-5 below the truth there, 2.3% of
+    delta at eps = 0.037."""
+    c = _product(_Vec.of(*vec["right"]), rest, final)
+    assert c.start == q.start and len(c.values) == len(q.values)
+    xs, ys = minorant
+    # (L's least vertex: L lies below every cell's offset, so this is at most the least one)
+    least = float(np.min(ys)) / d * (1.0 - 4.0 * _U)
+    c_lo, c_hi = c.lower_values(), c.upper_values()
+    q_lo, q_hi = q.lower_values(), q.upper_values()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        below = np.minimum(c_lo / q_hi, (c_lo + missing * least) / (q_hi + missing))
+        above = np.maximum(c_hi / q_lo, (c_hi + missing) / (q_lo + missing))
+    below = np.where(q_hi > 0.0, below, -np.inf) * (1.0 - 1e-12)
+    above = np.where(q_lo > 0.0, above, np.inf) * (1.0 + 1e-12)
+    low = np.fmax(below, np.interp(mean, xs, ys) / d * (1.0 - 1e-12))
+    return low, np.fmin(above, 1.0)
+
+
 def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.ndarray, np.ndarray]]
                 ) -> tuple[AtomLoss, AtomLoss, tuple[AtomLoss, AtomLoss]]:
     """The lower laws (module docstring). The computed vectors approximate P^w(n) = E_Q[l_1; N = n, F]
@@ -550,14 +584,12 @@ def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.nda
     p_lo, p_hi = p.lower_values(), p.upper_values()
     q_lo, q_hi = q.lower_values(), q.upper_values()
     key = ("random allocation epoch", t, sigma, d, grid.top)
+    low, high = _offset_shares(vec, rest, final, q, missing, d, offset_minorant(sigma, d, grid.top + 1), n * d / t)
     with np.errstate(divide="ignore", invalid="ignore"):
-        # E_Q[R | N = n] is in [(n d + t L(n d / t)) / t, (n + t) d / t] (L: the cells' offsets'
-        # convex minorant, :func:`~autoacct.subsampling.allocation_cells.offset_minorant`; the
-        # interpolation's rounding allowed for) and within the masses' bounds.
-        xs, ys = offset_minorant(sigma, d, grid.top + 1)
-        offset = np.interp(n * d / t, xs, ys) * (1.0 - 1e-12)
-        floor = np.log((n * d + t * offset) / t)
-        ceiling = np.log((n + t) * d / t)
+        # E_Q[R | N = n] = (n d + t E[off | N = n]) / t, the mean offset within its bounds, and
+        # within the masses' bounds.
+        floor = np.log((n * d + t * d * low) / t)
+        ceiling = np.log((n * d + t * d * high) / t)
         # (fmax and fmin pass over the NaN of a bound whose mass bound is not positive)
         v_lo = _down(np.fmax(np.log(p_lo / (q_hi + missing)), floor))
         v_hi = _up(np.fmin(np.log((p_hi + missing) / q_lo), ceiling))

@@ -551,3 +551,45 @@ def test_lifted_survival_never_below_the_true_one(data, n: int, share: float) ->
         stored += Fraction(float(masses[k]))
         true += Fraction(float(x[k]))
         assert stored >= true
+
+
+def test_offset_shares_bracket_the_exact_mean_offset_given_the_cells_sum() -> None:
+    # t = 2, sigma = 5: E_Q[off | N = n] / d, the two summands' mean offset in their cells given
+    # their cells' sum, from 30-digit cell masses and offsets (differences of normal tails,
+    # mpmath), over every pair of cells. The bounds bracket it wherever Q(N = n) > 1e-8, within
+    # 1e-6 of a cell, where the offsets' convex minorant alone lies up to 1e-3 cells below.
+    import mpmath
+
+    from autoacct.subsampling.allocation_cells import offset_minorant, summand_masses
+    from autoacct.subsampling.allocation_pld import _offset_shares, _power, _product, _Vec, lattice
+
+    sigma, t = 5.0, 2
+    grid = lattice(sigma, t)
+    assert grid is not None
+    d = grid.spacing
+    vec = summand_masses(sigma, d, grid.top + 1)
+    rest = _power(_Vec.of(*vec["m"]), t - 1, grid)
+    final = grid.window(t)
+    q = _product(_Vec.of(*vec["m"]), rest, final)
+    n = q.indices
+    minorant = offset_minorant(sigma, d, grid.top + 1)
+    low, high = _offset_shares(vec, rest, final, q, 0.0, d, minorant, n * d / t)
+    s = mpmath.mpf(sigma)
+    with mpmath.workdps(30):
+        cells = range(grid.top)
+        edges = [(mpmath.log(mpmath.mpf(k) * d) + 1 / (2 * s * s)) * s if k else -mpmath.inf
+                 for k in range(grid.top + 1)]
+        mass = [mpmath.ncdf(edges[k + 1]) - mpmath.ncdf(edges[k]) for k in cells]
+        first = [mpmath.ncdf(edges[k + 1] - 1 / s) - mpmath.ncdf(edges[k] - 1 / s) for k in cells]
+        share = [(first[k] / mass[k] - k * d) / d if mass[k] > 0 else mpmath.mpf(0) for k in cells]
+        checked = 0
+        for i in np.flatnonzero(q.values > 1e-8):
+            total = int(n[i])
+            pairs = [(k, total - k) for k in range(max(0, total - grid.top + 1), min(total, grid.top - 1) + 1)]
+            weight = mpmath.fsum(mass[a] * mass[b] for a, b in pairs)
+            ref = mpmath.fsum(mass[a] * mass[b] * (share[a] + share[b]) for a, b in pairs) / (2 * weight)
+            assert low[i] <= ref <= high[i] and high[i] - low[i] <= 1e-6
+            checked += 1
+    assert checked > 100
+    below = np.interp(n * d / t, *minorant) / d
+    assert float(np.max(low[q.values > 1e-8] - below[q.values > 1e-8])) > 1e-4
