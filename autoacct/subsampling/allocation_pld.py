@@ -213,6 +213,9 @@ class _Vec:
     rel: float = 0.0
     dabs: float = 0.0
     f2r: float = 0.0
+    #: For a product (:func:`_product`), an upper bound on the true product's mass outside the
+    #: window it was cut to (the mass the window dropped); 0 for data.
+    dropped: float = 0.0
 
     @classmethod
     def of(cls, values: np.ndarray, err: np.ndarray) -> _Vec:
@@ -358,33 +361,46 @@ def _product(a: _Vec, b: _Vec, window: tuple[int, int]) -> _Vec:
     rel = ((1.0 + a.rel) * (1.0 + b.rel) * grown - 1.0) * slack
     dabs = (a.dabs * b1 + (1.0 + a.rel) * b.dabs) * grown * slack
     f2r = (fft_err + a.f2r * b1 + (1.0 + a.rel) * b.f2r) * grown * slack
-    return _Vec(c, lo, (a.d1 * b1 + b.d1 + add1) * slack, (a.dinf * b1 + b.dinf + addinf) * slack,
-                (fft_err + a.f2 * b1 + b.f2) * slack, rel, dabs, f2r)
+    d1, dinf, f2 = ((a.d1 * b1 + b.d1 + add1) * slack, (a.dinf * b1 + b.dinf + addinf) * slack,
+                    (fft_err + a.f2 * b1 + b.f2) * slack)
+    # The true product's mass outside the window: the computed entries there (signed, summed
+    # with a bound on their own rounding) and their errors, by either model (the FFTs' part
+    # over m entries at most sqrt(m) times its 2-norm bound).
+    outside = np.concatenate((full[:lo - start], full[hi - start + 1:length]))
+    m_out = float(outside.size)
+    out_sum = float(np.sum(outside)) + 2.0 * m_out * _U * float(np.sum(np.abs(outside)))
+    root = math.sqrt(m_out)
+    dropped = max(min((out_sum + m_out * dabs + root * f2r) / (1.0 - rel), out_sum + min(d1, m_out * dinf) + root * f2),
+                  0.0) * slack
+    return _Vec(c, lo, d1, dinf, f2, rel, dabs, f2r, dropped)
 
 
-def _power(a: _Vec, k: int, grid: Lattice, windows: list[tuple[int, int, float, int]] | None = None) -> _Vec:
+def _power(a: _Vec, k: int, grid: Lattice, windows: list[tuple[int, int, float, int, float]] | None = None
+           ) -> _Vec:
     """a^{*k} (k >= 1 summands) by binary powering, each partial sum of j summands kept on
-    ``grid.window(j)``; each window applied is appended to ``windows`` as (j, first, last, copies),
-    copies the number of partial sums of the k summands it was applied to: a square of j = 2^i
-    summands enters the result through every power 2^L >= j of k's binary digits, as 2^L / j
-    copies, floor(k / j) in all; each product of the result chain once."""
+    ``grid.window(j)``; each window applied is appended to ``windows`` as (j, first, last, copies,
+    dropped), copies the number of partial sums of the k summands it was applied to (a square of
+    j = 2^i summands enters the result through every power 2^L >= j of k's binary digits, as
+    2^L / j copies, floor(k / j) in all; each product of the result chain once) and dropped the
+    bound on the mass that product's window cut (:attr:`_Vec.dropped`)."""
     result: _Vec | None = None
     count, square, size, total = 0, a, 1, k
 
-    def kept(j: int, copies: int) -> tuple[int, int]:
+    def product(x: _Vec, y: _Vec, j: int, copies: int) -> _Vec:
         lo, hi = grid.window(j)
+        out = _product(x, y, (lo, hi))
         if windows is not None:
-            windows.append((j, lo, hi, copies))
-        return lo, hi
+            windows.append((j, lo, hi, copies, out.dropped))
+        return out
 
     while True:
         if k & 1:
-            result = square if result is None else _product(result, square, kept(count + size, 1))
+            result = square if result is None else product(result, square, count + size, 1)
             count += size
         k >>= 1
         if not k:
             break
-        square = _product(square, square, kept(2 * size, total // (2 * size)))
+        square = product(square, square, 2 * size, total // (2 * size))
         size *= 2
     assert result is not None
     return result
@@ -493,14 +509,14 @@ def _upper_laws(t: int, sigma: float, grid: Lattice,
     d = grid.spacing
     w = _Vec.of(*vec["w"])
     xw = _Vec.of(*vec["xw"])
-    windows: list[tuple[int, int, float, int]] = []
+    windows: list[tuple[int, int, float, int, float]] = []
     rest = _power(w, t - 1, grid, windows)
     final = grid.window(t)
     p = _product(xw, rest, final)
     q = _product(w, rest, final)
     w_up = vec["w"][0] + vec["w"][1]
-    dropped = {name: dropped_mass(w_up, windows, sigma, d, True, (head[0] + head[1], t, final[0], final[1]))
-               for name, head in (("forward", vec["xw"]), ("backward", vec["w"]))}
+    dropped = {name: dropped_mass(w_up, windows, sigma, d, True, (head[0] + head[1], t, final[0], final[1], cut))
+               for name, head, cut in (("forward", vec["xw"], p.dropped), ("backward", vec["w"], q.dropped))}
     q_over, p_over = overflow_masses(sigma, d, grid.top)
     key = ("random allocation epoch", t, sigma, d, grid.top)
     # Forward: P'-masses at log(u / t), u > 0; the rest of the P'-mass (B, sums outside the
@@ -570,7 +586,7 @@ def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.nda
     d = grid.spacing
     m = _Vec.of(*vec["m"])
     mu = _Vec.of(*vec["mu"])
-    windows: list[tuple[int, int, float, int]] = []
+    windows: list[tuple[int, int, float, int, float]] = []
     rest = _power(m, t - 1, grid, windows)
     final = grid.window(t)
     p = _product(mu, rest, final)
@@ -578,7 +594,7 @@ def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.nda
     assert p.start == q.start and len(p.values) == len(q.values)
     # The total's window (only its lower end drops a sum that a kept n could have had: above
     # it, no n is kept): its cells' sum is at least the other summands' (t - 1 of them).
-    windows.append((t - 1, final[0], math.inf, 1))
+    windows.append((t - 1, final[0], math.inf, 1, math.inf))
     missing = dropped_mass(vec["m"][0] + vec["m"][1], windows, sigma, d, False)
     n = p.indices
     p_lo, p_hi = p.lower_values(), p.upper_values()

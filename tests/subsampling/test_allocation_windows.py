@@ -26,7 +26,9 @@ def test_windows_count_every_copy_of_a_partial_sum() -> None:
     # A square of j summands is windowed once but enters the powered vector floor(k / j) times;
     # the union bound must count every copy. Narrow windows (about 2.5 standard deviations) make
     # the drops measurable: the mass the windowed power lost (against the exact power) is below
-    # the per-window exact outside masses summed with their copies, and above their plain sum.
+    # the per-window exact outside masses summed with their copies, and above their plain sum;
+    # and below each window's cut (what its product dropped, from the computed product) summed
+    # with the copies.
     from autoacct.subsampling.allocation_pld import Lattice, _power, _Vec
 
     k, d = 31, 0.1
@@ -37,14 +39,16 @@ def test_windows_count_every_copy_of_a_partial_sum() -> None:
     windows: list = []
     kept = _power(_Vec.of(vector, np.zeros_like(vector)), k, grid, windows)
     lost = 1.0 - float(np.sum(kept.values))
-    assert sorted(c for j, _, _, c in windows if j & (j - 1) == 0) == [1, 3, 7, 15]
-    per_window = [(_outside(vector, j, lo, hi), c) for j, lo, hi, c in windows]
+    assert sorted(c for j, _, _, c, _ in windows if j & (j - 1) == 0) == [1, 3, 7, 15]
+    per_window = [(_outside(vector, j, lo, hi), c) for j, lo, hi, c, _ in windows]
     assert sum(m * c for m, c in per_window) >= lost > 0.01
     assert sum(m for m, _ in per_window) < lost
-    # Each window's Chernoff bound from the vector alone (no summands' law: sigma None) is above
-    # its exact outside mass, and within 20 times of it for these near-normal sums.
-    for (j, lo, hi, _), (m, _) in zip(windows, per_window):
-        assert m <= dropped_mass(vector, [(j, lo, hi, 1)], None, d, False) <= 20.0 * m
+    assert sum(c * cut for _, _, _, c, cut in windows) >= lost
+    assert lost <= dropped_mass(vector, windows, None, d, False)
+    # Each window's Chernoff bound from the vector alone (no summands' law: sigma None; no cut)
+    # is above its exact outside mass, and within 20 times of it for these near-normal sums.
+    for (j, lo, hi, _, _), (m, _) in zip(windows, per_window):
+        assert m <= dropped_mass(vector, [(j, lo, hi, 1, math.inf)], None, d, False) <= 20.0 * m
 
 
 @pytest.mark.parametrize("hats", [False, True])
@@ -70,5 +74,27 @@ def test_window_chernoff_bounds_are_above_the_exact_outside_mass(hats: bool) -> 
     for j, z in ((8, 4.5), (8, 8.0), (32, 6.0)):
         first, last = int(j * mean - z * math.sqrt(j) * sd), int(j * mean + z * math.sqrt(j) * sd)
         exact = _outside(upper[:int(mean + 40 * sd)], j, first, last)
-        bound = dropped_mass(upper, [(j, first, last, 1)], None, grid.spacing, hats)
+        bound = dropped_mass(upper, [(j, first, last, 1, math.inf)], None, grid.spacing, hats)
         assert 1e-9 < exact <= bound < 0.2
+
+
+def test_a_products_cut_is_above_the_exact_mass_outside_its_window() -> None:
+    # Two vectors long enough for the FFT path (heads of 2048 entries, the rest by FFT), taken
+    # as exact data, multiplied and cut to a window that drops about 1e-4 of the mass at each
+    # end: the product's cut is at least the exact mass outside (direct convolution, whose own
+    # rounding is 1e-19 here) and within its relative slack (1e-9) and 1e-14 of it.
+    from autoacct.subsampling.allocation_pld import _product, _Vec
+
+    rng = np.random.default_rng(7)
+    x = np.arange(3000.0)
+    a = np.exp(-0.5 * ((x - 1500.0) / 300.0) ** 2) * rng.uniform(0.5, 1.5, x.size)
+    b = np.exp(-x / 400.0) * rng.uniform(0.5, 1.5, x.size)
+    a, b = a / a.sum(), b / b.sum()
+    exact = np.convolve(a, b)
+    cum = np.cumsum(exact)
+    lo, hi = int(np.searchsorted(cum, 1e-4)), int(np.searchsorted(cum, 1.0 - 1e-4))
+    outside = float(np.sum(exact[:lo]) + np.sum(exact[hi + 1:]))
+    slack = 4.0 * exact.size * 2.0 ** -52 * outside
+    prod = _product(_Vec.of(a, np.zeros_like(a)), _Vec.of(b, np.zeros_like(b)), (lo, hi))
+    assert outside > 1e-4
+    assert outside + slack <= prod.dropped <= outside * (1.0 + 2e-9) + 1e-14
