@@ -255,8 +255,9 @@ def offset_minorant(sigma: float, d: float, points: int) -> tuple[np.ndarray, np
     which falls to its least at l* = e^(1 - 3/(2 s^2)) and rises beyond: its value at the
     cell's right end, its left end or l*, less 1e-12 of its magnitude's allowance for rounding.
     L is those bounds' greatest convex minorant (:func:`autoacct.pld.hull.lower_hull`),
-    lowered by the most any cell's bound lies below it (a few roundings) and 1e-12 d, and it is
-    never below :func:`least_offset`'s constant. Near the mode of the summand the log-density's
+    lowered by the most any cell's bound lies below it (a few roundings) and 1e-12 d; each cell's
+    bound is first raised to :func:`least_offset`'s constant, so L is not below it but for that
+    lowering (a reader may take the larger of the two at each point). Near the mode of the summand the log-density's
     slope is about -3/2 where :func:`least_offset` takes its least (-9.8 at s = 5): at s = 5
     L(1) is about 0.4995 d against 0.4967 d, and the tail losses of the lower laws sit that
     much closer to the truth."""
@@ -269,8 +270,8 @@ def offset_minorant(sigma: float, d: float, points: int) -> tuple[np.ndarray, np
         scale = (s * s * np.abs(np.log(at)) + 1.5) / at
         slope = -(s * s * np.log(at) + 1.5) / at - 1e-12 * scale
     y = slope * d
-    offsets = d * _offset_shares(np.where(np.isfinite(y), y, -np.inf)) * (1.0 - 4.0 * _U)
-    least = least_offset(sigma, d)
+    offsets = np.maximum(d * _offset_shares(np.where(np.isfinite(y), y, -np.inf)) * (1.0 - 4.0 * _U),
+                         least_offset(sigma, d))
     vertices = lower_hull(lo, offsets)
     xs, ys = lo[vertices], offsets[vertices]
     # The convex hull's computed slopes are non-decreasing up to rounding: where not, the
@@ -282,5 +283,4 @@ def offset_minorant(sigma: float, d: float, points: int) -> tuple[np.ndarray, np
             break
         xs, ys = np.delete(xs, kinks[:1]), np.delete(ys, kinks[:1])
     above = float(np.max(np.interp(lo, xs, ys) - offsets, initial=0.0))
-    ys = np.maximum(ys - max(above, 0.0) * (1.0 + 4.0 * _U) - 1e-12 * d, least)
-    return xs, ys
+    return xs, ys - max(above, 0.0) * (1.0 + 4.0 * _U) - 1e-12 * d

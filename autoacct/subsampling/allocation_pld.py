@@ -32,15 +32,15 @@ windows drop (:func:`_upper_laws`), whichever is less.
 Lower laws (post-processing). N = sum_j k_j, k_j the cell of l_j (on B^c), is a function of
 the output, so the pair of its laws (P_N, Q_N) is dominated by the epoch, and so are its
 compositions. Q_N = m^{*t}, P_N = mu * m^{*(t-1)} (as above), and given N = n each l_j lies in
-its cell, so the ratio P_N(n) / Q_N(n) = E_Q[R | N = n] lies in (n d / t, (n + t) d / t], and
-above (n d + t L(n d / t)) / t, L a convex minorant of the cells' mean offsets
-(:func:`~autoacct.subsampling.allocation_cells.offset_minorant`, by Jensen's inequality).
-Leaving out mass (B, N outside the window, entries below their error) and lowering loss values
-lowers a profile, so the lower laws are the entries at the least loss value the bounds allow
+its cell, so the ratio P_N(n) / Q_N(n) = E_Q[R | N = n] = (n d + t E_Q[off | N = n]) / t, off
+a summand's offset in its cell, between 0 and d: bounded more closely from the vectors
+themselves and from a convex minorant of the cells' offsets (:func:`_offset_shares`). Leaving
+out mass (B, N outside the window, entries below their error) and lowering loss values lowers a
+profile, so the lower laws are the entries at the least loss value the bounds allow
 (non-decreasing in n), with masses whose sum above every loss is at most the true one's
-(:func:`_suffix_lower`: each profile of such a law, composed or not, is at most the true
-one's: it is first-order stochastically smaller); as the windows drop mass from the partial sums (:func:`_lower_laws`),
-the ratio's bounds also allow for a certified bound on that mass (module
+(:func:`_suffix_lower`: each profile of such a law, composed or not, is at most the true one's:
+it is first-order stochastically smaller); as the windows drop mass from the partial sums
+(:func:`_lower_laws`), the ratio's bounds also allow for a certified bound on that mass (module
 :mod:`autoacct.subsampling.allocation_windows`).
 
 Arithmetic. The sums' laws are products (convolutions) of vectors, each kept on its window
@@ -89,7 +89,7 @@ from autoacct import _validation as check
 from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses.atoms import AtomLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring
-from autoacct.subsampling.allocation_cells import offset_minorant, overflow_masses, summand_masses
+from autoacct.subsampling.allocation_cells import least_offset, offset_minorant, overflow_masses, summand_masses
 from autoacct.subsampling.allocation_windows import dropped_mass
 
 _U = MACHINE_EPSILON
@@ -543,8 +543,8 @@ def _upper_laws(t: int, sigma: float, grid: Lattice,
 
 
 def _offset_shares(vec: dict[str, tuple[np.ndarray, np.ndarray]], rest: _Vec, final: tuple[int, int], q: _Vec,
-                   missing: float, d: float, minorant: tuple[np.ndarray, np.ndarray], mean: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
+                   missing: float, sigma: float, d: float, minorant: tuple[np.ndarray, np.ndarray],
+                   mean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper bounds on E_Q[off | N = n] / d, the summands' mean offset in their cells
     (in cells) given N = n, ``mean`` the cells' mean left end n d / t: the lower laws' a priori
     bounds on E_Q[R | N = n] = (n d + t E[off | N = n]) / t.
@@ -553,7 +553,8 @@ def _offset_shares(vec: dict[str, tuple[np.ndarray, np.ndarray]], rest: _Vec, fi
     (c_F(n) + c'(n)) / (q_F(n) + q'(n)): c_F = right * rest (the first summand's cell offset
     masses, ``vec["right"]``, against the others' sums kept in their windows, event F), q_F = q,
     and c', q' the same off F, with q' <= D (``missing``) and o q' <= c' <= d q', o the least
-    offset. That is monotone in q', so between its values at q' = 0 and q' = D, each read off
+    offset (:func:`~autoacct.subsampling.allocation_cells.least_offset`, noise multiplier
+    ``sigma``). That is monotone in q', so between its values at q' = 0 and q' = D, each read off
     the computed vectors' bounds: c_F / q_F and (c_F + D o) / (q_F + D) below,
     (c_F + D d) / (q_F + D) above. Where the masses are well above their errors and D this is
     the summands' own mean offset, near d/2; elsewhere the offsets' convex minorant L
@@ -563,8 +564,7 @@ def _offset_shares(vec: dict[str, tuple[np.ndarray, np.ndarray]], rest: _Vec, fi
     c = _product(_Vec.of(*vec["right"]), rest, final)
     assert c.start == q.start and len(c.values) == len(q.values)
     xs, ys = minorant
-    # (L's least vertex: L lies below every cell's offset, so this is at most the least one)
-    least = float(np.min(ys)) / d * (1.0 - 4.0 * _U)
+    least = least_offset(sigma, d) / d * (1.0 - 4.0 * _U)
     c_lo, c_hi = c.lower_values(), c.upper_values()
     q_lo, q_hi = q.lower_values(), q.upper_values()
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -572,7 +572,8 @@ def _offset_shares(vec: dict[str, tuple[np.ndarray, np.ndarray]], rest: _Vec, fi
         above = np.maximum(c_hi / q_lo, (c_hi + missing) / (q_lo + missing))
     below = np.where(q_hi > 0.0, below, -np.inf) * (1.0 - 1e-12)
     above = np.where(q_lo > 0.0, above, np.inf) * (1.0 + 1e-12)
-    low = np.fmax(below, np.interp(mean, xs, ys) / d * (1.0 - 1e-12))
+    # (each a bound at each n on its own: the minorant's by Jensen's inequality, the least offset's)
+    low = np.fmax(below, np.maximum(np.interp(mean, xs, ys) * (1.0 - 1e-12), least_offset(sigma, d)) / d)
     return low, np.fmin(above, 1.0)
 
 
@@ -582,7 +583,7 @@ def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.nda
     and Q^w(n) = Q(N = n, F), F the event that the partial sums of the other summands' cells
     (and the total) stayed in their windows: below P_N(n) and Q_N(n), which exceed them by at
     most the mass D dropped (`allocation_windows.dropped_mass`), so each ratio P_N(n) / Q_N(n) is
-    within [p_lo / (q_hi + D), (p_hi + D) / q_lo] and the a priori interval (n d / t, (n + t) d / t]."""
+    within [p_lo / (q_hi + D), (p_hi + D) / q_lo] and the bounds of :func:`_offset_shares`."""
     d = grid.spacing
     m = _Vec.of(*vec["m"])
     mu = _Vec.of(*vec["mu"])
@@ -600,7 +601,8 @@ def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.nda
     p_lo, p_hi = p.lower_values(), p.upper_values()
     q_lo, q_hi = q.lower_values(), q.upper_values()
     key = ("random allocation epoch", t, sigma, d, grid.top)
-    low, high = _offset_shares(vec, rest, final, q, missing, d, offset_minorant(sigma, d, grid.top + 1), n * d / t)
+    low, high = _offset_shares(vec, rest, final, q, missing, sigma, d, offset_minorant(sigma, d, grid.top + 1),
+                               n * d / t)
     with np.errstate(divide="ignore", invalid="ignore"):
         # E_Q[R | N = n] = (n d + t E[off | N = n]) / t, the mean offset within its bounds, and
         # within the masses' bounds.

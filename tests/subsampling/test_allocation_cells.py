@@ -97,10 +97,10 @@ def test_least_offset_is_below_every_cells_mean_offset_and_near_the_least(sigma:
 @pytest.mark.parametrize("sigma", [0.8, 1.0, 2.0, 5.0, 20.0])
 def test_offset_minorant_is_convex_and_below_every_cells_mean_offset(sigma: float) -> None:
     # The minorant at each sampled cell's left end (those of the lattice, below its top) lies
-    # below its 50-digit mean offset, its slopes never fall, and it never drops below the least
-    # offset. Near l = 1 (the summand's mode, where the sums' tails sit) it lies within 1e-3 of
-    # a cell of the offsets there: at sigma = 5 and 20 that is 2.8e-3 d and 1.2e-2 d above the
-    # least offset.
+    # below its 50-digit mean offset, its slopes never fall, and it drops below the least
+    # offset by its rounding allowance at most. Near l = 1 (the summand's mode, where the sums'
+    # tails sit) it lies within 1e-3 of a cell of the offsets there: at sigma = 5 and 20 that is
+    # 2.8e-3 d and 1.2e-2 d above the least offset.
     from autoacct.subsampling.allocation_cells import offset_minorant
     from autoacct.subsampling.allocation_pld import lattice
 
@@ -110,7 +110,7 @@ def test_offset_minorant_is_convex_and_below_every_cells_mean_offset(sigma: floa
     xs, ys = offset_minorant(sigma, d, grid.top + 1)
     assert xs[0] == 0.0 and np.all(np.diff(xs) > 0.0)
     assert np.all(np.diff(np.diff(ys) / np.diff(xs)) >= 0.0)
-    assert np.all(ys >= least_offset(sigma, d))
+    assert np.all(ys >= least_offset(sigma, d) - 1e-9 * d)
     cells = sorted(k for k in _sampled_cells(sigma, d, grid.top) if k < grid.top)
     exact = np.array([float(_cell_offset(k, d, sigma)) for k in cells])
     assert np.all(np.interp(np.array(cells) * d, xs, ys) <= exact)

@@ -573,7 +573,7 @@ def test_offset_shares_bracket_the_exact_mean_offset_given_the_cells_sum() -> No
     q = _product(_Vec.of(*vec["m"]), rest, final)
     n = q.indices
     minorant = offset_minorant(sigma, d, grid.top + 1)
-    low, high = _offset_shares(vec, rest, final, q, 0.0, d, minorant, n * d / t)
+    low, high = _offset_shares(vec, rest, final, q, 0.0, sigma, d, minorant, n * d / t)
     s = mpmath.mpf(sigma)
     with mpmath.workdps(30):
         cells = range(grid.top)
