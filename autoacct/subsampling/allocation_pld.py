@@ -43,31 +43,9 @@ it is first-order stochastically smaller); as the windows drop mass from the par
 (:func:`_lower_laws`), the ratio's bounds also allow for a certified bound on that mass (module
 :mod:`autoacct.subsampling.allocation_windows`).
 
-Arithmetic. The sums' laws are products (convolutions) of vectors, each kept on its window
-(a partial sum of j summands on ``Lattice.window(j)``; what falls outside is dropped, so the
-computed vector approximates a sub-measure of the true one, and the upper laws count the
-difference as overflow). A product a * b is H_a * H_b + (T_a * b + H_a * T_b), H the head of
-a vector (its heaviest 2048 consecutive entries) and T the rest: the heads are convolved
-directly (:func:`_product`), the tails, of small norms, by FFT on a power of two n of points
-(no wrap-around). Each vector carries bounds on its error x^ - x = a + f: |a|_1 and |a|_inf
-for the errors of the data and of the direct sums, |f|_2 for the FFTs' rounding. For computed
-a^, b^ every norm propagates as |e_a * b^ + a * e_b|_p <= |e_a|_p |b^|_1 + |a|_1 |e_b|_p
-(Young's inequality; |a|_1 <= 1 for every true vector here: sub-probability laws and
-E_Q[l] = 1). An FFT product's own rounding is bounded in 2-norm: with
-kappa = log2(n) eta / (1 - log2(n) eta) the relative 2-norm error of a computed FFT (Higham
-2002, Theorem 24.2, about 6.7 unit roundoffs; eta = 8 u, u the machine epsilon (twice the unit
-roundoff) here and below, allows for the weights and for the library's FFT not being the
-textbook radix-2 one), the spectra X^, Y^ of a^, b^ are within kappa sqrt(n) |a^|_2
-(Parseval), their product within a further 3 u |X^||Y^| per frequency (a complex product), and
-the inverse transform within kappa of its result, so
-
-    F = (1 + kappa) (kappa A2 B1 g + kappa A1 B2 + 3 u g (1 + kappa) A1 B2) + (kappa + 2 u) A1 B2,
-
-A1 = |a^|_1, A2 = |a^|_2 (B likewise), g = 1 + kappa sqrt(n) (bounding |Y^|_inf <= B1 g).
-Clipping a computed entry at 0 and dropping entries do not increase an error. On a vector of
-L entries the error of each entry is at most |a|_inf + |f|_2 and their sum at most
-|a|_1 + sqrt(L) |f|_2: the upper laws move that sum to +inf (a profile is at most the finite
-masses' plus the masses' total error), the lower laws subtract the former from each entry.
+Arithmetic. The sums' laws are products (convolutions) of vectors with error bounds, each kept
+on its window (:mod:`autoacct.subsampling.allocation_vectors`); what falls outside is dropped,
+and the upper laws count it at +inf.
 
 The one-summand masses and their error bounds are :mod:`autoacct.subsampling.allocation_cells`'
 (differences of normal tail functions, each taken on the side where it is small; the hat
@@ -82,7 +60,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import fft as sfft
 from scipy import special
 
 from autoacct import _validation as check
@@ -90,16 +67,10 @@ from autoacct.exactness import MACHINE_EPSILON
 from autoacct.losses.atoms import AtomLoss
 from autoacct.mechanism import LossPart, Mechanism, Neighboring
 from autoacct.subsampling.allocation_cells import least_offset, offset_minorant, overflow_masses, summand_masses
+from autoacct.subsampling.allocation_vectors import Vec, power, product
 from autoacct.subsampling.allocation_windows import dropped_mass
 
 _U = MACHINE_EPSILON
-#: Largest relative error of a data entry the relative bound of :class:`_Vec` takes (the rest
-#: of the entries' errors stays absolute): t summands make it t times as much.
-_REL_MOST = 1e-11
-#: Relative 2-norm error per level of a computed FFT (Higham 2002, Theorem 24.2: the weights'
-#: error mu plus gamma_4 (sqrt(2) + mu), about 6.7 unit roundoffs for weights accurate to one),
-#: 16 unit roundoffs (8 machine epsilons) to leave room for the library's FFT.
-_ETA = 8.0 * _U
 #: Lattice spacing as a fraction of the standard deviation of one summand, sqrt(e^{1/s^2} - 1).
 SPACING = 0.02
 #: Standard deviations of Z_1 ~ N(1/s, 1) (the summand that carries the record under P) above
@@ -115,10 +86,6 @@ _OVERFLOW = 1e-14
 _TOP_POINTS = 1 << 14
 #: Standard deviations sqrt(k Var l) of a sum of k summands kept on each side of its mean.
 _SUM_SPAN = 12.0
-#: Longest head of a vector whose products are summed directly (:func:`_product`).
-_DIRECT = 2048
-#: Entries of a head per block of its direct products (:func:`_direct`).
-_BLOCK = 16
 #: Most lattice points per law (a few seconds; larger epochs answer by Renyi DP only).
 MAX_POINTS = 1 << 19
 
@@ -192,220 +159,6 @@ def lattice(sigma: float, steps: int = 2) -> Lattice | None:
     return grid if grid is not None and grid.top <= MAX_POINTS + 1 else None
 
 
-@dataclass(frozen=True)
-class _Vec:
-    """A computed non-negative vector x^ (on the lattice indices ``start``, ``start`` + 1, ...) of a
-    true one x: the error x^ - x is a + f, with |a|_1 <= ``d1`` and |a|_inf <= ``dinf`` (errors of
-    the data, propagated) and |f|_2 <= ``f2`` (the FFTs' rounding, propagated).
-
-    A second bound holds at the same time, entry by entry: x^ - x = alpha x + a' + f' with
-    |alpha| <= ``rel``, |a'|_inf <= ``dabs`` and |f'|_2 <= ``f2r`` (the data's and the direct
-    sums' errors are relative to the entries they are made of, so they compose relatively: a
-    lower law's tail entries of 1e-12 need not lose the largest entry's share, 3e-13 at
-    t = 1e4; see :meth:`lower_values`). The upper laws keep the first: a relative error of
-    every entry is one of the total mass too, which their mass at +inf would then carry."""
-
-    values: np.ndarray
-    start: int
-    d1: float
-    dinf: float
-    f2: float
-    rel: float = 0.0
-    dabs: float = 0.0
-    f2r: float = 0.0
-    #: For a product (:func:`_product`), an upper bound on the true product's mass outside the
-    #: window it was cut to (the mass the window dropped); 0 for data.
-    dropped: float = 0.0
-
-    @classmethod
-    def of(cls, values: np.ndarray, err: np.ndarray) -> _Vec:
-        """A vector from index 0 whose entries are off by at most ``err`` (the norms rounded up);
-        for the relative bound, ``rel`` is the largest err / x^ up to :data:`_REL_MOST`, and the
-        rest of each entry's error beyond rel x^ goes to ``dabs`` (with x^ in place of x: rel x^
-        <= rel (x + err), so the error is at most rel x + (1 + rel) err - rel x^, taken whole)."""
-        grow = 1.0 + 2.0 * len(err) * _U
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(values > 0.0, err / values, np.inf)
-        rel = float(np.max(ratio, initial=0.0, where=ratio <= _REL_MOST)) * (1.0 + 4.0 * _U)
-        rest = np.maximum((1.0 + rel) * err - rel * values, 0.0)
-        # (each of rest's two products and its difference one rounding: within 4 u rel x^)
-        dabs = (float(np.max(rest, initial=0.0)) * (1.0 + 4.0 * _U)
-                + 4.0 * _U * rel * float(np.max(values, initial=0.0)))
-        return cls(values, 0, float(np.sum(err)) * grow, float(np.max(err, initial=0.0)), 0.0, rel, dabs)
-
-    @property
-    def indices(self) -> np.ndarray:
-        return self.start + np.arange(len(self.values), dtype=float)
-
-    def sum_error(self) -> float:
-        """A bound on the sum of the absolute errors of the entries (|x|_1 <= sqrt(len) |x|_2)."""
-        return (self.d1 + math.sqrt(len(self.values)) * self.f2) * (1.0 + 1e-9)
-
-    def entry_error(self) -> float:
-        """A bound on the error of each entry (|x|_inf <= |x|_1 and |x|_inf <= |x|_2)."""
-        return (self.dinf + self.f2) * (1.0 + 1e-9)
-
-    def lower_values(self) -> np.ndarray:
-        """Lower bounds on the true entries, the larger of the two bounds': x^ less the entry
-        error, and (x^ - dabs - |f'|_2) / (1 + rel); each rounded down."""
-        plain = self.values - self.entry_error()
-        relative = (self.values - (self.dabs + self.f2r) * (1.0 + 1e-9)) / (1.0 + self.rel)
-        return np.maximum(plain, relative) * (1.0 - 4.0 * _U)
-
-    def upper_values(self) -> np.ndarray:
-        """Upper bounds on the true entries: x^ plus the entry error, or (x^ + dabs + |f'|_2) /
-        (1 - rel), the smaller; each rounded up."""
-        plain = self.values + self.entry_error()
-        relative = (self.values + (self.dabs + self.f2r) * (1.0 + 1e-9)) / (1.0 - self.rel)
-        return np.minimum(plain, relative) * (1.0 + 4.0 * _U)
-
-
-def _head(x: np.ndarray) -> tuple[int, int]:
-    """The slice [i, j) of at most :data:`_DIRECT` entries of a non-negative vector holding the
-    most mass (where its products are computed directly)."""
-    if len(x) <= _DIRECT:
-        return 0, len(x)
-    cum = np.concatenate(([0.0], np.cumsum(x)))
-    i = int(np.argmax(cum[_DIRECT:] - cum[:-_DIRECT]))
-    return i, i + _DIRECT
-
-
-def _direct(ha: np.ndarray, hb: np.ndarray) -> tuple[np.ndarray, int]:
-    """(ha * hb computed, m) where each computed entry is within gamma_m = m u / (1 - m u) of
-    the sum of its products' magnitudes (ha, hb >= 0).
-
-    ha is cut into blocks of :data:`_BLOCK` entries: each block's product with hb (np.convolve)
-    has entries that are sums of at most _BLOCK products, each product and addition one
-    rounding, so within gamma_BLOCK whatever the order of the additions (every product passes
-    through at most _BLOCK roundings; Higham 2002, section 3.1). The shifted block products are
-    then summed pairwise, a tree of depth h = ceil(log2(blocks)), which adds h roundings
-    to every product's path (Higham 2002, section 4.2), so m = _BLOCK + h
-    ((1 + theta_j)(1 + theta_k) = 1 + theta_(j+k), Higham 2002, Lemma 3.3). A single np.convolve
-    of the heads gave m = len(head) + 1, up to 2049: its 1-norm error, about 4.5e-13 per
-    product, doubled with every squaring of the binary powering and put 1e-9 of mass at +inf
-    in an epoch of t = 1000 steps."""
-    blocks = [ha[i:i + _BLOCK] for i in range(0, len(ha), _BLOCK)]
-    width = len(ha) + len(hb) - 1
-    rows = np.zeros((len(blocks), width))
-    for j, block in enumerate(blocks):
-        rows[j, j * _BLOCK:j * _BLOCK + len(block) + len(hb) - 1] = np.convolve(block, hb)
-    depth = 0
-    while rows.shape[0] > 1:
-        if rows.shape[0] % 2:
-            rows = np.vstack((rows, np.zeros((1, width))))  # (adding 0 is exact)
-        rows = rows[0::2] + rows[1::2]
-        depth += 1
-    return rows[0], min(_BLOCK, len(ha)) + depth
-
-
-def _fft_error(n: int, a1: float, a2: float, b1: float, b2: float) -> float:
-    """A bound on the 2-norm of the rounding error of ifft(fft(a) fft(b)) on n points (a power of 2)
-    for vectors with 1-norms a1, b1 and 2-norms a2, b2 (see the module docstring)."""
-    lg = math.log2(n)
-    kappa = lg * _ETA / (1.0 - lg * _ETA)
-    g = 1.0 + kappa * math.sqrt(n)
-    return ((1.0 + kappa) * (kappa * a2 * b1 * g + kappa * a1 * b2 + 3.0 * _U * g * (1.0 + kappa) * a1 * b2)
-            + (kappa + 2.0 * _U) * a1 * b2)
-
-
-def _norms(x: np.ndarray, n: int) -> tuple[float, float]:
-    """Upper bounds on the 1-norm and the 2-norm of the non-negative vector x (n >= its length)."""
-    grow = 1.0 + 2.0 * n * _U
-    return float(np.sum(x)) * grow, float(np.sqrt(np.sum(x * x))) * grow
-
-
-def _product(a: _Vec, b: _Vec, window: tuple[int, int]) -> _Vec:
-    """The entries of the convolution a * b at the lattice indices in ``window`` (those outside
-    are dropped: the true vector restricted likewise is a sub-measure), with its error bounds.
-
-    With H the heads of a and b (:func:`_head`) and T = a - H their tails, a * b is H_a * H_b,
-    summed directly (:func:`_direct`: every entry off by a relative gamma_m of its non-negative
-    products' sum, m about 23; its 1- and inf-norm join the data errors), plus
-    T_a * b + H_a * T_b by FFT, whose rounding is bounded (module docstring) from the norms of
-    the small tails. The data errors propagate by
-    |e_a * b^ + a * e_b|_p <= |e_a|_p |b^|_1 + |a|_1 |e_b|_p (every p; |a|_1 <= 1)."""
-    length = len(a.values) + len(b.values) - 1
-    n = 1 << max(1, math.ceil(math.log2(length)))
-    start = a.start + b.start
-    lo, hi = max(window[0], start), min(window[1], start + length - 1)
-    (ai, aj), (bi, bj) = _head(a.values), _head(b.values)
-    ha, hb = a.values[ai:aj], b.values[bi:bj]
-    ta, tb = a.values.copy(), b.values.copy()
-    ta[ai:aj] = 0.0
-    tb[bi:bj] = 0.0
-    spectrum = sfft.fft(ta, n) * sfft.fft(b.values, n) + sfft.fft(np.pad(ha, (ai, 0)), n) * sfft.fft(tb, n)
-    full = sfft.ifft(spectrum).real
-    direct, m = _direct(ha, hb)
-    full[ai + bi:ai + bi + len(direct)] += direct
-    c = np.maximum(full[lo - start:hi - start + 1], 0.0)
-    a1, a2 = _norms(a.values, n)
-    b1, b2 = _norms(b.values, n)
-    ta1, ta2 = _norms(ta, n)
-    tb1, tb2 = _norms(tb, n)
-    ha1, ha2 = _norms(ha, n)
-    fft_err = _fft_error(n, ta1, ta2, b1, b2) + _fft_error(n, ha1, ha2, tb1, tb2)
-    gamma = m * _U / (1.0 - m * _U)
-    h1 = ha1 * float(np.sum(hb)) * (1.0 + 2.0 * n * _U)
-    # The direct sums' rounding, and that of adding them to the FFT part (one rounding of each
-    # entry, at most the direct part's and the tails' 1-norms).
-    add1 = gamma * h1 + 2.0 * _U * (h1 + ta1 * b1 + ha1 * tb1)
-    addinf = (gamma + 2.0 * _U) * float(np.max(np.abs(full), initial=0.0)) * (1.0 + gamma)
-    slack = 1.0 + 1e-9
-    # The relative bound: a (1 + alpha) * b (1 + beta) is within (1 + rel_a)(1 + rel_b) of a * b
-    # entry by entry (non-negative terms); the direct sums add gamma of the computed products'
-    # sum (at most the whole computed product, itself within these bounds), the one rounding
-    # of each entry's final addition 2 u of it; the errors a'_a * b^ + a (1 + alpha) * a'_b
-    # (|a|_1 <= 1) stay absolute, f'_a * b^ + a (1 + alpha) * f'_b and the FFTs' own rounding
-    # in 2-norm, each grown by the same roundings.
-    grown = 1.0 + gamma + 2.0 * _U
-    rel = ((1.0 + a.rel) * (1.0 + b.rel) * grown - 1.0) * slack
-    dabs = (a.dabs * b1 + (1.0 + a.rel) * b.dabs) * grown * slack
-    f2r = (fft_err + a.f2r * b1 + (1.0 + a.rel) * b.f2r) * grown * slack
-    d1, dinf, f2 = ((a.d1 * b1 + b.d1 + add1) * slack, (a.dinf * b1 + b.dinf + addinf) * slack,
-                    (fft_err + a.f2 * b1 + b.f2) * slack)
-    # The true product's mass outside the window: the computed entries there (signed, summed
-    # with a bound on their own rounding) and their errors, by either model (the FFTs' part
-    # over m entries at most sqrt(m) times its 2-norm bound).
-    outside = np.concatenate((full[:lo - start], full[hi - start + 1:length]))
-    m_out = float(outside.size)
-    out_sum = float(np.sum(outside)) + 2.0 * m_out * _U * float(np.sum(np.abs(outside)))
-    root = math.sqrt(m_out)
-    dropped = max(min((out_sum + m_out * dabs + root * f2r) / (1.0 - rel), out_sum + min(d1, m_out * dinf) + root * f2),
-                  0.0) * slack
-    return _Vec(c, lo, d1, dinf, f2, rel, dabs, f2r, dropped)
-
-
-def _power(a: _Vec, k: int, grid: Lattice, windows: list[tuple[int, int, float, int, float]] | None = None
-           ) -> _Vec:
-    """a^{*k} (k >= 1 summands) by binary powering, each partial sum of j summands kept on
-    ``grid.window(j)``; each window applied is appended to ``windows`` as (j, first, last, copies,
-    dropped), copies the number of partial sums of the k summands it was applied to (a square of
-    j = 2^i summands enters the result through every power 2^L >= j of k's binary digits, as
-    2^L / j copies, floor(k / j) in all; each product of the result chain once) and dropped the
-    bound on the mass that product's window cut (:attr:`_Vec.dropped`)."""
-    result: _Vec | None = None
-    count, square, size, total = 0, a, 1, k
-
-    def product(x: _Vec, y: _Vec, j: int, copies: int) -> _Vec:
-        lo, hi = grid.window(j)
-        out = _product(x, y, (lo, hi))
-        if windows is not None:
-            windows.append((j, lo, hi, copies, out.dropped))
-        return out
-
-    while True:
-        if k & 1:
-            result = square if result is None else product(result, square, count + size, 1)
-            count += size
-        k >>= 1
-        if not k:
-            break
-        square = product(square, square, 2 * size, total // (2 * size))
-        size *= 2
-    assert result is not None
-    return result
-
-
 def _up(x: np.ndarray) -> np.ndarray:
     """x raised past the rounding of a logarithm of a product or quotient (a few ulps of |x| + 1)."""
     return np.nextafter(x + 8.0 * _U * (np.abs(x) + 1.0), np.inf)
@@ -415,7 +168,7 @@ def _down(x: np.ndarray) -> np.ndarray:
     return np.nextafter(x - 8.0 * _U * (np.abs(x) + 1.0), -np.inf)
 
 
-def _lifted(values: np.ndarray, vec: _Vec, old_inf: float, new_inf: float) -> tuple[np.ndarray, float]:
+def _lifted(values: np.ndarray, vec: Vec, old_inf: float, new_inf: float) -> tuple[np.ndarray, float]:
     """Masses and the mass at +inf of an upper law whose atoms, by increasing loss, carry the
     computed entries ``values`` of ``vec`` (a subset of its entries, in any order), given two
     bounds on the true mass at +inf: ``old_inf``, 1 less the computed finite masses plus twice
@@ -458,7 +211,7 @@ def _lifted(values: np.ndarray, vec: _Vec, old_inf: float, new_inf: float) -> tu
     return masses, new_inf
 
 
-def _suffix_lower(values: np.ndarray, vec: _Vec) -> np.ndarray:
+def _suffix_lower(values: np.ndarray, vec: Vec) -> np.ndarray:
     """Masses for atoms (by increasing loss) that carry the computed entries ``values`` of ``vec``
     (a subset of its entries, in any order), whose sum over the atoms from any one up is at most
     the true entries' sum there.
@@ -507,13 +260,13 @@ def _upper_laws(t: int, sigma: float, grid: Lattice,
     the other summands' partial sums (Q-distributed under P' too) and the total's, a sum of the
     record's summand (under P' the masses x w, under Q the masses w) and the t - 1 others."""
     d = grid.spacing
-    w = _Vec.of(*vec["w"])
-    xw = _Vec.of(*vec["xw"])
+    w = Vec.of(*vec["w"])
+    xw = Vec.of(*vec["xw"])
     windows: list[tuple[int, int, float, int, float]] = []
-    rest = _power(w, t - 1, grid, windows)
+    rest = power(w, t - 1, grid.window, windows)
     final = grid.window(t)
-    p = _product(xw, rest, final)
-    q = _product(w, rest, final)
+    p = product(xw, rest, final)
+    q = product(w, rest, final)
     w_up = vec["w"][0] + vec["w"][1]
     dropped = {name: dropped_mass(w_up, windows, sigma, d, True, (head[0] + head[1], t, final[0], final[1], cut))
                for name, head, cut in (("forward", vec["xw"], p.dropped), ("backward", vec["w"], q.dropped))}
@@ -542,7 +295,7 @@ def _upper_laws(t: int, sigma: float, grid: Lattice,
     return forward, backward
 
 
-def _offset_shares(vec: dict[str, tuple[np.ndarray, np.ndarray]], rest: _Vec, final: tuple[int, int], q: _Vec,
+def _offset_shares(vec: dict[str, tuple[np.ndarray, np.ndarray]], rest: Vec, final: tuple[int, int], q: Vec,
                    missing: float, sigma: float, d: float, minorant: tuple[np.ndarray, np.ndarray],
                    mean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper bounds on E_Q[off | N = n] / d, the summands' mean offset in their cells
@@ -561,7 +314,7 @@ def _offset_shares(vec: dict[str, tuple[np.ndarray, np.ndarray]], rest: _Vec, fi
     (``minorant``, Jensen's inequality) and d are the fallback. At t = 1e4, sigma = 1, L is the
     least offset, 0.4964 d: the lower laws' tail losses sat 9e-5 below the truth there, 2.3% of
     delta at eps = 0.037."""
-    c = _product(_Vec.of(*vec["right"]), rest, final)
+    c = product(Vec.of(*vec["right"]), rest, final)
     assert c.start == q.start and len(c.values) == len(q.values)
     xs, ys = minorant
     least = least_offset(sigma, d) / d * (1.0 - 4.0 * _U)
@@ -585,13 +338,13 @@ def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.nda
     most the mass D dropped (`allocation_windows.dropped_mass`), so each ratio P_N(n) / Q_N(n) is
     within [p_lo / (q_hi + D), (p_hi + D) / q_lo] and the bounds of :func:`_offset_shares`."""
     d = grid.spacing
-    m = _Vec.of(*vec["m"])
-    mu = _Vec.of(*vec["mu"])
+    m = Vec.of(*vec["m"])
+    mu = Vec.of(*vec["mu"])
     windows: list[tuple[int, int, float, int, float]] = []
-    rest = _power(m, t - 1, grid, windows)
+    rest = power(m, t - 1, grid.window, windows)
     final = grid.window(t)
-    p = _product(mu, rest, final)
-    q = _product(m, rest, final)
+    p = product(mu, rest, final)
+    q = product(m, rest, final)
     assert p.start == q.start and len(p.values) == len(q.values)
     # The total's window (only its lower end drops a sum that a kept n could have had: above
     # it, no n is kept): its cells' sum is at least the other summands' (t - 1 of them).

@@ -232,23 +232,6 @@ def test_upper_laws_put_little_mass_at_infinity(steps: int, sigma: float, most: 
     assert 0.0 < laws.forward_upper.p_inf <= most and 0.0 < laws.backward_upper.p_inf <= most
 
 
-def test_direct_products_are_within_their_rounding_bound() -> None:
-    # Against exact rational convolution: every entry within gamma_m of its products' sum.
-    from fractions import Fraction
-
-    from autoacct.subsampling.allocation_pld import _direct
-
-    rng = np.random.default_rng(3)
-    ha, hb = rng.random(53) * 1e-3, rng.random(40)
-    got, m = _direct(ha, hb)
-    exact = [sum((Fraction(float(ha[i])) * Fraction(float(hb[k - i])) for i in range(len(ha))
-                  if 0 <= k - i < len(hb)), Fraction(0)) for k in range(len(ha) + len(hb) - 1)]
-    gamma = m * 2.0 ** -52 / (1.0 - m * 2.0 ** -52)
-    assert m <= 16 + 2
-    for g, e in zip(got, exact):
-        assert abs(Fraction(float(g)) - e) <= Fraction(gamma) * e
-
-
 def test_three_epochs_at_small_delta_are_answered_by_their_laws() -> None:
     # t = 100, sigma = 20, three epochs, delta = 1e-10: the laws' mass at +inf (3 x 1.3e-11)
     # is below delta, so the PLD brackets eps within 3% (0.04657 against 0.04576); before
@@ -319,15 +302,16 @@ def test_lower_laws_floor_is_below_the_certified_mass_ratio_and_half_a_cell_abov
     # of the lower laws must lie below them, within 1.5% of a cell (d), where n d / t lay about
     # half a cell lower.
     from autoacct.subsampling.allocation_cells import least_offset, summand_masses
-    from autoacct.subsampling.allocation_pld import _power, _product, _Vec, lattice
+    from autoacct.subsampling.allocation_pld import lattice
+    from autoacct.subsampling.allocation_vectors import Vec, power, product
 
     grid = lattice(sigma, steps)
     assert grid is not None
     d = grid.spacing
     vec = summand_masses(sigma, d, grid.top + 1)
-    rest = _power(_Vec.of(*vec["m"]), steps - 1, grid)
-    p = _product(_Vec.of(*vec["mu"]), rest, grid.window(steps))
-    q = _product(_Vec.of(*vec["m"]), rest, grid.window(steps))
+    rest = power(Vec.of(*vec["m"]), steps - 1, grid.window)
+    p = product(Vec.of(*vec["mu"]), rest, grid.window(steps))
+    q = product(Vec.of(*vec["m"]), rest, grid.window(steps))
     bulk = q.values > 1e-4
     n = p.indices[bulk]
     certified = np.log((p.values[bulk] - p.entry_error()) / (q.values[bulk] + q.entry_error()))
@@ -379,36 +363,6 @@ def test_epochs_wider_than_tol_say_so_in_their_own_name() -> None:
     assert not Composition()([SampleWithoutReplacement(0.01)(Gaussian(1.0))], [10]).brackets_own_pair()
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_products_relative_bound_holds_entry_by_entry(seed: int) -> None:
-    # Two vectors of 3000 entries (past the 2048 of the direct heads: FFT tails too), masses
-    # from 1e-3 down to 1e-40, given with relative errors rel and absolute ones dabs; their
-    # computed product against the product of the true vectors in 64-bit-mantissa floats
-    # (each sum within 1e-15 of its terms relatively, far inside the bound's gamma of 23 u).
-    from autoacct.subsampling.allocation_pld import _product, _Vec
-
-    rng = np.random.default_rng(seed)
-    n = 3000
-    true = [np.exp(-rng.uniform(0.0, 1.0, n).cumsum() * 0.03 - 7.0) for _ in range(2)]
-    true = [x / x.sum() * 0.999 for x in true]
-    vecs = []
-    for x in true:
-        rel, dabs = 1e-13, 1e-30
-        # (relative errors near their bound and of one sign: the product's are then near twice)
-        noisy = x * (1.0 + rel * rng.uniform(0.9, 1.0, n)) + dabs * rng.uniform(-1.0, 1.0, n)
-        vecs.append(_Vec(np.maximum(noisy, 0.0), 0, float(np.sum(np.abs(noisy - x))) * 1.01,
-                         float(np.max(np.abs(noisy - x))) * 1.01, 0.0, rel * 1.01, dabs * 1.01))
-    got = _product(vecs[0], vecs[1], (0, 2 * n))
-    exact = np.convolve(true[0].astype(np.longdouble), true[1].astype(np.longdouble))
-    exact = exact[got.start:got.start + len(got.values)]
-    lo, up = got.lower_values().astype(np.longdouble), got.upper_values().astype(np.longdouble)
-    assert np.all(lo <= exact * (1 + 1e-15)) and np.all(exact * (1 - 1e-15) <= up)
-    # In the tail the relative bound binds: entries of 1e-14 and below are pinned far closer
-    # than by the absolute bound (the largest entries' rounding share).
-    tail = (exact > 1e-30) & (exact < 1e-14)
-    assert tail.sum() > 100 and np.all((up - lo)[tail] < 0.01 * got.entry_error())
-
-
 def test_lifted_upper_law_survival_is_above_both_bounds_minimum() -> None:
     # The true survival of an upper law's atoms lies below the old bound (1 less the computed
     # masses below plus twice their summed error) and below the new one (the independent mass
@@ -419,11 +373,12 @@ def test_lifted_upper_law_survival_is_above_both_bounds_minimum() -> None:
 
     import mpmath
 
-    from autoacct.subsampling.allocation_pld import _lifted, _Vec
+    from autoacct.subsampling.allocation_pld import _lifted
+    from autoacct.subsampling.allocation_vectors import Vec
 
     rng = np.random.default_rng(5)
     values = np.sort(rng.random(400))[::-1] ** 30 * 1e-3
-    vec = _Vec(values, 1, 0.0, 0.0, 0.0, rel=3e-8, dabs=1e-19, f2r=5e-14)
+    vec = Vec(values, 1, 0.0, 0.0, 0.0, rel=3e-8, dabs=1e-19, f2r=5e-14)
     old_inf, new_inf = 1.7e-10, 2e-17
     masses, p_inf = _lifted(values, vec, old_inf, new_inf)
     assert p_inf == new_inf and np.all(masses >= values)
@@ -455,12 +410,13 @@ def test_suffix_lower_masses_stay_below_every_bound_on_the_true_sums() -> None:
 
     import mpmath
 
-    from autoacct.subsampling.allocation_pld import _suffix_lower, _Vec
+    from autoacct.subsampling.allocation_pld import _suffix_lower
+    from autoacct.subsampling.allocation_vectors import Vec
 
     rng = np.random.default_rng(11)
     values = np.concatenate((np.geomspace(1e-3, 1e-9, 200) * rng.uniform(0.5, 1.5, 200),
                              rng.uniform(2e-14, 6e-14, 100)))
-    vec = _Vec(values, 0, d1=6e-11, dinf=1e-17, f2=5e-14, rel=3e-8, dabs=1e-19, f2r=5e-14)
+    vec = Vec(values, 0, d1=6e-11, dinf=1e-17, f2=5e-14, rel=3e-8, dabs=1e-19, f2r=5e-14)
     masses = _suffix_lower(values, vec)
     assert np.all(masses >= 0.0)
     n = len(values)
@@ -513,10 +469,11 @@ def _drawn_entries(data, n: int) -> tuple[np.ndarray, np.ndarray, dict[str, floa
 def test_suffix_lower_never_exceeds_the_true_sums_above_any_atom(data, n: int) -> None:
     from fractions import Fraction
 
-    from autoacct.subsampling.allocation_pld import _suffix_lower, _Vec
+    from autoacct.subsampling.allocation_pld import _suffix_lower
+    from autoacct.subsampling.allocation_vectors import Vec
 
     x, x_hat, b = _drawn_entries(data, n)
-    vec = _Vec(x_hat, 0, b["d1"], b["dinf"], b["f2"], b["rel"], b["dabs"], b["f2r"])
+    vec = Vec(x_hat, 0, b["d1"], b["dinf"], b["f2"], b["rel"], b["dabs"], b["f2r"])
     masses = _suffix_lower(x_hat, vec)
     assert np.all(np.isfinite(masses)) and np.all(masses >= 0.0)
     stored, true = Fraction(0), Fraction(0)
@@ -535,11 +492,12 @@ def test_lifted_survival_never_below_the_true_one(data, n: int, share: float) ->
     # atom, +inf included, is at least the true law's.
     from fractions import Fraction
 
-    from autoacct.subsampling.allocation_pld import _lifted, _Vec
+    from autoacct.subsampling.allocation_pld import _lifted
+    from autoacct.subsampling.allocation_vectors import Vec
 
     x, x_hat, b = _drawn_entries(data, n)
     true_inf = Fraction(1) - sum((Fraction(float(v)) for v in x), Fraction(0))
-    vec = _Vec(x_hat, 0, b["d1"], b["dinf"], b["f2"], b["rel"], b["dabs"], b["f2r"])
+    vec = Vec(x_hat, 0, b["d1"], b["dinf"], b["f2"], b["rel"], b["dabs"], b["f2r"])
     summed_error = min(b["rel"] * 1.01 + n * b["dabs"], b["d1"]) + math.sqrt(n) * b["f2"]
     old_inf = 1.0 - math.fsum(x_hat) + 2.0 * summed_error * (1.0 + 1e-9) + 4.0 * 2.0 ** -52
     floor = float(true_inf) * (1.0 + 2.0 ** -50)
@@ -561,16 +519,17 @@ def test_offset_shares_bracket_the_exact_mean_offset_given_the_cells_sum() -> No
     import mpmath
 
     from autoacct.subsampling.allocation_cells import offset_minorant, summand_masses
-    from autoacct.subsampling.allocation_pld import _offset_shares, _power, _product, _Vec, lattice
+    from autoacct.subsampling.allocation_pld import _offset_shares, lattice
+    from autoacct.subsampling.allocation_vectors import Vec, power, product
 
     sigma, t = 5.0, 2
     grid = lattice(sigma, t)
     assert grid is not None
     d = grid.spacing
     vec = summand_masses(sigma, d, grid.top + 1)
-    rest = _power(_Vec.of(*vec["m"]), t - 1, grid)
+    rest = power(Vec.of(*vec["m"]), t - 1, grid.window)
     final = grid.window(t)
-    q = _product(_Vec.of(*vec["m"]), rest, final)
+    q = product(Vec.of(*vec["m"]), rest, final)
     n = q.indices
     minorant = offset_minorant(sigma, d, grid.top + 1)
     low, high = _offset_shares(vec, rest, final, q, 0.0, sigma, d, minorant, n * d / t)

@@ -29,7 +29,8 @@ def test_windows_count_every_copy_of_a_partial_sum() -> None:
     # the per-window exact outside masses summed with their copies, and above their plain sum;
     # and below each window's cut (what its product dropped, from the computed product) summed
     # with the copies.
-    from autoacct.subsampling.allocation_pld import Lattice, _power, _Vec
+    from autoacct.subsampling.allocation_pld import Lattice
+    from autoacct.subsampling.allocation_vectors import Vec, power
 
     k, d = 31, 0.1
     n = np.arange(21)
@@ -37,7 +38,7 @@ def test_windows_count_every_copy_of_a_partial_sum() -> None:
     vector /= vector.sum()
     grid = Lattice(d, 0, 2.5 * 0.3 / 12.0)
     windows: list = []
-    kept = _power(_Vec.of(vector, np.zeros_like(vector)), k, grid, windows)
+    kept = power(Vec.of(vector, np.zeros_like(vector)), k, grid.window, windows)
     lost = 1.0 - float(np.sum(kept.values))
     assert sorted(c for j, _, _, c, _ in windows if j & (j - 1) == 0) == [1, 3, 7, 15]
     per_window = [(_outside(vector, j, lo, hi), c) for j, lo, hi, c, _ in windows]
@@ -83,7 +84,7 @@ def test_a_products_cut_is_above_the_exact_mass_outside_its_window() -> None:
     # as exact data, multiplied and cut to a window that drops about 1e-4 of the mass at each
     # end: the product's cut is at least the exact mass outside (direct convolution, whose own
     # rounding is 1e-19 here) and within its relative slack (1e-9) and 1e-14 of it.
-    from autoacct.subsampling.allocation_pld import _product, _Vec
+    from autoacct.subsampling.allocation_vectors import Vec, product
 
     rng = np.random.default_rng(7)
     x = np.arange(3000.0)
@@ -95,6 +96,40 @@ def test_a_products_cut_is_above_the_exact_mass_outside_its_window() -> None:
     lo, hi = int(np.searchsorted(cum, 1e-4)), int(np.searchsorted(cum, 1.0 - 1e-4))
     outside = float(np.sum(exact[:lo]) + np.sum(exact[hi + 1:]))
     slack = 4.0 * exact.size * 2.0 ** -52 * outside
-    prod = _product(_Vec.of(a, np.zeros_like(a)), _Vec.of(b, np.zeros_like(b)), (lo, hi))
+    prod = product(Vec.of(a, np.zeros_like(a)), Vec.of(b, np.zeros_like(b)), (lo, hi))
     assert outside > 1e-4
     assert outside + slack <= prod.dropped <= outside * (1.0 + 2e-9) + 1e-14
+
+
+@pytest.mark.parametrize("fft_like", [False, True])
+def test_a_products_cut_holds_for_factors_with_errors(fft_like: bool) -> None:
+    # True factors a, b and computed ones a^ = a + e_a, b^ = b + e_b (clipped at 0, which only
+    # shrinks the errors), the errors declared as data errors (1- and inf-norm) or as FFT-like
+    # ones (2-norm): the cut is at least the true product's exact mass outside the window, and
+    # the errors' share in it is far below sqrt(m) |e|_2 over the m entries outside (the
+    # factors' errors meet the other factor's mass beyond the window, which is small).
+    from autoacct.subsampling.allocation_vectors import Vec, product
+
+    rng = np.random.default_rng(11)
+    x = np.arange(3000.0)
+    a = np.exp(-0.5 * ((x - 1500.0) / 300.0) ** 2)
+    b = np.exp(-0.5 * ((x - 1000.0) / 200.0) ** 2)
+    a, b = a / a.sum(), b / b.sum()
+    exact = np.convolve(a, b)
+    cum = np.cumsum(exact)
+    lo, hi = int(np.searchsorted(cum, 1e-6)), int(np.searchsorted(cum, 1.0 - 1e-6))
+    outside = float(np.sum(exact[:lo]) + np.sum(exact[hi + 1:]))
+    vecs = []
+    for v in (a, b):
+        e = rng.normal(size=v.size) * 1e-12
+        v_hat = np.maximum(v + e, 0.0)
+        err = np.abs(v_hat - v)
+        if fft_like:
+            vecs.append(Vec(v_hat, 0, 0.0, 0.0, float(np.sqrt(np.sum(err * err))) * 1.01))
+        else:
+            vecs.append(Vec(v_hat, 0, float(np.sum(err)) * 1.01, float(np.max(err)) * 1.01, 0.0))
+    prod = product(vecs[0], vecs[1], (lo, hi))
+    m_out = exact.size - (hi - lo + 1)
+    plain = np.sqrt(m_out) * np.sqrt(np.sum((1e-12 * np.ones(3000)) ** 2))
+    assert outside > 1e-7
+    assert outside * (1.0 + 1e-9) <= prod.dropped <= outside + 0.1 * plain
