@@ -250,6 +250,18 @@ def _suffix_lower(values: np.ndarray, vec: Vec) -> np.ndarray:
     return (survival - np.append(survival[1:], 0.0)) * (1.0 - 2.0 * _U)
 
 
+def _sums(summand: Vec, record: Vec, t: int, grid: Lattice
+          ) -> tuple[Vec, Vec, Vec, list[tuple[int, int, float, int, float]], tuple[int, int]]:
+    """The epoch's sums on the lattice: the record's summand (masses ``record``, its P-side
+    vector) with the t - 1 others (``summand`` powered, Q-distributed), and t of ``summand``,
+    both kept on the total's window; and the others' sum, the windows its powering applied
+    (:func:`~autoacct.subsampling.allocation_vectors.power`) and the total's window."""
+    windows: list[tuple[int, int, float, int, float]] = []
+    rest = power(summand, t - 1, grid.window, windows)
+    final = grid.window(t)
+    return product(record, rest, final), product(summand, rest, final), rest, windows, final
+
+
 def _upper_laws(t: int, sigma: float, grid: Lattice,
                 vec: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[AtomLoss, AtomLoss]:
     """The upper laws (module docstring), their mass at +inf the lesser of two bounds
@@ -260,13 +272,7 @@ def _upper_laws(t: int, sigma: float, grid: Lattice,
     the other summands' partial sums (Q-distributed under P' too) and the total's, a sum of the
     record's summand (under P' the masses x w, under Q the masses w) and the t - 1 others."""
     d = grid.spacing
-    w = Vec.of(*vec["w"])
-    xw = Vec.of(*vec["xw"])
-    windows: list[tuple[int, int, float, int, float]] = []
-    rest = power(w, t - 1, grid.window, windows)
-    final = grid.window(t)
-    p = product(xw, rest, final)
-    q = product(w, rest, final)
+    p, q, _, windows, final = _sums(Vec.of(*vec["w"]), Vec.of(*vec["xw"]), t, grid)
     w_up = vec["w"][0] + vec["w"][1]
     dropped = {name: dropped_mass(w_up, windows, sigma, d, True, (head[0] + head[1], t, final[0], final[1], cut))
                for name, head, cut in (("forward", vec["xw"], p.dropped), ("backward", vec["w"], q.dropped))}
@@ -338,13 +344,7 @@ def _lower_laws(t: int, sigma: float, grid: Lattice, vec: dict[str, tuple[np.nda
     most the mass D dropped (`allocation_windows.dropped_mass`), so each ratio P_N(n) / Q_N(n) is
     within [p_lo / (q_hi + D), (p_hi + D) / q_lo] and the bounds of :func:`_offset_shares`."""
     d = grid.spacing
-    m = Vec.of(*vec["m"])
-    mu = Vec.of(*vec["mu"])
-    windows: list[tuple[int, int, float, int, float]] = []
-    rest = power(m, t - 1, grid.window, windows)
-    final = grid.window(t)
-    p = product(mu, rest, final)
-    q = product(m, rest, final)
+    p, q, rest, windows, final = _sums(Vec.of(*vec["m"]), Vec.of(*vec["mu"]), t, grid)
     assert p.start == q.start and len(p.values) == len(q.values)
     # The total's window (only its lower end drops a sum that a kept n could have had: above
     # it, no n is kept): its cells' sum is at least the other summands' (t - 1 of them).
