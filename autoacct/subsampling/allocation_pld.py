@@ -274,7 +274,9 @@ def _upper_laws(t: int, sigma: float, grid: Lattice,
     d = grid.spacing
     p, q, _, windows, final = _sums(Vec.of(*vec["w"]), Vec.of(*vec["xw"]), t, grid)
     w_up = vec["w"][0] + vec["w"][1]
-    dropped = {name: dropped_mass(w_up, windows, sigma, d, True, (head[0] + head[1], t, final[0], final[1], cut))
+    # (the others' windows are both directions': bounded once, the totals' windows each)
+    others = dropped_mass(w_up, windows, sigma, d, True)
+    dropped = {name: others + dropped_mass(w_up, [], sigma, d, True, (head[0] + head[1], t, final[0], final[1], cut))
                for name, head, cut in (("forward", vec["xw"], p.dropped), ("backward", vec["w"], q.dropped))}
     q_over, p_over = overflow_masses(sigma, d, grid.top)
     key = ("random allocation epoch", t, sigma, d, grid.top)

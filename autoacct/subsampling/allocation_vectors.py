@@ -231,9 +231,10 @@ def product(a: Vec, b: Vec, window: tuple[int, int]) -> Vec:
     m_out = float(outside.size)
     out_sum = float(np.sum(outside)) + 2.0 * m_out * _U * float(np.sum(np.abs(outside)))
     root = math.sqrt(m_out)
-    placed = np.zeros(length)
-    placed[ai + bi:ai + bi + len(direct)] = np.abs(direct)
-    direct_out = float(np.sum(placed[:lo - start]) + np.sum(placed[hi - start + 1:]))
+    # (the direct part's entries sit at positions ai + bi onwards)
+    at = ai + bi
+    direct_out = float(np.sum(np.abs(direct[:max(lo - start - at, 0)]))
+                       + np.sum(np.abs(direct[max(hi - start + 1 - at, 0):])))
     own = root * fft_err + (gamma * (1.0 + gamma) + 2.0 * _U) * direct_out + 2.0 * _U * float(np.sum(np.abs(outside)))
     split = out_sum + own + _outside_error(a, b, lo - start, hi - start)
     dropped = max(min((out_sum + m_out * dabs + root * f2r) / (1.0 - rel), out_sum + min(d1, m_out * dinf) + root * f2,
